@@ -1,0 +1,43 @@
+package core
+
+import (
+	"net/http"
+)
+
+// HTTPMatcher is implemented by route-kind modules for HTTP-family listeners ("route.http",
+// "route.grpc"). One instance is loaded per IR Route, with that route's match as its config; the
+// engine asks it whether a request (already selected by listener, hostname and precedence order)
+// matches. Match runs on the hot path: no allocation, no locks, no regex compilation.
+type HTTPMatcher interface {
+	Match(r *http.Request) bool
+}
+
+// HTTPErrorWriter is optionally implemented by an HTTPMatcher whose protocol reports errors its own
+// way (gRPC answers with a grpc-status, not an HTML page). The engine uses it for every error it
+// answers on a matched route: no backend, unresolved backend, no healthy endpoint, upstream failure.
+type HTTPErrorWriter interface {
+	WriteError(w http.ResponseWriter, r *http.Request, status int, msg string)
+}
+
+// A filter module ("filter.http.*", "filter.ext.*") implements at least one of HTTPRequestFilter,
+// HTTPResponseFilter and HTTPMiddleware. The engine compiles a rule's filters into a chain once per
+// snapshot; per request it only calls them.
+
+// HTTPRequestFilter runs before the request is sent upstream, in the order the rule lists filters.
+// It may modify r. To answer the request itself (a redirect, a denial) it writes the response to w
+// and returns false; the chain stops there.
+type HTTPRequestFilter interface {
+	FilterRequest(w http.ResponseWriter, r *http.Request) (proceed bool)
+}
+
+// HTTPResponseFilter runs on the upstream response's header before it is written to the client.
+// r is the request as it was sent upstream.
+type HTTPResponseFilter interface {
+	FilterResponse(r *http.Request, status int, header http.Header)
+}
+
+// HTTPMiddleware wraps the rest of the chain, for filters that must see the body or the whole
+// exchange (compression, mirroring). Wrap is called once per table build, never per request.
+type HTTPMiddleware interface {
+	WrapHTTP(next http.Handler) http.Handler
+}

@@ -1,0 +1,52 @@
+package core
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+)
+
+// Endpoint is one upstream address of a cluster. The engine creates endpoints once per table build;
+// balancers read them and may use the counters.
+type Endpoint struct {
+	Address string
+	Port    uint32
+	// Weight is the endpoint's relative weight (at least 1).
+	Weight uint32
+	// HostPort is "address:port", precomputed so the hot path never formats it.
+	HostPort string
+	// Active counts requests or connections in flight to this endpoint.
+	Active atomic.Int64
+}
+
+// NewEndpoint returns an endpoint with its HostPort computed and weight at least 1.
+func NewEndpoint(address string, port, weight uint32) *Endpoint {
+	if weight == 0 {
+		weight = 1
+	}
+	return &Endpoint{
+		Address:  address,
+		Port:     port,
+		Weight:   weight,
+		HostPort: net.JoinHostPort(address, strconv.FormatUint(uint64(port), 10)),
+	}
+}
+
+// PickInfo is what a balancer may look at to choose. Request is nil for TCP and UDP traffic.
+type PickInfo struct {
+	Request *http.Request
+	// Client is the downstream peer address.
+	Client net.Addr
+}
+
+// Balancer is implemented by "lb.*" modules. One instance is loaded per cluster per table build and
+// handed the cluster's endpoints through SetEndpoints before first use. Pick runs concurrently on the
+// hot path: no locks held across calls, no allocation. It returns nil when no endpoint can be chosen.
+type Balancer interface {
+	SetEndpoints(eps []*Endpoint)
+	Pick(info *PickInfo) *Endpoint
+}
+
+// DefaultBalancer is the balancer a cluster gets when its snapshot names none.
+const DefaultBalancer ModuleID = "lb.round_robin"
