@@ -1,0 +1,42 @@
+// Package translator compiles Gateway API objects (a Store) into the snapshot IR every proxy runs,
+// and computes the status the controller writes. It is the controller half of Coxswain; it never
+// imports the proxy engine.
+//
+// # Core passes and route kinds
+//
+// Everything Gateway API specifies the same way for every route kind is done here, once:
+// GatewayClass and Gateway validation, listener conflicts, certificate references, parentRef
+// attachment (sectionName, port), allowedRoutes (namespaces and kinds), listener × route hostname
+// intersection, ReferenceGrant checks, backend resolution (Service → EndpointSlices → Cluster),
+// precedence tie-breaking and status assembly.
+//
+// What is specific to one route kind — its matches and filters — lives in a module in namespace
+// "translate.route" (modules/httproute/translate registers "translate.route.http"). Such a module
+// implements RouteKind:
+//
+//	GroupKind()  the resource, for allowedRoutes.kinds and supportedKinds
+//	Protocols()  the listener protocols it attaches to
+//	Routes(s)    its objects in the Store, each as a Route
+//
+// and each Route gives its metadata, parentRefs and hostnames, and Build(rc): the IR routes of its
+// rules for one attached listener, one Entry per match with a Precedence vector. The core sorts
+// the entries of a virtual host by Precedence (larger first, element-wise), then by the spec's
+// cross-route tie-breaks: oldest creationTimestamp, then "<namespace>/<name>", then rule index,
+// then match index. Build reports through the RouteContext: Backend resolves a backendRef,
+// DropRule leaves an invalid rule out (Accepted stays True with PartiallyInvalid, or Accepted=False
+// once no rule is left), Fail sets a False condition for a rule that stays and answers an error.
+//
+// Adding a route kind therefore means one module and one slice in Store; no core pass changes.
+//
+// # Determinism
+//
+// Translate sorts everything it emits (see core/ir/v1/ir.proto) and seals the snapshot, so the
+// same Store gives the same Snapshot.Version regardless of the order of the Store's slices.
+// Condition timestamps come from Options.Now.
+//
+// # Programmed
+//
+// Here "Programmed" means "translated into the snapshot". The controller later holds Gateway
+// Programmed back until proxies acknowledge the snapshot (see DESIGN.md); Result.Snapshot.Gateways
+// carries the generations that gate needs.
+package translator

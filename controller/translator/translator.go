@@ -1,0 +1,88 @@
+package translator
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// DefaultControllerName is the GatewayClass spec.controllerName Coxswain answers to by default.
+const DefaultControllerName = "coxswain-labs.dev/gateway-controller"
+
+// Options tune one translation.
+type Options struct {
+	// ControllerName selects our GatewayClasses; DefaultControllerName when empty.
+	ControllerName string
+	// AllowLoopbackEndpoints accepts 127.0.0.0/8 and ::1 endpoint addresses. Standalone mode sets it;
+	// in a cluster a loopback endpoint would point a proxy at itself.
+	AllowLoopbackEndpoints bool
+	// Now stamps condition lastTransitionTime; time.Now when nil. Golden tests fix it so the
+	// output is stable.
+	Now func() metav1.Time
+	// Registry holds the translate.route.* modules; core.Freeze() when nil.
+	Registry *core.Registry
+}
+
+// Result is one translation: the snapshot every proxy should run and the status the controller
+// should write.
+type Result struct {
+	// Snapshot is sorted and sealed: the same Store always gives the same Version.
+	Snapshot *irv1.Snapshot
+	// Status for objects this controller owns. A route's status holds only the RouteParentStatus
+	// entries whose controllerName is ours: the writer merges them with other controllers' entries.
+	GatewayClasses map[types.NamespacedName]*gwapiv1.GatewayClassStatus
+	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
+	HTTPRoutes     map[types.NamespacedName]*gwapiv1.HTTPRouteStatus
+	// Routes holds the parent statuses of every route kind (HTTPRoutes included), for kinds that
+	// have no typed map above.
+	Routes map[RouteKey]*gwapiv1.RouteStatus
+	// Problems lists every invalid thing found, sorted; each also shows as a condition.
+	Problems []*Problem
+}
+
+// RouteKey names one route object of any kind.
+type RouteKey struct {
+	Group     string
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+func (k RouteKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
+
+// Problem is one invalid thing in the input: which object, which field, and the condition reason
+// it shows up as in status.
+type Problem struct {
+	Kind      string
+	Namespace string
+	Name      string
+	// Field is the path inside the object, e.g. "spec.rules[0].matches[1].path.value".
+	Field string
+	// Reason is the condition reason the problem is reported with.
+	Reason  string
+	Message string
+}
+
+func (p *Problem) Error() string {
+	obj := p.Kind + " " + p.Name
+	if p.Namespace != "" {
+		obj = p.Kind + " " + p.Namespace + "/" + p.Name
+	}
+	if p.Field == "" {
+		return fmt.Sprintf("%s: %s (%s)", obj, p.Message, p.Reason)
+	}
+	return fmt.Sprintf("%s: %s: %s (%s)", obj, p.Field, p.Message, p.Reason)
+}
+
+// Translate compiles the store into a snapshot and the status to write. It never fails: invalid
+// objects become Problems and False conditions, and everything valid ships.
+func Translate(ctx context.Context, store *Store, opts Options) *Result {
+	t := newTranslation(ctx, store, opts)
+	return t.run()
+}
