@@ -1,0 +1,85 @@
+package proxy
+
+import "time"
+
+// Limits are the production limits of the listeners and the upstream transport. A zero field takes
+// its default (see DefaultLimits); a negative duration means "no limit".
+type Limits struct {
+	// ReadHeaderTimeout bounds reading a request's header (slowloris protection). Default 10s.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long. Default 120s.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing a response. Default none: responses may stream for as long as the
+	// route's timeouts allow.
+	WriteTimeout time.Duration
+	// MaxHeaderBytes caps the request header size. Default 64 KiB.
+	MaxHeaderBytes int
+	// MaxConcurrentStreams caps the streams of one HTTP/2 connection. Default 250.
+	MaxConcurrentStreams int
+	// TLSHandshakeTimeout bounds a downstream TLS handshake. Default 10s.
+	TLSHandshakeTimeout time.Duration
+	// DrainTimeout bounds the graceful shutdown of a removed listener's connections; after it they
+	// are closed. Close uses its context instead. Default 30s.
+	DrainTimeout time.Duration
+
+	// UpstreamDialTimeout bounds connecting to an endpoint. Default 5s.
+	UpstreamDialTimeout time.Duration
+	// UpstreamResponseHeaderTimeout bounds the wait for an endpoint's response header once the
+	// request is written. Default 60s; routes with timeouts are bounded by those too.
+	UpstreamResponseHeaderTimeout time.Duration
+	// UpstreamIdleConnTimeout closes a pooled upstream connection idle this long. Default 90s.
+	UpstreamIdleConnTimeout time.Duration
+	// UpstreamMaxIdleConnsPerHost is the keep-alive pool size per endpoint. Default 256.
+	UpstreamMaxIdleConnsPerHost int
+}
+
+// DefaultLimits are the limits a zero Limits stands for.
+var DefaultLimits = Limits{
+	ReadHeaderTimeout:             10 * time.Second,
+	IdleTimeout:                   120 * time.Second,
+	WriteTimeout:                  -1,
+	MaxHeaderBytes:                64 << 10,
+	MaxConcurrentStreams:          250,
+	TLSHandshakeTimeout:           10 * time.Second,
+	DrainTimeout:                  30 * time.Second,
+	UpstreamDialTimeout:           5 * time.Second,
+	UpstreamResponseHeaderTimeout: 60 * time.Second,
+	UpstreamIdleConnTimeout:       90 * time.Second,
+	UpstreamMaxIdleConnsPerHost:   256,
+}
+
+// withDefaults fills zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	dur := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	dur(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	dur(&l.IdleTimeout, d.IdleTimeout)
+	dur(&l.WriteTimeout, d.WriteTimeout)
+	dur(&l.TLSHandshakeTimeout, d.TLSHandshakeTimeout)
+	dur(&l.DrainTimeout, d.DrainTimeout)
+	dur(&l.UpstreamDialTimeout, d.UpstreamDialTimeout)
+	dur(&l.UpstreamResponseHeaderTimeout, d.UpstreamResponseHeaderTimeout)
+	dur(&l.UpstreamIdleConnTimeout, d.UpstreamIdleConnTimeout)
+	if l.MaxHeaderBytes == 0 {
+		l.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	if l.MaxConcurrentStreams == 0 {
+		l.MaxConcurrentStreams = d.MaxConcurrentStreams
+	}
+	if l.UpstreamMaxIdleConnsPerHost == 0 {
+		l.UpstreamMaxIdleConnsPerHost = d.UpstreamMaxIdleConnsPerHost
+	}
+	return l
+}
+
+// Positive returns d, or 0 when d is negative: net/http spells "no limit" as 0.
+func Positive(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	return d
+}
