@@ -19,12 +19,25 @@
 //	Routes(s)    its objects in the Store, each as a Route
 //
 // and each Route gives its metadata, parentRefs and hostnames, and Build(rc): the IR routes of its
-// rules for one attached listener, one Entry per match with a Precedence vector. The core sorts
-// the entries of a virtual host by Precedence (larger first, element-wise), then by the spec's
-// cross-route tie-breaks: oldest creationTimestamp, then "<namespace>/<name>", then rule index,
-// then match index. Build reports through the RouteContext: Backend resolves a backendRef,
-// DropRule leaves an invalid rule out (Accepted stays True with PartiallyInvalid, or Accepted=False
-// once no rule is left), Fail sets a False condition for a rule that stays and answers an error.
+// rules for one attached listener, one Entry per match with a Precedence vector. Build runs once
+// with a zero listener to validate the route (so its problems are known before attachment
+// decides Accepted), then once per programmed listener the route attaches to.
+//
+// The core sorts the entries of a virtual host by Precedence (larger first, element-wise), then
+// by the spec's cross-route tie-breaks: oldest creationTimestamp, then "<namespace>/<name>",
+// then rule index, then match index.
+//
+// Build reports through the RouteContext:
+//
+//	Backend(field, ref, filters)  resolves a backendRef (Service → Cluster, ReferenceGrant);
+//	                              an unresolved one is an error backend (500 for its share) and
+//	                              ResolvedRefs=False with the spec's reason
+//	DropRule(rule, field, ...)    an invalid rule is left out: Accepted stays True with
+//	                              PartiallyInvalid "Dropped Rule ...", or turns False when no
+//	                              rule is left (the spec's "Drop Rule(s)" approach)
+//	FailRule(rule, field, ...)    the same status, but the rule stays and answers 500 (a filter
+//	                              that cannot run must not be skipped)
+//	Unresolved(field, reason, ..) ResolvedRefs=False for some other reference
 //
 // Adding a route kind therefore means one module and one slice in Store; no core pass changes.
 //

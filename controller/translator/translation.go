@@ -2,29 +2,45 @@ package translator
 
 import (
 	"context"
-	"errors"
+	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
-// translation is the state of one Translate call.
+// translation is the state of one Translate call. The passes run in order: index the store,
+// GatewayClasses, Gateways and their listeners, routes (attachment and rules), then assembly of
+// the snapshot and the status.
 type translation struct {
-	ctx      context.Context
-	store    *Store
-	opts     Options
-	now      metav1.Time
-	problems map[string]*Problem
-}
+	ctx   context.Context
+	store *Store
+	opts  Options
+	now   metav1.Time
 
-// parentState is the status being assembled for one parentRef of one route.
-type parentState struct {
-	dropped map[int]string
+	kinds []RouteKind // sorted by module ID
+
+	namespaces map[string]map[string]string
+	services   map[types.NamespacedName]*corev1.Service
+	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by namespace/service
+	secrets    map[types.NamespacedName]*corev1.Secret
+	grants     map[string][]*gwapiv1b1.ReferenceGrant // by namespace
+
+	classes  map[string]*gwapiv1.GatewayClass // ours, by name
+	gateways []*gatewayState                  // ours, oldest first
+	gwByKey  map[types.NamespacedName]*gatewayState
+	routes   []*routeState
+
+	clusters   map[string]*irv1.Cluster
+	secretsOut map[string]*irv1.Secret
+	problems   map[string]*Problem
 }
 
 func newTranslation(ctx context.Context, store *Store, opts Options) *translation {
@@ -41,35 +57,125 @@ func newTranslation(ctx context.Context, store *Store, opts Options) *translatio
 	if store == nil {
 		store = &Store{}
 	}
-	return &translation{ctx: ctx, store: store, opts: opts, now: now, problems: map[string]*Problem{}}
-}
-
-func (t *translation) problem(key RouteKey, field, reason, msg string) {
-	p := &Problem{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Field: field, Reason: reason, Message: msg}
-	t.problems[p.Error()] = p
-}
-
-func (p *parentState) dropRule(rule int, reason gwapiv1.RouteConditionReason, msg string) {
-	if p.dropped == nil {
-		p.dropped = map[int]string{}
+	return &translation{
+		ctx: ctx, store: store, opts: opts, now: now,
+		kinds:      routeKinds(opts.Registry),
+		gwByKey:    map[types.NamespacedName]*gatewayState{},
+		clusters:   map[string]*irv1.Cluster{},
+		secretsOut: map[string]*irv1.Secret{},
+		problems:   map[string]*Problem{},
 	}
-	p.dropped[rule] = msg
 }
 
-func (p *parentState) fail(cond gwapiv1.RouteConditionType, reason gwapiv1.RouteConditionReason, msg string) {}
-
-func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference) (string, gwapiv1.RouteConditionReason, error) {
-	return "", gwapiv1.RouteReasonBackendNotFound, errors.New("not implemented")
+// routeKinds returns the translate.route.* modules of reg, sorted by ID.
+func routeKinds(reg *core.Registry) []RouteKind {
+	var out []RouteKind
+	for _, id := range reg.Namespace(RouteKindNamespace) {
+		info, _ := reg.Lookup(id)
+		if k, ok := info.New().(RouteKind); ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func (t *translation) run() *Result {
-	res := &Result{
-		Snapshot:       &irv1.Snapshot{},
-		GatewayClasses: map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
-		Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-		HTTPRoutes:     map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{},
-		Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
+	t.index()
+	t.translateClasses()
+	t.translateGateways()
+	t.translateRoutes()
+	return t.result()
+}
+
+// index builds the lookup maps the passes need.
+func (t *translation) index() {
+	s := t.store
+	t.namespaces = map[string]map[string]string{}
+	for _, ns := range s.Namespaces {
+		t.namespaces[ns.Name] = ns.Labels
 	}
-	_ = irv1.Seal(res.Snapshot)
-	return res
+	t.services = map[types.NamespacedName]*corev1.Service{}
+	for _, svc := range s.Services {
+		t.services[nn(svc.Namespace, svc.Name)] = svc
+	}
+	t.slices = map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+	for _, es := range s.EndpointSlices {
+		svc := es.Labels[discoveryv1.LabelServiceName]
+		if svc == "" {
+			continue
+		}
+		k := nn(es.Namespace, svc)
+		t.slices[k] = append(t.slices[k], es)
+	}
+	t.secrets = map[types.NamespacedName]*corev1.Secret{}
+	for _, sec := range s.Secrets {
+		t.secrets[nn(sec.Namespace, sec.Name)] = sec
+	}
+	t.grants = map[string][]*gwapiv1b1.ReferenceGrant{}
+	for _, g := range s.ReferenceGrants {
+		t.grants[g.Namespace] = append(t.grants[g.Namespace], g)
+	}
+}
+
+// namespaceLabels returns the labels of ns. A namespace missing from the store still carries the
+// label Kubernetes puts on every namespace, so selectors on it keep working in standalone mode.
+func (t *translation) namespaceLabels(ns string) map[string]string {
+	out := map[string]string{corev1.LabelMetadataName: ns}
+	for k, v := range t.namespaces[ns] {
+		out[k] = v
+	}
+	return out
+}
+
+func (t *translation) translateClasses() {
+	t.classes = map[string]*gwapiv1.GatewayClass{}
+	for _, gc := range t.store.GatewayClasses {
+		if string(gc.Spec.ControllerName) == t.opts.ControllerName {
+			t.classes[gc.Name] = gc
+		}
+	}
+}
+
+func (t *translation) problem(kind, ns, name, field, reason, msg string) {
+	p := &Problem{Kind: kind, Namespace: ns, Name: name, Field: field, Reason: reason, Message: msg}
+	t.problems[p.Error()] = p
+}
+
+func (t *translation) sortedProblems() []*Problem {
+	out := make([]*Problem, 0, len(t.problems))
+	for _, p := range t.problems {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		if a.Field != b.Field {
+			return a.Field < b.Field
+		}
+		return a.Message < b.Message
+	})
+	return out
+}
+
+func nn(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+
+// olderFirst orders objects the way Gateway API breaks ties: oldest creationTimestamp, then
+// "<namespace>/<name>".
+func olderFirst(a, b metav1.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	if a.GetNamespace() != b.GetNamespace() {
+		return a.GetNamespace() < b.GetNamespace()
+	}
+	return a.GetName() < b.GetName()
 }

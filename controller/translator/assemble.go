@@ -1,0 +1,212 @@
+package translator
+
+import (
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+type irListenerKey struct {
+	address  string
+	port     uint32
+	protocol string
+}
+
+type serverBuild struct {
+	server *irv1.Server
+	vhosts map[string][]*placed
+}
+
+// placed is one entry in a virtual host, with what precedence tie-breaking needs.
+type placed struct {
+	entry *Entry
+	route *routeState
+}
+
+// snapshot assembles the IR from the programmed listeners and their attachments.
+func (t *translation) snapshot() *irv1.Snapshot {
+	listeners := map[irListenerKey]map[string]*serverBuild{}
+	snap := &irv1.Snapshot{}
+	for _, g := range t.gateways {
+		if g.rejectReason != "" || !g.anyProgrammed() {
+			continue
+		}
+		snap.Gateways = append(snap.Gateways, &irv1.GatewayGeneration{
+			Namespace: g.key.Namespace, Name: g.key.Name, Generation: g.gw.Generation,
+		})
+		for _, l := range g.listeners {
+			if !l.programmed() {
+				continue
+			}
+			for _, addr := range g.addresses {
+				k := irListenerKey{addr, uint32(l.spec.Port), string(l.spec.Protocol)}
+				if listeners[k] == nil {
+					listeners[k] = map[string]*serverBuild{}
+				}
+				t.addToServer(listeners[k], l)
+			}
+		}
+	}
+	used := map[string]bool{}
+	for k, servers := range listeners {
+		il := &irv1.Listener{
+			Name:    net.JoinHostPort(k.address, strconv.Itoa(int(k.port))) + "/" + k.protocol,
+			Address: k.address, Port: k.port, Protocol: k.protocol,
+		}
+		for _, sb := range servers {
+			il.Servers = append(il.Servers, t.finishServer(sb, used))
+		}
+		sort.Slice(il.Servers, func(i, j int) bool { return hostnameLess(il.Servers[i].Hostname, il.Servers[j].Hostname) })
+		snap.Listeners = append(snap.Listeners, il)
+	}
+	sort.Slice(snap.Listeners, func(i, j int) bool {
+		a, b := snap.Listeners[i], snap.Listeners[j]
+		if a.Address != b.Address {
+			return a.Address < b.Address
+		}
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		return a.Protocol < b.Protocol
+	})
+	snap.Clusters = t.usedClusters(snap)
+	for name := range used {
+		snap.Secrets = append(snap.Secrets, t.secretsOut[name])
+	}
+	sort.Slice(snap.Secrets, func(i, j int) bool { return snap.Secrets[i].Name < snap.Secrets[j].Name })
+	return snap
+}
+
+func (g *gatewayState) anyProgrammed() bool {
+	for _, l := range g.listeners {
+		if l.programmed() {
+			return true
+		}
+	}
+	return false
+}
+
+// addToServer merges listener l into the server for its hostname (listeners of several Gateways
+// with one hostname share it; crossGatewayConflicts made sure their TLS agrees).
+func (t *translation) addToServer(servers map[string]*serverBuild, l *listenerState) {
+	sb := servers[l.hostname]
+	if sb == nil {
+		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname}, vhosts: map[string][]*placed{}}
+		if len(l.certs) > 0 {
+			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_TERMINATE, Certificates: slices.Clone(l.certs)}
+		}
+		servers[l.hostname] = sb
+	}
+	if !slices.Contains(sb.server.Sources, l.name) {
+		sb.server.Sources = append(sb.server.Sources, l.name)
+	}
+	for _, a := range l.routes {
+		for _, h := range a.hostnames {
+			for _, e := range a.entries {
+				sb.vhosts[h] = append(sb.vhosts[h], &placed{entry: e, route: a.route})
+			}
+		}
+	}
+}
+
+func (t *translation) finishServer(sb *serverBuild, usedSecrets map[string]bool) *irv1.Server {
+	s := sb.server
+	sort.Strings(s.Sources)
+	if s.Tls != nil {
+		for _, c := range s.Tls.Certificates {
+			usedSecrets[c] = true
+		}
+	}
+	for h, ps := range sb.vhosts {
+		sortPlaced(ps)
+		vh := &irv1.VirtualHost{Hostname: h}
+		seen := map[string]bool{}
+		for _, p := range ps {
+			if seen[p.entry.Route.Name] {
+				continue // the same route reached this server through two merged listeners
+			}
+			seen[p.entry.Route.Name] = true
+			vh.Routes = append(vh.Routes, p.entry.Route)
+		}
+		s.VirtualHosts = append(s.VirtualHosts, vh)
+	}
+	sort.Slice(s.VirtualHosts, func(i, j int) bool { return hostnameLess(s.VirtualHosts[i].Hostname, s.VirtualHosts[j].Hostname) })
+	return s
+}
+
+// sortPlaced orders the entries of one virtual host: Precedence (larger first, element-wise),
+// then the oldest route, then "<namespace>/<name>", then rule index, then match index. Kind
+// breaks the last ties so the order is total across route kinds.
+func sortPlaced(ps []*placed) {
+	sort.SliceStable(ps, func(i, j int) bool { return placedLess(ps[i], ps[j]) })
+}
+
+func placedLess(a, b *placed) bool {
+	if c := comparePrecedence(a.entry.Precedence, b.entry.Precedence); c != 0 {
+		return c > 0
+	}
+	if a.route != b.route {
+		ma, mb := a.route.meta, b.route.meta
+		ta, tb := ma.GetCreationTimestamp(), mb.GetCreationTimestamp()
+		if !ta.Equal(&tb) {
+			return ta.Before(&tb)
+		}
+		if ka, kb := ma.GetNamespace()+"/"+ma.GetName(), mb.GetNamespace()+"/"+mb.GetName(); ka != kb {
+			return ka < kb
+		}
+		if a.route.key.Kind != b.route.key.Kind {
+			return a.route.key.Kind < b.route.key.Kind
+		}
+	}
+	if a.entry.Rule != b.entry.Rule {
+		return a.entry.Rule < b.entry.Rule
+	}
+	return a.entry.Match < b.entry.Match
+}
+
+// comparePrecedence compares element-wise; a missing element counts as 0.
+func comparePrecedence(a, b []int) int {
+	for i := 0; i < len(a) || i < len(b); i++ {
+		var x, y int
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			if x > y {
+				return 1
+			}
+			return -1
+		}
+	}
+	return 0
+}
+
+// usedClusters returns the clusters the snapshot's routes name, sorted by name.
+func (t *translation) usedClusters(snap *irv1.Snapshot) []*irv1.Cluster {
+	names := map[string]bool{}
+	for _, l := range snap.Listeners {
+		for _, s := range l.Servers {
+			for _, vh := range s.VirtualHosts {
+				for _, r := range vh.Routes {
+					for _, b := range r.Backends {
+						if b.Cluster != "" {
+							names[b.Cluster] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	out := make([]*irv1.Cluster, 0, len(names))
+	for n := range names {
+		out = append(out, t.clusters[n])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

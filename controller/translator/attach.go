@@ -1,0 +1,268 @@
+package translator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// routeState is one route object while it is translated. Rule problems are properties of the
+// route, not of a parent, so every parent's status reports them alike.
+type routeState struct {
+	kind  RouteKind
+	route Route
+	meta  metav1.Object
+	key   RouteKey
+	gk    gwapiv1.RouteGroupKind
+
+	dropped    map[int]string // rule index → why (DropRule and FailRule)
+	failed     map[int]bool   // rules kept as error answers (FailRule)
+	dropFirst  gwapiv1.RouteConditionReason
+	unresolved *condState
+	// implemented counts the entries of rules neither dropped nor failed (validation pass).
+	implemented int
+
+	parents []*parentStatus
+}
+
+// parentStatus is the status of one of our parentRefs.
+type parentStatus struct {
+	ref      gwapiv1.ParentReference
+	accepted condState
+}
+
+// attachment is a route placed on a programmed listener, with the entries built for it.
+type attachment struct {
+	route     *routeState
+	hostnames []string
+	entries   []*Entry
+}
+
+func (st *routeState) invalidRule(t *translation, rule int, keep bool, field string, reason gwapiv1.RouteConditionReason, msg string) {
+	t.problem(st.key.Kind, st.key.Namespace, st.key.Name, field, string(reason), msg)
+	if st.dropped == nil {
+		st.dropped, st.failed = map[int]string{}, map[int]bool{}
+	}
+	if _, ok := st.dropped[rule]; !ok {
+		st.dropped[rule] = field + ": " + msg
+	}
+	if keep {
+		st.failed[rule] = true
+	}
+	if st.dropFirst == "" {
+		st.dropFirst = reason
+	}
+}
+
+func (st *routeState) unresolvedRef(t *translation, field string, reason gwapiv1.RouteConditionReason, msg string) {
+	t.problem(st.key.Kind, st.key.Namespace, st.key.Name, field, string(reason), msg)
+	if st.unresolved == nil {
+		st.unresolved = &condState{reason: string(reason), msg: field + ": " + msg}
+	}
+}
+
+// keep reports whether an entry of rule belongs in the table.
+func (st *routeState) keep(rule int) bool {
+	_, dropped := st.dropped[rule]
+	return !dropped || st.failed[rule]
+}
+
+func (t *translation) translateRoutes() {
+	for _, k := range t.kinds {
+		gk := normalGroupKind(k.GroupKind())
+		rs := k.Routes(t.store)
+		sort.SliceStable(rs, func(i, j int) bool { return olderFirst(rs[i].Object(), rs[j].Object()) })
+		for _, r := range rs {
+			m := r.Object()
+			st := &routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
+				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
+			}}
+			t.validateRoute(st)
+			for _, ref := range r.ParentRefs() {
+				t.attach(st, ref)
+			}
+			if len(st.parents) > 0 {
+				t.routes = append(t.routes, st)
+			}
+		}
+	}
+}
+
+// validateRoute runs Build once without a listener, so every problem of the route is known
+// before attachment decides Accepted.
+func (t *translation) validateRoute(st *routeState) {
+	rc := &RouteContext{t: t, st: st}
+	for _, e := range st.route.Build(rc) {
+		if _, dropped := st.dropped[e.Rule]; !dropped {
+			st.implemented++
+		}
+	}
+}
+
+// attach resolves one parentRef: which of the Gateway's listeners it selects (sectionName,
+// port), which of those admit the route (allowedRoutes kinds and namespaces), and which share a
+// hostname with it. References to anything but our Gateways are another controller's business.
+func (t *translation) attach(st *routeState, ref gwapiv1.ParentReference) {
+	ref = defaultParentRef(ref)
+	if *ref.Group != gwapiv1.GroupName || *ref.Kind != "Gateway" {
+		return
+	}
+	ns := st.key.Namespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	g := t.gwByKey[nn(ns, string(ref.Name))]
+	if g == nil {
+		return
+	}
+	ps := &parentStatus{ref: ref}
+	st.parents = append(st.parents, ps)
+
+	var selected []*listenerState
+	for _, l := range g.listeners {
+		if ref.SectionName != nil && *ref.SectionName != l.spec.Name {
+			continue
+		}
+		if ref.Port != nil && *ref.Port != l.spec.Port {
+			continue
+		}
+		selected = append(selected, l)
+	}
+	if len(selected) == 0 {
+		ps.accepted = condState{reason: string(gwapiv1.RouteReasonNoMatchingParent), msg: "no listener matches the parentRef's sectionName and port"}
+		return
+	}
+	var allowed []*listenerState
+	for _, l := range selected {
+		if containsGroupKind(l.supportedKinds, st.gk) && t.namespaceAllowed(l, st.key.Namespace) {
+			allowed = append(allowed, l)
+		}
+	}
+	if len(allowed) == 0 {
+		ps.accepted = condState{reason: string(gwapiv1.RouteReasonNotAllowedByListeners), msg: "no selected listener allows this route's kind and namespace"}
+		return
+	}
+	routeHosts := hostnameStrings(st.route.Hostnames())
+	type match struct {
+		l     *listenerState
+		hosts []string
+	}
+	var matched []match
+	for _, l := range allowed {
+		if hosts, ok := EffectiveHostnames(l.hostname, routeHosts); ok {
+			matched = append(matched, match{l, hosts})
+		}
+	}
+	if len(matched) == 0 {
+		ps.accepted = condState{reason: string(gwapiv1.RouteReasonNoMatchingListenerHostname), msg: "no selected listener hostname intersects the route's hostnames"}
+		return
+	}
+	if st.implemented == 0 && len(st.dropped) > 0 {
+		ps.accepted = condState{reason: string(st.dropFirst), msg: "no valid rule: " + st.droppedSummary()}
+		return
+	}
+	ps.accepted = condState{ok: true, reason: string(gwapiv1.RouteReasonAccepted), msg: "Route is accepted"}
+	for _, m := range matched {
+		t.place(st, m.l, m.hosts)
+	}
+}
+
+// place attaches an accepted route to a listener once, and builds its entries when the
+// listener is programmed.
+func (t *translation) place(st *routeState, l *listenerState, hosts []string) {
+	for _, a := range l.routes {
+		if a.route == st {
+			return
+		}
+	}
+	l.attached++
+	a := &attachment{route: st, hostnames: hosts}
+	l.routes = append(l.routes, a)
+	if !l.programmed() {
+		return
+	}
+	rc := &RouteContext{t: t, st: st, emit: true, listener: ListenerInfo{
+		Gateway:  l.gw.key.String(),
+		Name:     l.spec.Name,
+		Protocol: l.spec.Protocol,
+		Port:     uint32(l.spec.Port),
+		Hostname: l.hostname,
+	}}
+	for _, e := range st.route.Build(rc) {
+		if st.keep(e.Rule) && e.Route != nil {
+			e.Route.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", st.key.Kind, st.key.Namespace, st.key.Name, e.Rule, e.Match)
+			a.entries = append(a.entries, e)
+		}
+	}
+}
+
+func (st *routeState) droppedSummary() string {
+	rules := make([]int, 0, len(st.dropped))
+	for r := range st.dropped {
+		rules = append(rules, r)
+	}
+	sort.Ints(rules)
+	parts := make([]string, 0, len(rules))
+	for _, r := range rules {
+		how := ""
+		if st.failed[r] {
+			how = " (it answers 500)"
+		}
+		parts = append(parts, fmt.Sprintf("Dropped Rule %d%s: %s", r, how, st.dropped[r]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// namespaceAllowed applies the listener's allowedRoutes.namespaces (default: Same).
+func (t *translation) namespaceAllowed(l *listenerState, routeNS string) bool {
+	from := gwapiv1.NamespacesFromSame
+	var sel *metav1.LabelSelector
+	if ar := l.spec.AllowedRoutes; ar != nil && ar.Namespaces != nil {
+		if ar.Namespaces.From != nil {
+			from = *ar.Namespaces.From
+		}
+		sel = ar.Namespaces.Selector
+	}
+	switch from {
+	case gwapiv1.NamespacesFromAll:
+		return true
+	case gwapiv1.NamespacesFromSame:
+		return routeNS == l.gw.key.Namespace
+	case gwapiv1.NamespacesFromSelector:
+		if sel == nil {
+			return false
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return false
+		}
+		return s.Matches(labels.Set(t.namespaceLabels(routeNS)))
+	}
+	return false
+}
+
+// defaultParentRef fills group and kind as the API server's defaulting would, so the status
+// echoes the reference the same way in both modes.
+func defaultParentRef(ref gwapiv1.ParentReference) gwapiv1.ParentReference {
+	if ref.Group == nil {
+		g := gwapiv1.Group(gwapiv1.GroupName)
+		ref.Group = &g
+	}
+	if ref.Kind == nil {
+		k := gwapiv1.Kind("Gateway")
+		ref.Kind = &k
+	}
+	return ref
+}
+
+func hostnameStrings(hs []gwapiv1.Hostname) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = string(h)
+	}
+	return out
+}

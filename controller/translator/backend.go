@@ -1,0 +1,174 @@
+package translator
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// AppProtocolH2C is the Service port appProtocol for cleartext HTTP/2 with prior knowledge.
+const AppProtocolH2C = "kubernetes.io/h2c"
+
+// granted reports whether a ReferenceGrant in toNS lets objects of fromGroup/fromKind in fromNS
+// refer to toGroup/toKind toName. Same-namespace references need no grant; callers check that.
+func (t *translation) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
+	for _, g := range t.grants[toNS] {
+		from := false
+		for _, f := range g.Spec.From {
+			if string(f.Group) == fromGroup && string(f.Kind) == fromKind && string(f.Namespace) == fromNS {
+				from = true
+				break
+			}
+		}
+		if !from {
+			continue
+		}
+		for _, to := range g.Spec.To {
+			if string(to.Group) == toGroup && string(to.Kind) == toKind && (to.Name == nil || *to.Name == "" || string(*to.Name) == toName) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// backendError is a backendRef that did not resolve, with the ResolvedRefs reason it reports.
+type backendError struct {
+	reason gwapiv1.RouteConditionReason
+	msg    string
+}
+
+func (e *backendError) Error() string { return e.msg }
+
+func backendErr(reason gwapiv1.RouteConditionReason, format string, args ...any) *backendError {
+	return &backendError{reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+// resolveBackend resolves a backendRef of route key to a Cluster name. With emit, the cluster
+// (the Service port's ready endpoints) is recorded for the snapshot.
+func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, emit bool) (string, *backendError) {
+	group, kind := "", "Service"
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	ns := key.Namespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	if group != "" || kind != "Service" {
+		return "", backendErr(gwapiv1.RouteReasonInvalidKind, "backendRef to %s %s/%s: only core Services are supported", groupKind(group, kind), ns, ref.Name)
+	}
+	if ns != key.Namespace && !t.granted(key.Group, key.Kind, key.Namespace, "", "Service", ns, string(ref.Name)) {
+		return "", backendErr(gwapiv1.RouteReasonRefNotPermitted, "backendRef to Service %s/%s is not permitted by any ReferenceGrant", ns, ref.Name)
+	}
+	if ref.Port == nil {
+		return "", backendErr(gwapiv1.RouteReasonUnsupportedValue, "backendRef to Service %s/%s has no port", ns, ref.Name)
+	}
+	svc := t.services[nn(ns, string(ref.Name))]
+	if svc == nil {
+		return "", backendErr(gwapiv1.RouteReasonBackendNotFound, "Service %s/%s does not exist", ns, ref.Name)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return "", backendErr(gwapiv1.RouteReasonUnsupportedValue, "Service %s/%s is of type ExternalName, which is not supported", ns, ref.Name)
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == int32(*ref.Port) {
+			sp = &svc.Spec.Ports[i]
+		}
+	}
+	if sp == nil {
+		return "", backendErr(gwapiv1.RouteReasonBackendNotFound, "Service %s/%s has no port %d", ns, ref.Name, *ref.Port)
+	}
+	name := fmt.Sprintf("%s/%s:%d", ns, ref.Name, *ref.Port)
+	if emit {
+		if _, ok := t.clusters[name]; !ok {
+			t.clusters[name] = t.cluster(name, svc, sp)
+		}
+	}
+	return name, nil
+}
+
+// cluster builds the Cluster of one Service port from its EndpointSlices: the slice port with
+// the Service port's name gives the target port; only ready (or readiness-unknown) endpoints
+// count; duplicates across slices are dropped.
+func (t *translation) cluster(name string, svc *corev1.Service, sp *corev1.ServicePort) *irv1.Cluster {
+	c := &irv1.Cluster{Name: name, Protocol: irv1.Cluster_HTTP1}
+	if sp.AppProtocol != nil && *sp.AppProtocol == AppProtocolH2C {
+		c.Protocol = irv1.Cluster_H2C
+	}
+	type ep struct {
+		addr string
+		port uint32
+	}
+	seen := map[ep]bool{}
+	for _, es := range t.slices[nn(svc.Namespace, svc.Name)] {
+		if es.AddressType != discoveryv1.AddressTypeIPv4 && es.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		port, ok := slicePort(es, sp.Name)
+		if !ok {
+			continue
+		}
+		for _, e := range es.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			for _, a := range e.Addresses {
+				addr, ok := t.endpointAddr(a)
+				if !ok || seen[ep{addr, port}] {
+					continue
+				}
+				seen[ep{addr, port}] = true
+				c.Endpoints = append(c.Endpoints, &irv1.Endpoint{Address: addr, Port: port})
+			}
+		}
+	}
+	sort.Slice(c.Endpoints, func(i, j int) bool {
+		a, b := c.Endpoints[i], c.Endpoints[j]
+		if a.Address != b.Address {
+			return a.Address < b.Address
+		}
+		return a.Port < b.Port
+	})
+	return c
+}
+
+func slicePort(es *discoveryv1.EndpointSlice, name string) (uint32, bool) {
+	for _, p := range es.Ports {
+		pn := ""
+		if p.Name != nil {
+			pn = *p.Name
+		}
+		if pn == name && p.Port != nil && *p.Port > 0 {
+			return uint32(*p.Port), true
+		}
+	}
+	return 0, false
+}
+
+// endpointAddr normalizes an endpoint address and drops the ones a proxy must not dial:
+// unparsable, unspecified, link-local multicast, and loopback unless the options allow it.
+func (t *translation) endpointAddr(a string) (string, bool) {
+	ip, err := netip.ParseAddr(a)
+	if err != nil || ip.Zone() != "" {
+		return "", false
+	}
+	ip = ip.Unmap()
+	if ip.IsUnspecified() || ip.IsMulticast() {
+		return "", false
+	}
+	if ip.IsLoopback() && !t.opts.AllowLoopbackEndpoints {
+		return "", false
+	}
+	return ip.String(), true
+}

@@ -1,0 +1,151 @@
+package translator
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+func (t *translation) result() *Result {
+	res := &Result{
+		Snapshot:       t.snapshot(),
+		GatewayClasses: map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
+		Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
+		HTTPRoutes:     map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{},
+		Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
+	}
+	if err := irv1.Seal(res.Snapshot); err != nil {
+		// Only invalid UTF-8 in a string fails; names come from validated Kubernetes objects.
+		t.problem("Snapshot", "", "", "", "Invalid", err.Error())
+	}
+	for name, gc := range t.classes {
+		res.GatewayClasses[nn("", name)] = &gwapiv1.GatewayClassStatus{Conditions: []metav1.Condition{
+			t.cond(string(gwapiv1.GatewayClassConditionStatusAccepted), true, string(gwapiv1.GatewayClassReasonAccepted),
+				"GatewayClass is accepted by "+t.opts.ControllerName, gc.Generation),
+		}}
+	}
+	for _, g := range t.gateways {
+		res.Gateways[g.key] = t.gatewayStatus(g)
+	}
+	for _, st := range t.routes {
+		rs := t.routeStatus(st)
+		res.Routes[st.key] = rs
+		if st.key.Group == gwapiv1.GroupName && st.key.Kind == "HTTPRoute" {
+			res.HTTPRoutes[nn(st.key.Namespace, st.key.Name)] = &gwapiv1.HTTPRouteStatus{RouteStatus: *rs}
+		}
+	}
+	res.Problems = t.sortedProblems()
+	return res
+}
+
+func (t *translation) cond(typ string, ok bool, reason, msg string, gen int64) metav1.Condition {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: t.now}
+}
+
+func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
+	gen := g.gw.Generation
+	st := &gwapiv1.GatewayStatus{}
+	var notValid []string
+	accepted, programmed := 0, 0
+	for _, l := range g.listeners {
+		st.Listeners = append(st.Listeners, t.listenerStatus(l))
+		if l.accepted.ok {
+			accepted++
+		} else {
+			notValid = append(notValid, string(l.spec.Name))
+		}
+		if l.programmed() {
+			programmed++
+		}
+	}
+	for _, a := range g.gw.Spec.Addresses {
+		if a.Value != "" && g.rejectReason == "" {
+			typ := gwapiv1.IPAddressType
+			st.Addresses = append(st.Addresses, gwapiv1.GatewayStatusAddress{Type: &typ, Value: a.Value})
+		}
+	}
+	acc := condState{ok: true, reason: string(gwapiv1.GatewayReasonAccepted), msg: "Gateway is accepted"}
+	switch {
+	case g.rejectReason != "":
+		acc = condState{reason: string(g.rejectReason), msg: g.rejectMsg}
+	case accepted == 0:
+		acc = condState{reason: string(gwapiv1.GatewayReasonListenersNotValid), msg: "no listener is valid: " + strings.Join(notValid, ", ")}
+	case len(notValid) > 0:
+		acc = condState{ok: true, reason: string(gwapiv1.GatewayReasonListenersNotValid), msg: "invalid listeners: " + strings.Join(notValid, ", ")}
+	}
+	prog := condState{ok: true, reason: string(gwapiv1.GatewayReasonProgrammed), msg: "Gateway is translated into the snapshot"}
+	switch {
+	case g.rejectReason == gwapiv1.GatewayReasonUnsupportedAddress:
+		prog = condState{reason: string(gwapiv1.GatewayReasonAddressNotUsable), msg: g.rejectMsg}
+	case g.rejectReason != "" || programmed == 0:
+		prog = condState{reason: string(gwapiv1.GatewayReasonInvalid), msg: "no listener is programmed"}
+	}
+	st.Conditions = []metav1.Condition{
+		t.cond(string(gwapiv1.GatewayConditionAccepted), acc.ok, acc.reason, acc.msg, gen),
+		t.cond(string(gwapiv1.GatewayConditionProgrammed), prog.ok, prog.reason, prog.msg, gen),
+	}
+	return st
+}
+
+func (t *translation) listenerStatus(l *listenerState) gwapiv1.ListenerStatus {
+	gen := l.gw.gw.Generation
+	prog := condState{ok: true, reason: string(gwapiv1.ListenerReasonProgrammed), msg: "Listener is translated into the snapshot"}
+	if !l.programmed() {
+		prog = condState{reason: string(gwapiv1.ListenerReasonInvalid), msg: "Listener is not programmed: " + l.notProgrammedWhy()}
+	}
+	return gwapiv1.ListenerStatus{
+		Name:           l.spec.Name,
+		SupportedKinds: l.supportedKinds,
+		AttachedRoutes: l.attached,
+		Conditions: []metav1.Condition{
+			t.cond(string(gwapiv1.ListenerConditionAccepted), l.accepted.ok, l.accepted.reason, l.accepted.msg, gen),
+			t.cond(string(gwapiv1.ListenerConditionProgrammed), prog.ok, prog.reason, prog.msg, gen),
+			t.cond(string(gwapiv1.ListenerConditionResolvedRefs), l.resolved.ok, l.resolved.reason, l.resolved.msg, gen),
+			t.cond(string(gwapiv1.ListenerConditionConflicted), l.conflicted.ok, l.conflicted.reason, l.conflicted.msg, gen),
+		},
+	}
+}
+
+func (l *listenerState) notProgrammedWhy() string {
+	switch {
+	case l.gw.rejectReason != "":
+		return "the Gateway is not accepted"
+	case l.conflicted.ok:
+		return l.conflicted.msg
+	case !l.accepted.ok:
+		return l.accepted.msg
+	}
+	return "no valid certificate: " + l.resolved.msg
+}
+
+func (t *translation) routeStatus(st *routeState) *gwapiv1.RouteStatus {
+	gen := st.meta.GetGeneration()
+	rs := &gwapiv1.RouteStatus{}
+	for _, ps := range st.parents {
+		res := condState{ok: true, reason: string(gwapiv1.RouteReasonResolvedRefs), msg: "All references are resolved"}
+		if st.unresolved != nil {
+			res = *st.unresolved
+		}
+		conds := []metav1.Condition{
+			t.cond(string(gwapiv1.RouteConditionAccepted), ps.accepted.ok, ps.accepted.reason, ps.accepted.msg, gen),
+			t.cond(string(gwapiv1.RouteConditionResolvedRefs), res.ok, res.reason, res.msg, gen),
+		}
+		if ps.accepted.ok && len(st.dropped) > 0 {
+			conds = append(conds, t.cond(string(gwapiv1.RouteConditionPartiallyInvalid), true, string(st.dropFirst), st.droppedSummary(), gen))
+		}
+		rs.Parents = append(rs.Parents, gwapiv1.RouteParentStatus{
+			ParentRef:      ps.ref,
+			ControllerName: gwapiv1.GatewayController(t.opts.ControllerName),
+			Conditions:     conds,
+		})
+	}
+	return rs
+}
