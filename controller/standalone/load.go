@@ -2,9 +2,12 @@ package standalone
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -29,6 +32,10 @@ type Result struct {
 	Errors []*Error
 	// Files are the files read, in the order they were read.
 	Files []string
+	// Digest is a hash of every file's path and content: equal digests mean nothing changed.
+	Digest string
+
+	hash hash.Hash
 }
 
 // SourceOf returns where an object came from, if it came from a file.
@@ -49,7 +56,7 @@ func Load(ctx context.Context, path string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Store: &translator.Store{}, Sources: map[ObjectRef]Source{}, Files: files}
+	res := &Result{Store: &translator.Store{}, Sources: map[ObjectRef]Source{}, Files: files, hash: sha256.New()}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -57,6 +64,7 @@ func Load(ctx context.Context, path string) (*Result, error) {
 		res.loadFile(f)
 	}
 	res.addImplicitNamespaces()
+	res.Digest = hex.EncodeToString(res.hash.Sum(nil))
 	return res, nil
 }
 
@@ -112,6 +120,8 @@ func (r *Result) loadFile(file string) {
 		r.Errors = append(r.Errors, &Error{Source: Source{File: file}, Reason: ReasonReadError, Message: err.Error()})
 		return
 	}
+	fmt.Fprintf(r.hash, "%d:%s%d:", len(file), file, len(data))
+	r.hash.Write(data)
 	docs := []document{{body: data, line: 1}}
 	if strings.ToLower(filepath.Ext(file)) != ".json" {
 		docs = splitDocuments(data)

@@ -193,7 +193,7 @@ func TestLoadErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeFiles(t, map[string]string{
-				"bad.yaml": tc.content,
+				"bad.yaml":  tc.content,
 				"good.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: ok}\nspec:\n  ports: [{port: 80}]\n",
 			})
 			res := mustLoad(t, dir)

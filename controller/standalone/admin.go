@@ -1,0 +1,47 @@
+package standalone
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// AdminHandler serves the standalone admin endpoints:
+//
+//	/healthz  200 while the process runs
+//	/readyz   200 once the first snapshot is applied, 503 before
+//	/status   JSON: the version serving, the last reload's error, and the Report (the status the
+//	          controller would write, the problems and the documents left out)
+//
+// It is meant for a loopback address: it exposes the configuration, not secrets.
+func AdminHandler(r *Runner) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		select {
+		case <-r.Ready():
+			_, _ = w.Write([]byte("ready " + r.State().Version + "\n"))
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: no configuration applied yet\n"))
+		}
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		st := r.State()
+		body := struct {
+			Version    string    `json:"version"`
+			ApplyError string    `json:"applyError,omitempty"`
+			Time       time.Time `json:"time"`
+			Report     *Report   `json:"report,omitempty"`
+		}{st.Version, st.ApplyError, st.Time, st.Report}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(body)
+	})
+	return mux
+}

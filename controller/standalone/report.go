@@ -1,0 +1,161 @@
+package standalone
+
+import (
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/controller/translator"
+)
+
+// Report is what `coxswain validate` prints and the admin /status serves: the status the
+// controller would write for each object, every problem the translator found, and every document
+// the loader left out, each with the file it came from.
+type Report struct {
+	// Version is the snapshot version the configuration translates to.
+	Version        string          `json:"version,omitempty"`
+	GatewayClasses []ObjectStatus  `json:"gatewayClasses,omitempty"`
+	Gateways       []ObjectStatus  `json:"gateways,omitempty"`
+	HTTPRoutes     []ObjectStatus  `json:"httpRoutes,omitempty"`
+	Problems       []ReportProblem `json:"problems,omitempty"`
+	LoadErrors     []*Error        `json:"loadErrors,omitempty"`
+	// Notes are hints about objects that are valid but ignored (e.g. another controller's class).
+	Notes []string `json:"notes,omitempty"`
+	// Failures lists the False Accepted/ResolvedRefs conditions, one line each.
+	Failures []string `json:"failures,omitempty"`
+}
+
+// ObjectStatus is the status of one object, where it came from, and the status itself (a
+// GatewayClassStatus, GatewayStatus or HTTPRouteStatus).
+type ObjectStatus struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Source    string `json:"source,omitempty"`
+	Status    any    `json:"status"`
+}
+
+// ReportProblem is a translator Problem with the file of the object it is about.
+type ReportProblem struct {
+	Source  string `json:"source,omitempty"`
+	Object  string `json:"object"`
+	Field   string `json:"field,omitempty"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// HasErrors reports whether anything is wrong: a document left out, a problem, or a False
+// Accepted or ResolvedRefs condition.
+func (r *Report) HasErrors() bool {
+	return len(r.LoadErrors) > 0 || len(r.Problems) > 0 || len(r.Failures) > 0
+}
+
+// BuildReport assembles the report of one load and its translation. tr may be nil when nothing
+// was translated.
+func BuildReport(res *Result, tr *translator.Result, controllerName string) *Report {
+	rep := &Report{LoadErrors: res.Errors}
+	if tr == nil {
+		return rep
+	}
+	if tr.Snapshot != nil {
+		rep.Version = tr.Snapshot.GetVersion()
+	}
+	src := func(kind string, nn types.NamespacedName) string {
+		if s, ok := res.Sources[ObjectRef{Kind: kind, Namespace: nn.Namespace, Name: nn.Name}]; ok {
+			return s.String()
+		}
+		return ""
+	}
+	for _, nn := range sortedKeys(tr.GatewayClasses) {
+		st := tr.GatewayClasses[nn]
+		rep.GatewayClasses = append(rep.GatewayClasses, ObjectStatus{Name: nn.Name, Source: src("GatewayClass", nn), Status: st})
+		rep.failed("GatewayClass "+nn.Name, st.Conditions)
+	}
+	for _, nn := range sortedKeys(tr.Gateways) {
+		st := tr.Gateways[nn]
+		rep.Gateways = append(rep.Gateways, ObjectStatus{Namespace: nn.Namespace, Name: nn.Name, Source: src("Gateway", nn), Status: st})
+		obj := "Gateway " + nn.String()
+		rep.failed(obj, st.Conditions)
+		for _, l := range st.Listeners {
+			rep.failed(fmt.Sprintf("%s listener %s", obj, l.Name), l.Conditions)
+		}
+	}
+	for _, nn := range sortedKeys(tr.HTTPRoutes) {
+		st := tr.HTTPRoutes[nn]
+		rep.HTTPRoutes = append(rep.HTTPRoutes, ObjectStatus{Namespace: nn.Namespace, Name: nn.Name, Source: src("HTTPRoute", nn), Status: st})
+		for _, p := range st.Parents {
+			rep.failed(fmt.Sprintf("HTTPRoute %s parent %s", nn, parentName(p.ParentRef, nn.Namespace)), p.Conditions)
+		}
+	}
+	for _, p := range tr.Problems {
+		ref := ObjectRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
+		rp := ReportProblem{Object: ref.String(), Field: p.Field, Reason: p.Reason, Message: p.Message}
+		if s, ok := res.Sources[ref]; ok {
+			rp.Source = s.String()
+		}
+		rep.Problems = append(rep.Problems, rp)
+	}
+	rep.Notes = ignoredNotes(res, tr, controllerName)
+	return rep
+}
+
+// failed records the False Accepted and ResolvedRefs conditions of one object.
+func (r *Report) failed(obj string, conds []metav1.Condition) {
+	for _, c := range conds {
+		if c.Status != metav1.ConditionFalse {
+			continue
+		}
+		if c.Type == string(gwapiv1.GatewayConditionAccepted) || c.Type == string(gwapiv1.RouteConditionResolvedRefs) {
+			r.Failures = append(r.Failures, fmt.Sprintf("%s: %s=False (%s): %s", obj, c.Type, c.Reason, c.Message))
+		}
+	}
+}
+
+// ignoredNotes explains objects no status was computed for, the most common first-run surprise:
+// a GatewayClass naming another controller, or a Gateway of a class that is not ours.
+func ignoredNotes(res *Result, tr *translator.Result, controllerName string) []string {
+	var notes []string
+	for _, gc := range res.Store.GatewayClasses {
+		if _, ok := tr.GatewayClasses[types.NamespacedName{Name: gc.Name}]; !ok {
+			notes = append(notes, fmt.Sprintf("GatewayClass %s is ignored: its controllerName is %q, this coxswain answers to %q (--controller-name)",
+				gc.Name, gc.Spec.ControllerName, controllerName))
+		}
+	}
+	for _, gw := range res.Store.Gateways {
+		if _, ok := tr.Gateways[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}]; !ok {
+			notes = append(notes, fmt.Sprintf("Gateway %s/%s is ignored: GatewayClass %q is not one of ours", gw.Namespace, gw.Name, gw.Spec.GatewayClassName))
+		}
+	}
+	return notes
+}
+
+func parentName(p gwapiv1.ParentReference, routeNS string) string {
+	ns := routeNS
+	if p.Namespace != nil {
+		ns = string(*p.Namespace)
+	}
+	s := ns + "/" + string(p.Name)
+	if p.SectionName != nil {
+		s += "/" + string(*p.SectionName)
+	}
+	if p.Port != nil {
+		s += fmt.Sprintf(":%d", *p.Port)
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Namespace != keys[j].Namespace {
+			return keys[i].Namespace < keys[j].Namespace
+		}
+		return keys[i].Name < keys[j].Name
+	})
+	return keys
+}

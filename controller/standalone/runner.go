@@ -1,0 +1,206 @@
+package standalone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/coxswain-labs/coxswain/controller/translator"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
+)
+
+// Engine is what the runner drives: the in-process proxy (*proxy.Proxy).
+type Engine interface {
+	// Apply swaps in a snapshot atomically, or rejects it whole and keeps the old one serving.
+	Apply(ctx context.Context, snap *irv1.Snapshot) error
+	Bound() []proxy.BoundListener
+}
+
+var _ Engine = (*proxy.Proxy)(nil)
+
+// Options configure a Runner.
+type Options struct {
+	// Path is the manifest file or directory.
+	Path string
+	Log  *zap.Logger
+	// Engine receives every snapshot; nil only for a runner used to validate.
+	Engine Engine
+	// Translate are the translation options; Translate.Now and Registry may be left unset.
+	Translate translator.Options
+	// Debounce is the watcher's quiet period; DefaultDebounce when zero.
+	Debounce time.Duration
+}
+
+// Runner is standalone mode: load the manifests, translate them, apply the snapshot, and do it
+// again whenever the files change. A reload that fails keeps the previous snapshot serving.
+type Runner struct {
+	opts Options
+	log  *zap.Logger
+
+	mu         sync.Mutex // serializes reloads
+	lastDigest string     // files of the last applied reload
+
+	state atomic.Pointer[State]
+	ready chan struct{}
+	once  sync.Once
+}
+
+// State is what the runner knows after its latest reload.
+type State struct {
+	// Version is the snapshot version serving now ("" before the first successful apply).
+	Version string
+	// Report is the status of the latest reload, whether or not it could be applied.
+	Report *Report
+	// ApplyError says why the latest reload could not be applied; empty when it was.
+	ApplyError string
+	// Time is when the latest reload finished.
+	Time time.Time
+}
+
+// NewRunner returns a runner; it does nothing until Reload or Run.
+func NewRunner(opts Options) *Runner {
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if opts.Translate.ControllerName == "" {
+		opts.Translate.ControllerName = translator.DefaultControllerName
+	}
+	r := &Runner{opts: opts, log: log, ready: make(chan struct{})}
+	r.state.Store(&State{})
+	return r
+}
+
+// State returns the state after the latest reload. It never returns nil.
+func (r *Runner) State() *State { return r.state.Load() }
+
+// Ready is closed once the first snapshot has been applied.
+func (r *Runner) Ready() <-chan struct{} { return r.ready }
+
+// Run applies the manifests, then watches them and reloads on change until ctx is done. It fails
+// if the first load cannot be applied (for example, a port is taken): a newcomer should see that
+// at once rather than a process serving nothing.
+func (r *Runner) Run(ctx context.Context) error {
+	if err := r.Reload(ctx); err != nil {
+		return err
+	}
+	return Watch(ctx, r.log, r.opts.Path, r.opts.Debounce, func() {
+		// Reload logs its own failures; the old snapshot keeps serving.
+		_ = r.Reload(ctx)
+	})
+}
+
+// Reload loads, translates and applies the manifests once. Unchanged files are a no-op. On any
+// failure the snapshot serving before keeps serving, and the error is logged and returned.
+func (r *Runner) Reload(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, err := Load(ctx, r.opts.Path)
+	if err != nil {
+		r.log.Error("cannot read the manifests; the previous configuration keeps serving", zap.Error(err))
+		r.setApplyError(err)
+		return err
+	}
+	if res.Digest == r.lastDigest {
+		r.log.Debug("manifests unchanged")
+		return nil
+	}
+	tr, rep := r.translate(ctx, res)
+	if r.opts.Engine == nil {
+		r.state.Store(&State{Report: rep, Time: time.Now()})
+		return nil
+	}
+	if err := r.apply(ctx, tr.Snapshot); err != nil {
+		r.log.Error("configuration rejected; the previous configuration keeps serving",
+			zap.String("version", tr.Snapshot.GetVersion()), zap.Error(err))
+		r.state.Store(&State{Version: r.State().Version, Report: rep, ApplyError: err.Error(), Time: time.Now()})
+		return err
+	}
+	r.lastDigest = res.Digest
+	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now()})
+	r.once.Do(func() { close(r.ready) })
+	r.logSummary(res, tr, rep)
+	return nil
+}
+
+// apply hands the snapshot to the engine, turning a panic in a module into an error so a bad
+// configuration can never take the process (and the table serving now) down.
+func (r *Runner) apply(ctx context.Context, snap *irv1.Snapshot) (err error) {
+	if snap == nil {
+		return errors.New("translation produced no snapshot")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("applying snapshot panicked: %v", p)
+		}
+	}()
+	return r.opts.Engine.Apply(ctx, snap)
+}
+
+// translate runs the translator and logs every load error and problem with its file.
+func (r *Runner) translate(ctx context.Context, res *Result) (*translator.Result, *Report) {
+	for _, e := range res.Errors {
+		r.log.Warn("manifest left out", loadErrorFields(e)...)
+	}
+	tr := translator.Translate(ctx, res.Store, r.opts.Translate)
+	rep := BuildReport(res, tr, r.opts.Translate.ControllerName)
+	for _, p := range rep.Problems {
+		r.log.Warn("invalid configuration", zap.String("file", p.Source), zap.String("object", p.Object),
+			zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
+	}
+	for _, n := range rep.Notes {
+		r.log.Warn(n)
+	}
+	return tr, rep
+}
+
+func (r *Runner) setApplyError(err error) {
+	st := *r.State()
+	st.ApplyError = err.Error()
+	st.Time = time.Now()
+	r.state.Store(&st)
+}
+
+func (r *Runner) logSummary(res *Result, tr *translator.Result, rep *Report) {
+	var listeners []string
+	for _, b := range r.opts.Engine.Bound() {
+		listeners = append(listeners, b.Protocol+" "+b.Address)
+	}
+	r.log.Info("configuration applied",
+		zap.String("version", tr.Snapshot.GetVersion()),
+		zap.Strings("listeners", listeners),
+		zap.Int("gateways", len(tr.Gateways)),
+		zap.Int("httpRoutes", len(tr.HTTPRoutes)),
+		zap.Int("routes", countRoutes(tr.Snapshot)),
+		zap.Int("problems", len(rep.Problems)),
+		zap.Int("documentsLeftOut", len(res.Errors)),
+		zap.Int("files", len(res.Files)))
+}
+
+// loadErrorFields are the log fields of one load error.
+func loadErrorFields(e *Error) []zap.Field {
+	return []zap.Field{
+		zap.String("file", e.Source.File), zap.Int("line", e.Source.Line), zap.Int("document", e.Source.Doc),
+		zap.String("object", e.Object.String()), zap.String("field", e.Field),
+		zap.String("reason", e.Reason), zap.String("message", e.Message),
+	}
+}
+
+// countRoutes counts the IR routes (one per rule match per virtual host).
+func countRoutes(s *irv1.Snapshot) int {
+	n := 0
+	for _, l := range s.GetListeners() {
+		for _, srv := range l.GetServers() {
+			for _, vh := range srv.GetVirtualHosts() {
+				n += len(vh.GetRoutes())
+			}
+		}
+	}
+	return n
+}
