@@ -39,11 +39,15 @@ type Proxy struct {
 
 	cur atomic.Pointer[table] // the table serving now; nil before the first Apply
 
-	mu      sync.Mutex // serializes Apply, Close and Bound
-	closed  bool
-	sockets map[sockKey]*socket
-	retired map[*table]struct{} // retired tables not yet closed
-	drains  sync.WaitGroup      // graceful shutdowns of removed sockets
+	mu       sync.Mutex // serializes Apply, Close and Bound
+	closed   bool
+	sockets  map[sockKey]*socket
+	retired  map[*table]struct{}   // retired tables not yet closed
+	draining map[*serving]struct{} // servers shutting down gracefully
+	drains   sync.WaitGroup        // their goroutines
+
+	fwd   *forwarders
+	certs certCache
 }
 
 // New returns a Proxy that serves nothing until the first Apply.
@@ -56,12 +60,15 @@ func New(opts Options) *Proxy {
 	if reg == nil {
 		reg = core.Freeze()
 	}
+	limits := opts.Limits.withDefaults()
 	return &Proxy{
-		log:     log,
-		reg:     reg,
-		limits:  opts.Limits.withDefaults(),
-		sockets: map[sockKey]*socket{},
-		retired: map[*table]struct{}{},
+		log:      log,
+		reg:      reg,
+		limits:   limits,
+		sockets:  map[sockKey]*socket{},
+		retired:  map[*table]struct{}{},
+		draining: map[*serving]struct{}{},
+		fwd:      newForwarders(log, limits),
 	}
 }
 

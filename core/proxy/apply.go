@@ -1,0 +1,197 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
+	if snap == nil {
+		return errors.New("nil snapshot")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if cur := p.cur.Load(); cur != nil && cur.version == snap.GetVersion() {
+		return nil
+	}
+	start := time.Now()
+	t, err := p.build(ctx, snap)
+	if err != nil {
+		return fmt.Errorf("snapshot %s rejected: %w", snap.GetVersion(), err)
+	}
+	fresh, err := p.bindNew(ctx, t)
+	if err != nil {
+		t.close()
+		return fmt.Errorf("snapshot %s rejected: %w", snap.GetVersion(), err)
+	}
+	p.commit(t, fresh)
+	p.log.Info("snapshot applied", zap.String("version", t.version),
+		zap.Int("listeners", len(t.listeners)), zap.Duration("took", time.Since(start)))
+	return nil
+}
+
+// bindNew binds the sockets t needs that the pool lacks. Binding happens before the swap, so a port
+// that cannot be bound rejects the snapshot and nothing changes.
+func (p *Proxy) bindNew(ctx context.Context, t *table) (map[sockKey]*socket, error) {
+	fresh := map[sockKey]*socket{}
+	for _, bl := range t.listeners {
+		if _, ok := p.sockets[bl.key]; ok {
+			continue
+		}
+		ln, err := bind(ctx, bl.key)
+		if err != nil {
+			for _, s := range fresh {
+				_ = s.ln.Close()
+			}
+			return nil, fmt.Errorf("listener %s: binding %s: %w", bl.ir.GetName(), bl.key.hostPort(), err)
+		}
+		fresh[bl.key] = newSocket(bl.key, ln, p.log, p.limits)
+	}
+	return fresh, nil
+}
+
+// commit points every socket at t, starts or switches servers, closes the sockets t no longer
+// names, swaps t in and retires the previous table.
+func (p *Proxy) commit(t *table, fresh map[sockKey]*socket) {
+	inUse := make(map[sockKey]bool, len(t.listeners))
+	for _, bl := range t.listeners {
+		inUse[bl.key] = true
+		s, isNew := fresh[bl.key]
+		if !isNew {
+			s = p.sockets[bl.key]
+		}
+		p.sockets[bl.key] = s
+		s.state.Store(bl.state)
+		if s.cur.Load() == nil || s.module != bl.module {
+			if old := s.serve(bl); old != nil {
+				p.log.Info("listener protocol changed", zap.String("listener", bl.ir.GetName()),
+					zap.String("from", string(old.module)), zap.String("to", string(bl.module)))
+				p.drain(old)
+			}
+		}
+		s.name = bl.ir.GetName()
+		if isNew {
+			go s.acceptLoop()
+		}
+	}
+	for key, s := range p.sockets {
+		if inUse[key] {
+			continue
+		}
+		delete(p.sockets, key)
+		_ = s.ln.Close()
+		if sv := s.cur.Swap(nil); sv != nil {
+			p.drain(sv)
+		}
+	}
+	old := p.cur.Swap(t)
+	p.certs.retain(t.certKeys)
+	if old != nil {
+		p.retired[old] = struct{}{}
+		old.retire()
+	}
+	for r := range p.retired {
+		if r.closed.Load() {
+			delete(p.retired, r)
+		}
+	}
+}
+
+// drain shuts a server down gracefully in the background, closing its connections after
+// DrainTimeout. Close waits for drains.
+func (p *Proxy) drain(sv *serving) {
+	_ = sv.conns.Close()
+	p.draining[sv] = struct{}{}
+	p.drains.Add(1)
+	go func() {
+		defer p.drains.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), Positive(p.limits.DrainTimeout))
+		defer cancel()
+		shutdown(ctx, sv)
+		p.mu.Lock()
+		delete(p.draining, sv)
+		p.mu.Unlock()
+	}()
+}
+
+// shutdown stops sv gracefully until ctx is done, then forcibly.
+func shutdown(ctx context.Context, sv *serving) {
+	if err := sv.srv.Shutdown(ctx); err != nil {
+		_ = sv.srv.Close()
+	}
+	<-sv.done
+}
+
+func (p *Proxy) bound() []BoundListener {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]BoundListener, 0, len(p.sockets))
+	for _, s := range p.sockets {
+		b := BoundListener{Name: s.name, Address: s.ln.Addr().String()}
+		if ls := s.state.Load(); ls != nil {
+			b.Protocol = ls.Protocol
+		}
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (p *Proxy) close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	var servings []*serving
+	for key, s := range p.sockets {
+		delete(p.sockets, key)
+		_ = s.ln.Close()
+		<-s.acceptDone
+		if sv := s.cur.Swap(nil); sv != nil {
+			_ = sv.conns.Close()
+			servings = append(servings, sv)
+		}
+	}
+	for sv := range p.draining {
+		servings = append(servings, sv)
+	}
+	p.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, sv := range servings {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			shutdown(ctx, sv)
+		}()
+	}
+	wg.Wait()
+	p.drains.Wait()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur := p.cur.Swap(nil); cur != nil {
+		p.retired[cur] = struct{}{}
+		cur.retire()
+	}
+	// Requests still running after ctx expired had their connections closed; clean up regardless.
+	for t := range p.retired {
+		t.close()
+		delete(p.retired, t)
+	}
+	p.fwd.closeIdle()
+	return ctx.Err()
+}

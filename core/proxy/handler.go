@@ -1,0 +1,35 @@
+package proxy
+
+import "net/http"
+
+// serveHTTP routes r: Server by Host (exact, most specific wildcard, catch-all; never falling back
+// to a less specific Server, which would break Gateway listener isolation), then the virtual hosts of
+// that Server from the most specific hostname to the least, each route in precedence order. Gateway
+// API ranks rules by hostname specificity before anything else, so trying the next virtual host when
+// no route of a more specific one matches is exactly that precedence.
+func (ls *ListenerState) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	rt := ls.route(r)
+	if rt == nil {
+		plainErrors{}.WriteError(w, r, http.StatusNotFound, "no route for this request")
+		return
+	}
+	rt.ServeHTTP(w, r)
+}
+
+// route finds the route for r; it does not allocate when the Host is lower case and the matchers
+// do not.
+func (ls *ListenerState) route(r *http.Request) *route {
+	host := normalizeHost(r.Host)
+	srv, ok := ls.servers.lookup(host)
+	if !ok {
+		return nil
+	}
+	for vh, pos, ok := srv.vhosts.next(host, 0); ok; vh, pos, ok = srv.vhosts.next(host, pos) {
+		for _, rt := range vh.routes {
+			if rt.matcher.Match(r) {
+				return rt
+			}
+		}
+	}
+	return nil
+}

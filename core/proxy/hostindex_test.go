@@ -1,0 +1,85 @@
+package proxy
+
+import "testing"
+
+func TestNormalizeHost(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"plain", "example.com", "example.com"},
+		{"port stripped", "example.com:8080", "example.com"},
+		{"trailing dot", "example.com.", "example.com"},
+		{"trailing dot and port", "Example.COM.:443", "example.com"},
+		{"upper case lowered", "FOO.Example.com", "foo.example.com"},
+		{"ipv6 literal keeps brackets", "[::1]", "[::1]"},
+		{"ipv6 literal with port", "[::1]:80", "[::1]"},
+		{"empty", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := normalizeHost(tc.in); got != tc.want {
+				t.Fatalf("normalizeHost(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = normalizeHost("example.com:80") }); n != 0 {
+		t.Fatalf("normalizeHost of a lower-case host allocates %v times", n)
+	}
+}
+
+// TestHostIndex follows Gateway API hostname matching (Listener.hostname and HTTPRoute.hostnames):
+// exact names beat wildcards, the longest wildcard suffix wins, a wildcard covers one or more labels
+// but not its own suffix, and "" catches the rest.
+func TestHostIndex(t *testing.T) {
+	var ix hostIndex[string]
+	for _, h := range []string{"foo.example.com", "*.example.com", "*.bar.example.com", "", "Mixed.Example.org"} {
+		if err := ix.add(h, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct{ name, host, want string }{
+		{"exact hostname beats wildcard", "foo.example.com", "foo.example.com"},
+		{"wildcard matches one label", "baz.example.com", "*.example.com"},
+		{"wildcard matches several labels", "a.b.example.com", "*.example.com"},
+		{"most specific wildcard wins", "x.bar.example.com", "*.bar.example.com"},
+		{"wildcard does not match its own suffix", "example.com", ""},
+		{"suffix must be on a label boundary", "fooexample.com", ""},
+		{"exact match is case-insensitive", "mixed.example.org", "Mixed.Example.org"},
+		{"unknown host falls to the catch-all", "other.net", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ix.lookup(tc.host)
+			if !ok || got != tc.want {
+				t.Fatalf("lookup(%q) = %q, %v; want %q", tc.host, got, ok, tc.want)
+			}
+		})
+	}
+	t.Run("walk visits every candidate most specific first", func(t *testing.T) {
+		var got []string
+		for v, pos, ok := ix.next("x.bar.example.com", 0); ok; v, pos, ok = ix.next("x.bar.example.com", pos) {
+			got = append(got, v)
+		}
+		want := []string{"*.bar.example.com", "*.example.com", ""}
+		if len(got) != len(want) {
+			t.Fatalf("walk = %q, want %q", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("walk = %q, want %q", got, want)
+			}
+		}
+	})
+	t.Run("no catch-all means no match", func(t *testing.T) {
+		var only hostIndex[int]
+		_ = only.add("*.example.com", 1)
+		if _, ok := only.lookup("example.com"); ok {
+			t.Fatal("example.com matched *.example.com")
+		}
+	})
+	t.Run("duplicates rejected", func(t *testing.T) {
+		var d hostIndex[int]
+		_ = d.add("a.example.com", 1)
+		if err := d.add("A.example.com", 2); err == nil {
+			t.Fatal("duplicate exact hostname accepted")
+		}
+	})
+}

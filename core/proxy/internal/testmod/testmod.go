@@ -1,0 +1,158 @@
+// Package testmod holds small but real modules for the engine's tests: a path-prefix matcher
+// ("route.testpath"), a matcher with its own error format ("route.testerrors") and filters of each
+// kind. They go through the real loading path (strict JSON, Provision, Validate, Cleanup); only
+// tests import this package.
+package testmod
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/coxswain-labs/coxswain/core"
+)
+
+// Modules returns one of each test module, for core.NewRegistry.
+func Modules() []core.Module {
+	return []core.Module{&PathMatcher{}, &ErrorMatcher{}, &SetRequestHeader{}, &SetResponseHeader{},
+		&Respond{}, &Wrap{}, &Inert{}}
+}
+
+// PathMatcher ("route.testpath") matches requests whose path starts with Prefix.
+type PathMatcher struct {
+	Prefix string `json:"prefix"`
+	// Tag names the instance for Cleanups.
+	Tag string `json:"tag,omitempty"`
+}
+
+var (
+	_ core.HTTPMatcher  = (*PathMatcher)(nil)
+	_ core.Validator    = (*PathMatcher)(nil)
+	_ core.CleanerUpper = (*PathMatcher)(nil)
+)
+
+func (*PathMatcher) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "route.testpath", New: func() core.Module { return new(PathMatcher) }}
+}
+
+func (m *PathMatcher) Validate() error {
+	if !strings.HasPrefix(m.Prefix, "/") {
+		return errors.New("prefix must start with /")
+	}
+	return nil
+}
+
+func (m *PathMatcher) Match(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, m.Prefix) }
+
+func (m *PathMatcher) Cleanup() error {
+	if m.Tag != "" {
+		countCleanup(m.Tag)
+	}
+	return nil
+}
+
+// ErrorMatcher ("route.testerrors") matches like PathMatcher and answers engine errors with a
+// header X-Error-Status and a fixed body, as a gRPC matcher would answer with grpc-status.
+type ErrorMatcher struct {
+	PathMatcher
+}
+
+var _ core.HTTPErrorWriter = (*ErrorMatcher)(nil)
+
+func (*ErrorMatcher) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "route.testerrors", New: func() core.Module { return new(ErrorMatcher) }}
+}
+
+func (*ErrorMatcher) WriteError(w http.ResponseWriter, _ *http.Request, status int, _ string) {
+	w.Header().Set("X-Error-Status", strconv.Itoa(status))
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte("custom error"))
+}
+
+// SetRequestHeader ("filter.test.set_request_header") sets a request header.
+type SetRequestHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func (*SetRequestHeader) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.test.set_request_header", New: func() core.Module { return new(SetRequestHeader) }}
+}
+
+func (f *SetRequestHeader) FilterRequest(_ http.ResponseWriter, r *http.Request) bool {
+	r.Header.Set(f.Name, f.Value)
+	return true
+}
+
+// SetResponseHeader ("filter.test.set_response_header") sets a header on the upstream response and
+// records the status it saw in X-Seen-Status.
+type SetResponseHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func (*SetResponseHeader) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.test.set_response_header", New: func() core.Module { return new(SetResponseHeader) }}
+}
+
+func (f *SetResponseHeader) FilterResponse(_ *http.Request, status int, h http.Header) {
+	h.Set(f.Name, f.Value)
+	h.Set("X-Seen-Status", strconv.Itoa(status))
+}
+
+// Respond ("filter.test.respond") answers every request itself with Status.
+type Respond struct {
+	Status int `json:"status"`
+}
+
+func (*Respond) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.test.respond", New: func() core.Module { return new(Respond) }}
+}
+
+func (f *Respond) FilterRequest(w http.ResponseWriter, _ *http.Request) bool {
+	w.WriteHeader(f.Status)
+	return false
+}
+
+// Wrap ("filter.test.wrap") is a middleware adding a response header before the rest runs.
+type Wrap struct {
+	Header string `json:"header"`
+}
+
+func (*Wrap) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.test.wrap", New: func() core.Module { return new(Wrap) }}
+}
+
+func (f *Wrap) WrapHTTP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add(f.Header, "wrapped")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Inert ("filter.test.inert") implements no filter interface: loading it as a filter must fail.
+type Inert struct{}
+
+func (*Inert) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.test.inert", New: func() core.Module { return new(Inert) }}
+}
+
+var (
+	cleanMu  sync.Mutex
+	cleanups = map[string]int{}
+)
+
+func countCleanup(tag string) {
+	cleanMu.Lock()
+	cleanups[tag]++
+	cleanMu.Unlock()
+}
+
+// Cleanups is how many PathMatchers tagged tag have been cleaned up.
+func Cleanups(tag string) int {
+	cleanMu.Lock()
+	defer cleanMu.Unlock()
+	return cleanups[tag]
+}

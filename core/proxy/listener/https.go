@@ -1,0 +1,153 @@
+package listener
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
+)
+
+// HTTPSModuleID is the TLS-terminating HTTP listener.
+const HTTPSModuleID core.ModuleID = "listener.https"
+
+func init() {
+	core.RegisterModule(&HTTPS{})
+}
+
+// HTTPS terminates TLS (1.2 and later) and serves HTTP/2 or HTTP/1.1 by ALPN. The certificate is
+// chosen per handshake from the socket's current table by SNI, so a snapshot that changes a Secret
+// reaches new handshakes at once while established connections keep theirs. Its config is empty.
+type HTTPS struct{}
+
+var (
+	_ core.Module          = (*HTTPS)(nil)
+	_ proxy.StreamListener = (*HTTPS)(nil)
+)
+
+// CoxswainModule implements core.Module.
+func (*HTTPS) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: HTTPSModuleID, New: func() core.Module { return new(HTTPS) }}
+}
+
+// Check implements proxy.StreamListener: every server terminates TLS with at least one certificate.
+func (*HTTPS) Check(l *irv1.Listener) error {
+	if len(l.GetServers()) == 0 {
+		return errors.New("no servers")
+	}
+	for _, s := range l.GetServers() {
+		t := s.GetTls()
+		switch {
+		case t == nil:
+			return fmt.Errorf("server %s has no TLS settings", quote(s.GetHostname()))
+		case t.GetMode() != irv1.TLS_TERMINATE:
+			return fmt.Errorf("server %s: TLS mode %s needs listener.tls", quote(s.GetHostname()), t.GetMode())
+		case len(t.GetCertificates()) == 0:
+			return fmt.Errorf("server %s has no certificate", quote(s.GetHostname()))
+		}
+	}
+	return nil
+}
+
+// NewServer implements proxy.StreamListener.
+func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
+	cfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2", "http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			ls := sc.State()
+			if ls == nil {
+				return nil, proxy.ErrNoCertificate
+			}
+			return ls.Certificate(hello)
+		},
+	}
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	srv := newHTTPServer(sc, p, cfg)
+	hsLog := sc.Log
+	timeout := proxy.Positive(sc.Limits.TLSHandshakeTimeout)
+	return &server{srv: srv, wrap: func(l net.Listener) net.Listener {
+		return newHandshakeListener(l, cfg, timeout, hsLog)
+	}}
+}
+
+// handshakeListener completes each TLS handshake in its own goroutine, bounded by the handshake
+// timeout, before the HTTP server sees the connection: a slow or silent client costs one goroutine
+// and never a slot in the server.
+type handshakeListener struct {
+	inner   net.Listener
+	cfg     *tls.Config
+	timeout time.Duration
+	log     *zap.Logger
+	ch      chan net.Conn
+	done    chan struct{}
+	once    sync.Once
+}
+
+func newHandshakeListener(inner net.Listener, cfg *tls.Config, timeout time.Duration, log *zap.Logger) *handshakeListener {
+	l := &handshakeListener{inner: inner, cfg: cfg, timeout: timeout, log: log,
+		ch: make(chan net.Conn), done: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+func (l *handshakeListener) run() {
+	for {
+		c, err := l.inner.Accept()
+		if err != nil {
+			_ = l.Close()
+			return
+		}
+		go l.handshake(c)
+	}
+}
+
+func (l *handshakeListener) handshake(c net.Conn) {
+	tc := tls.Server(c, l.cfg)
+	ctx := context.Background()
+	if l.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+	}
+	if err := tc.HandshakeContext(ctx); err != nil {
+		l.log.Debug("TLS handshake failed", zap.Stringer("remote", c.RemoteAddr()), zap.Error(err))
+		_ = c.Close()
+		return
+	}
+	select {
+	case l.ch <- tc:
+	case <-l.done:
+		_ = tc.Close()
+	}
+}
+
+func (l *handshakeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handshakeListener) Close() error {
+	l.once.Do(func() {
+		close(l.done)
+		_ = l.inner.Close()
+	})
+	return nil
+}
+
+func (l *handshakeListener) Addr() net.Addr { return l.inner.Addr() }

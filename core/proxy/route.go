@@ -1,0 +1,247 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy/wrr"
+)
+
+// server is one IR Server: the share of a listener for one Gateway listener hostname.
+type server struct {
+	hostname string
+	vhosts   hostIndex[*vhost]
+}
+
+// vhost is one effective hostname and its routes in precedence order.
+type vhost struct {
+	hostname string
+	routes   []*route
+}
+
+// route is one IR Route compiled: its matcher and its whole handler chain (filters, backend choice,
+// backend filters, forwarder), built once per table.
+type route struct {
+	name    string
+	matcher core.HTTPMatcher
+	errw    core.HTTPErrorWriter
+	timeout time.Duration // whole request; 0 means none
+	chain   http.Handler
+}
+
+// cluster is one IR Cluster: endpoints, their balancer and how to reach them.
+type cluster struct {
+	name     string
+	protocol irv1.Cluster_Protocol
+	eps      []*core.Endpoint
+	balancer core.Balancer
+}
+
+func (b *builder) cluster(c *irv1.Cluster) error {
+	if _, dup := b.clusters[c.GetName()]; dup {
+		return errors.New("listed twice")
+	}
+	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol()}
+	for _, ep := range c.GetEndpoints() {
+		cl.eps = append(cl.eps, core.NewEndpoint(ep.GetAddress(), ep.GetPort(), ep.GetWeight()))
+	}
+	mc := c.GetBalancer()
+	if mc.GetId() == "" {
+		mc = &irv1.ModuleConfig{Id: string(core.DefaultBalancer), Json: mc.GetJson()}
+	}
+	bal, err := core.Load[core.Balancer](b.bc, mc)
+	if err != nil {
+		return fmt.Errorf("balancer: %w", err)
+	}
+	bal.SetEndpoints(cl.eps)
+	cl.balancer = bal
+	b.clusters[c.GetName()] = cl
+	return nil
+}
+
+func (b *builder) route(r *irv1.Route) (*route, error) {
+	if r.GetMatch() == nil {
+		return nil, errors.New("no match module")
+	}
+	m, err := core.Load[core.HTTPMatcher](b.bc, r.GetMatch())
+	if err != nil {
+		return nil, fmt.Errorf("match: %w", err)
+	}
+	rt := &route{
+		name:    r.GetName(),
+		matcher: m,
+		errw:    plainErrors{},
+		timeout: time.Duration(r.GetTimeouts().GetRequestMs()) * time.Millisecond,
+	}
+	if ew, ok := m.(core.HTTPErrorWriter); ok {
+		rt.errw = ew
+	}
+	ruleFilters, err := b.filters(r.GetFilters())
+	if err != nil {
+		return nil, err
+	}
+	choice := &backendChoice{errw: rt.errw}
+	weights := make([]uint32, len(r.GetBackends()))
+	backendTimeout := time.Duration(r.GetTimeouts().GetBackendRequestMs()) * time.Millisecond
+	for i, be := range r.GetBackends() {
+		h, err := b.backend(be, ruleFilters, rt.errw, backendTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("backend %d (%s): %w", i, be.GetCluster(), err)
+		}
+		weights[i] = be.GetWeight()
+		choice.backends = append(choice.backends, h)
+	}
+	choice.sched = wrr.New(weights)
+	rt.chain = chain(ruleFilters, choice)
+	return rt, nil
+}
+
+// backend compiles one weighted backend: its filters, then the forwarder. The response filters of
+// the rule and then of the backend run, in that order, on the upstream response header.
+func (b *builder) backend(be *irv1.Backend, rule []loadedFilter, errw core.HTTPErrorWriter, timeout time.Duration) (http.Handler, error) {
+	own, err := b.filters(be.GetFilters())
+	if err != nil {
+		return nil, err
+	}
+	up := &upstream{errw: errw, timeout: timeout}
+	if name := be.GetCluster(); name != "" {
+		cl, ok := b.clusters[name]
+		if !ok {
+			return nil, fmt.Errorf("cluster %s is not in the snapshot", name)
+		}
+		if cl.protocol != irv1.Cluster_HTTP1 && cl.protocol != irv1.Cluster_H2C {
+			return nil, fmt.Errorf("cluster %s speaks %s, not HTTP", name, cl.protocol)
+		}
+		var resp []core.HTTPResponseFilter
+		for _, fs := range [][]loadedFilter{rule, own} {
+			for _, f := range fs {
+				if f.resp != nil {
+					resp = append(resp, f.resp)
+				}
+			}
+		}
+		up.cluster = cl
+		up.fwd = b.p.fwd.newForwarder(cl, resp, errw)
+	}
+	return chain(own, up), nil
+}
+
+// loadedFilter is one filter module and the interfaces it implements.
+type loadedFilter struct {
+	id   string
+	req  core.HTTPRequestFilter
+	resp core.HTTPResponseFilter
+	mw   core.HTTPMiddleware
+}
+
+func (b *builder) filters(mcs []*irv1.ModuleConfig) ([]loadedFilter, error) {
+	out := make([]loadedFilter, 0, len(mcs))
+	for i, mc := range mcs {
+		m, err := core.Load[core.Module](b.bc, mc)
+		if err != nil {
+			return nil, fmt.Errorf("filter %d: %w", i, err)
+		}
+		f := loadedFilter{id: mc.GetId()}
+		f.req, _ = m.(core.HTTPRequestFilter)
+		f.resp, _ = m.(core.HTTPResponseFilter)
+		f.mw, _ = m.(core.HTTPMiddleware)
+		if f.req == nil && f.resp == nil && f.mw == nil {
+			return nil, fmt.Errorf("filter %d: module %s implements none of HTTPRequestFilter, HTTPResponseFilter, HTTPMiddleware", i, f.id)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// chain wraps next in fs, first filter outermost. A filter that is both a request filter and a
+// middleware runs FilterRequest first, then wraps the rest. Response filters are not in the chain:
+// the forwarder runs them on the upstream response header.
+func chain(fs []loadedFilter, next http.Handler) http.Handler {
+	h := next
+	for i := len(fs) - 1; i >= 0; i-- {
+		if fs[i].mw != nil {
+			h = fs[i].mw.WrapHTTP(h)
+		}
+		if fs[i].req != nil {
+			h = &requestStage{f: fs[i].req, next: h}
+		}
+	}
+	return h
+}
+
+type requestStage struct {
+	f    core.HTTPRequestFilter
+	next http.Handler
+}
+
+func (s *requestStage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.f.FilterRequest(w, r) {
+		s.next.ServeHTTP(w, r)
+	}
+}
+
+func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rt.timeout > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), rt.timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	rt.chain.ServeHTTP(w, r)
+}
+
+// backendChoice picks one of a route's weighted backends (lock-free, see wrr). With no backend of
+// non-zero weight it answers 500, as Gateway API requires.
+type backendChoice struct {
+	sched    *wrr.Schedule
+	backends []http.Handler
+	errw     core.HTTPErrorWriter
+}
+
+func (c *backendChoice) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	i := c.sched.Next()
+	if i < 0 {
+		c.errw.WriteError(w, r, http.StatusInternalServerError, "no backend for this route")
+		return
+	}
+	c.backends[i].ServeHTTP(w, r)
+}
+
+// upstream is the end of a backend's chain: choose an endpoint, forward.
+type upstream struct {
+	cluster *cluster // nil: the backend reference did not resolve
+	timeout time.Duration
+	errw    core.HTTPErrorWriter
+	fwd     forwarder
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if u.cluster == nil {
+		u.errw.WriteError(w, r, http.StatusInternalServerError, "backend not resolved")
+		return
+	}
+	ep := u.cluster.balancer.Pick(&core.PickInfo{Request: r, Client: clientAddr(r)})
+	if ep == nil {
+		u.errw.WriteError(w, r, http.StatusServiceUnavailable, "no endpoint available")
+		return
+	}
+	if u.timeout > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), u.timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	ep.Active.Add(1)
+	defer ep.Active.Add(-1)
+	u.fwd.forward(w, r, ep)
+}
+
+// plainErrors answers engine errors as text/plain.
+type plainErrors struct{}
+
+func (plainErrors) WriteError(w http.ResponseWriter, _ *http.Request, status int, msg string) {
+	http.Error(w, msg, status)
+}

@@ -1,0 +1,203 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/coxswain-labs/coxswain/core"
+)
+
+// sockKey identifies a socket in the pool. The protocol is deliberately not part of it: a port whose
+// protocol changes keeps its socket and switches the server behind it.
+type sockKey struct {
+	address string
+	port    uint32
+	network string
+}
+
+func (k sockKey) hostPort() string {
+	return net.JoinHostPort(k.address, strconv.FormatUint(uint64(k.port), 10))
+}
+
+// socket is one bound socket. Its accept loop runs for the socket's life; accepted connections go to
+// the server of the current protocol. Requests read the socket's current ListenerState per request,
+// so keep-alive connections see a new table on their next request.
+type socket struct {
+	key    sockKey
+	ln     net.Listener
+	log    *zap.Logger
+	limits Limits
+
+	state atomic.Pointer[ListenerState]
+	cur   atomic.Pointer[serving]
+
+	// name and module are the IR listener name and module of the current serving; written under
+	// Proxy.mu, read by Bound under it too.
+	name       string
+	module     core.ModuleID
+	acceptDone chan struct{}
+}
+
+// serving is one protocol server on a socket.
+type serving struct {
+	module core.ModuleID
+	srv    ConnServer
+	conns  *chanListener
+	done   chan struct{} // closed when srv.Serve has returned
+}
+
+func bind(ctx context.Context, key sockKey) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(ctx, key.network, key.hostPort())
+}
+
+func newSocket(key sockKey, ln net.Listener, log *zap.Logger, limits Limits) *socket {
+	return &socket{key: key, ln: ln, log: log, limits: limits, acceptDone: make(chan struct{})}
+}
+
+// serve starts a server for bl's protocol on s and makes it the one new connections go to. The
+// previous server, if any, is returned for the caller to drain.
+func (s *socket) serve(bl *builtListener) *serving {
+	s.name, s.module = bl.ir.GetName(), bl.module
+	log := s.log.With(zap.String("listener", bl.ir.GetName()))
+	sv := &serving{
+		module: bl.module,
+		conns:  newChanListener(s.ln.Addr()),
+		done:   make(chan struct{}),
+	}
+	sv.srv = bl.sl.NewServer(ServeContext{
+		Log:         log,
+		Name:        bl.ir.GetName(),
+		Limits:      s.limits,
+		HTTP:        s,
+		State:       s.state.Load,
+		ConnContext: connContext,
+	})
+	go func() {
+		defer close(sv.done)
+		if err := sv.srv.Serve(sv.conns); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			log.Error("listener stopped serving", zap.Error(err))
+		}
+	}()
+	return s.cur.Swap(sv)
+}
+
+// acceptLoop accepts until the socket is closed, backing off on errors such as running out of file
+// descriptors (as net/http does) instead of spinning.
+func (s *socket) acceptLoop() {
+	defer close(s.acceptDone)
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed; retrying", zap.String("address", s.ln.Addr().String()),
+				zap.Duration("delay", delay), zap.Error(err))
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.dispatch(c)
+	}
+}
+
+// dispatch hands c to the current server; if that server is shutting down because the protocol just
+// changed, to its successor.
+func (s *socket) dispatch(c net.Conn) {
+	for {
+		sv := s.cur.Load()
+		if sv == nil {
+			_ = c.Close()
+			return
+		}
+		if sv.conns.deliver(c) {
+			return
+		}
+		if s.cur.Load() == sv {
+			_ = c.Close()
+			return
+		}
+	}
+}
+
+// ServeHTTP runs r on the socket's current table, holding a reference so that the table is not
+// cleaned up under it.
+func (s *socket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ls := s.acquire()
+	if ls == nil {
+		plainErrors{}.WriteError(w, r, http.StatusServiceUnavailable, "listener is shutting down")
+		return
+	}
+	defer ls.table.release()
+	ls.serveHTTP(w, r)
+}
+
+// acquire returns the current state with a reference on its table, or nil when the socket's last
+// table has drained (the socket is being removed).
+func (s *socket) acquire() *ListenerState {
+	for {
+		ls := s.state.Load()
+		if ls == nil {
+			return nil
+		}
+		if ls.table.tryAcquire() {
+			return ls
+		}
+		if s.state.Load() == ls {
+			return nil
+		}
+	}
+}
+
+// chanListener is the net.Listener a protocol server accepts from: the socket's accept loop feeds it.
+type chanListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) deliver(c net.Conn) bool {
+	select {
+	case <-l.done:
+		return false
+	default:
+	}
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }

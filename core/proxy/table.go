@@ -1,0 +1,220 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// table is one snapshot compiled for serving. It is immutable once built. Its reference count holds
+// one reference for being current and one per request in flight on it; when it has been retired and
+// the last request ends, the modules it loaded are cleaned up.
+type table struct {
+	version   string
+	log       *zap.Logger
+	bc        *core.BuildContext
+	listeners []*builtListener // in snapshot order
+	certKeys  map[certKey]struct{}
+
+	refs      atomic.Int64
+	closeOnce sync.Once
+	closed    atomic.Bool
+}
+
+// builtListener is an IR listener with its module and compiled state.
+type builtListener struct {
+	ir     *irv1.Listener
+	key    sockKey
+	module core.ModuleID
+	sl     StreamListener
+	state  *ListenerState
+}
+
+// tryAcquire takes a request reference; it fails once the table has drained after retirement, and
+// the caller then reads the socket's (newer) state again.
+func (t *table) tryAcquire() bool {
+	for {
+		n := t.refs.Load()
+		if n == 0 {
+			return false
+		}
+		if t.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference; the last one closes the table, off the request's goroutine so that
+// module cleanup never delays a response.
+func (t *table) release() {
+	if t.refs.Add(-1) == 0 {
+		go t.close()
+	}
+}
+
+// retire drops the reference held for being current.
+func (t *table) retire() { t.release() }
+
+// close runs the Cleanup of every module the table loaded, once.
+func (t *table) close() {
+	t.closeOnce.Do(func() {
+		if err := t.bc.Close(); err != nil {
+			t.log.Warn("module cleanup failed", zap.String("version", t.version), zap.Error(err))
+		}
+		t.closed.Store(true)
+	})
+}
+
+// builder compiles one snapshot into a table.
+type builder struct {
+	p        *Proxy
+	bc       *core.BuildContext
+	t        *table
+	secrets  map[string]*irv1.Secret
+	clusters map[string]*cluster
+}
+
+// build compiles snap. On error the caller closes the BuildContext, which cleans up whatever was
+// loaded so far.
+func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot) (*table, error) {
+	bc := core.NewBuildContext(ctx, p.log, p.reg, snap)
+	t := &table{version: snap.GetVersion(), log: p.log, bc: bc, certKeys: map[certKey]struct{}{}}
+	t.refs.Store(1)
+	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{}, clusters: map[string]*cluster{}}
+	if err := b.build(snap); err != nil {
+		if cerr := bc.Close(); cerr != nil {
+			p.log.Warn("cleaning up a rejected snapshot", zap.Error(cerr))
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+func (b *builder) build(snap *irv1.Snapshot) error {
+	for _, s := range snap.GetSecrets() {
+		if _, dup := b.secrets[s.GetName()]; dup {
+			return fmt.Errorf("secret %s listed twice", s.GetName())
+		}
+		b.secrets[s.GetName()] = s
+	}
+	for _, c := range snap.GetClusters() {
+		if err := b.cluster(c); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.GetName(), err)
+		}
+	}
+	seen := map[sockKey]string{}
+	for _, l := range snap.GetListeners() {
+		bl, err := b.listener(l)
+		if err != nil {
+			return fmt.Errorf("listener %s: %w", l.GetName(), err)
+		}
+		if other, dup := seen[bl.key]; dup {
+			return fmt.Errorf("listener %s: same socket as listener %s", l.GetName(), other)
+		}
+		seen[bl.key] = l.GetName()
+		b.t.listeners = append(b.t.listeners, bl)
+	}
+	return nil
+}
+
+// listener loads the listener module and compiles the listener's servers.
+func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
+	id := core.ModuleID("listener." + strings.ToLower(l.GetProtocol()))
+	sl, err := core.Load[StreamListener](b.bc, &irv1.ModuleConfig{Id: string(id)})
+	if err != nil {
+		return nil, err
+	}
+	if err := sl.Check(l); err != nil {
+		return nil, fmt.Errorf("module %s: %w", id, err)
+	}
+	ls := &ListenerState{Name: l.GetName(), Protocol: l.GetProtocol(), table: b.t}
+	for _, s := range l.GetServers() {
+		srv, err := b.server(s)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", s.GetHostname(), err)
+		}
+		if err := ls.servers.add(s.GetHostname(), srv); err != nil {
+			return nil, err
+		}
+		if s.GetTls() == nil {
+			continue
+		}
+		sc, err := b.serverCerts(s)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", s.GetHostname(), err)
+		}
+		_ = ls.certs.add(s.GetHostname(), sc) // duplicates were rejected just above
+		if ls.firstTLS == nil {
+			ls.firstTLS = sc
+		}
+	}
+	key := sockKey{address: l.GetAddress(), port: l.GetPort(), network: "tcp"}
+	return &builtListener{ir: l, key: key, module: id, sl: sl, state: ls}, nil
+}
+
+func (b *builder) server(s *irv1.Server) (*server, error) {
+	srv := &server{hostname: s.GetHostname()}
+	for _, vh := range s.GetVirtualHosts() {
+		v := &vhost{hostname: vh.GetHostname()}
+		for _, r := range vh.GetRoutes() {
+			rt, err := b.route(r)
+			if err != nil {
+				return nil, fmt.Errorf("virtual host %q: route %s: %w", vh.GetHostname(), r.GetName(), err)
+			}
+			v.routes = append(v.routes, rt)
+		}
+		if err := srv.vhosts.add(vh.GetHostname(), v); err != nil {
+			return nil, fmt.Errorf("virtual host: %w", err)
+		}
+	}
+	return srv, nil
+}
+
+// serverCerts parses (or takes from the proxy's cache) the certificates a TLS server names.
+func (b *builder) serverCerts(s *irv1.Server) (*serverCerts, error) {
+	tlsCfg := s.GetTls()
+	if tlsCfg.GetMode() != irv1.TLS_TERMINATE {
+		return nil, fmt.Errorf("TLS mode %s is not served by an HTTP listener", tlsCfg.GetMode())
+	}
+	sc := &serverCerts{hostname: s.GetHostname()}
+	for _, name := range tlsCfg.GetCertificates() {
+		sec, ok := b.secrets[name]
+		if !ok {
+			return nil, fmt.Errorf("certificate secret %s is not in the snapshot", name)
+		}
+		key := newCertKey(sec)
+		cert, err := b.p.certs.get(key, sec)
+		if err != nil {
+			return nil, fmt.Errorf("certificate secret %s: %w", name, err)
+		}
+		b.t.certKeys[key] = struct{}{}
+		sc.certs = append(sc.certs, cert)
+	}
+	return sc, nil
+}
+
+// certKey identifies certificate material by content, so that a reload re-parses only what changed.
+type certKey [sha256.Size]byte
+
+func newCertKey(s *irv1.Secret) certKey {
+	h := sha256.New()
+	var n [8]byte
+	l := len(s.GetCertificatePem())
+	for i := range n {
+		n[i] = byte(l >> (8 * i))
+	}
+	h.Write(n[:])
+	h.Write(s.GetCertificatePem())
+	h.Write(s.GetPrivateKeyPem())
+	var k certKey
+	h.Sum(k[:0])
+	return k
+}
