@@ -1,0 +1,73 @@
+// Package features derives the Gateway API features a Coxswain binary can serve from the modules
+// compiled into it. A GatewayClass advertises exactly this set in status.supportedFeatures, so a
+// custom distribution that leaves a filter out never claims the feature that filter serves.
+//
+// Nobody keeps a list of supported features. Controller-side modules (translate.*) implement
+// Provider: they name each feature they translate together with the modules a proxy needs to
+// serve it, and Supported keeps a feature only when every one of those modules is in the registry.
+package features
+
+import (
+	"sort"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/coxswain-labs/coxswain/core"
+)
+
+// Provider is implemented by controller-side modules that make Gateway API features servable.
+type Provider interface {
+	// GatewayAPIFeatures lists the features the module translates. It must have no side effects:
+	// Supported calls it on a fresh instance from the module's New.
+	GatewayAPIFeatures() []Feature
+}
+
+// Feature is one Gateway API feature and the modules that serve it.
+type Feature struct {
+	Name gwfeatures.FeatureName
+	// Requires are the modules a proxy loads to serve the feature (a route kind, a filter, a
+	// listener). The feature is advertised only when all of them are compiled in.
+	Requires []core.ModuleID
+}
+
+// Core are the features the translator's core passes implement for every route kind: Gateways and
+// their listeners, and ReferenceGrant checks. Gateway support includes HTTPS listeners (TLS
+// termination is core in the spec), so it needs both HTTP listener modules.
+var Core = []Feature{
+	{Name: gwfeatures.SupportGateway, Requires: []core.ModuleID{"listener.http", "listener.https"}},
+	{Name: gwfeatures.SupportGatewayPort8080, Requires: []core.ModuleID{"listener.http"}},
+	{Name: gwfeatures.SupportReferenceGrant, Requires: []core.ModuleID{"listener.http"}},
+}
+
+// Supported returns the features reg can serve, sorted by name and without duplicates: the Core
+// features plus those of every Provider module, each kept only when its Requires are all in reg.
+func Supported(reg *core.Registry) []gwapiv1.SupportedFeature {
+	all := append([]Feature(nil), Core...)
+	for _, id := range reg.IDs() {
+		info, _ := reg.Lookup(id)
+		if p, ok := info.New().(Provider); ok {
+			all = append(all, p.GatewayAPIFeatures()...)
+		}
+	}
+	seen := map[gwfeatures.FeatureName]bool{}
+	var out []gwapiv1.SupportedFeature
+	for _, f := range all {
+		if seen[f.Name] || !servable(reg, f) {
+			continue
+		}
+		seen[f.Name] = true
+		out = append(out, gwapiv1.SupportedFeature{Name: gwapiv1.FeatureName(f.Name)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func servable(reg *core.Registry, f Feature) bool {
+	for _, id := range f.Requires {
+		if !reg.Has(id) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,159 @@
+package status
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// semantic compares statuses the way the writer decides whether to write: like
+// equality.Semantic (nil and empty slices are equal) but blind to a condition's
+// lastTransitionTime, which every translation stamps afresh and which means nothing on its own.
+var semantic = conversion.EqualitiesOrDie(func(a, b metav1.Condition) bool {
+	a.LastTransitionTime = b.LastTransitionTime
+	return a == b
+})
+
+// Equal reports whether two statuses say the same thing, ignoring lastTransitionTime.
+func Equal(a, b any) bool { return semantic.DeepEqual(a, b) }
+
+// mergeConditions returns desired with lastTransitionTime carried over from live for every
+// condition whose status did not change: the time a condition last transitioned survives a new
+// reason, message or observedGeneration, as the Kubernetes API conventions require.
+func mergeConditions(live, desired []metav1.Condition) []metav1.Condition {
+	if desired == nil {
+		return nil
+	}
+	out := make([]metav1.Condition, len(desired))
+	for i, c := range desired {
+		if prev := meta.FindStatusCondition(live, c.Type); prev != nil && prev.Status == c.Status {
+			c.LastTransitionTime = prev.LastTransitionTime
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// classStatus is the GatewayClass status to write: the translator's conditions and the features
+// the binary serves.
+func classStatus(live gwapiv1.GatewayClassStatus, desired *gwapiv1.GatewayClassStatus, features []gwapiv1.SupportedFeature) gwapiv1.GatewayClassStatus {
+	return gwapiv1.GatewayClassStatus{
+		Conditions:        mergeConditions(live.Conditions, desired.Conditions),
+		SupportedFeatures: features,
+	}
+}
+
+// gate says whether a Gateway's current generation may be stamped Programmed.
+type gate struct {
+	// Generation is the Gateway's metadata.generation.
+	Generation int64
+	// Applied is the newest generation the data plane has bound and acknowledged; 0 for none.
+	Applied int64
+	// Addresses are the addresses this controller publishes for every Gateway.
+	Addresses []gwapiv1.GatewayStatusAddress
+	// Now stamps conditions the writer makes up itself.
+	Now metav1.Time
+}
+
+// gatewayStatus is the Gateway status to write: the translator's, with the published addresses,
+// lastTransitionTimes carried over from live, and Programmed held back (on the Gateway and on each
+// listener) until the data plane has applied this generation and live already shows the addresses.
+// Held back means a live Programmed=True stays as it is, stamped for an older generation (so
+// Programmed never flips back while a new generation rolls out); otherwise Programmed is Unknown
+// with reason Pending.
+func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g gate) gwapiv1.GatewayStatus {
+	out := gwapiv1.GatewayStatus{
+		Addresses:  g.Addresses,
+		Conditions: mergeConditions(live.Conditions, desired.Conditions),
+	}
+	hold := g.Applied < g.Generation || !Equal(live.Addresses, g.Addresses)
+	switch {
+	case len(g.Addresses) == 0:
+		setFalse(out.Conditions, string(gwapiv1.GatewayConditionProgrammed), string(gwapiv1.GatewayReasonAddressNotAssigned),
+			"No address to publish: start the controller with --status-address", g)
+		out.Conditions = mergeConditions(live.Conditions, out.Conditions)
+	case hold:
+		holdProgrammed(out.Conditions, live.Conditions, string(gwapiv1.GatewayReasonPending), g)
+	}
+	for _, l := range desired.Listeners {
+		var liveConds []metav1.Condition
+		for _, ll := range live.Listeners {
+			if ll.Name == l.Name {
+				liveConds = ll.Conditions
+			}
+		}
+		l.Conditions = mergeConditions(liveConds, l.Conditions)
+		if hold || len(g.Addresses) == 0 {
+			holdProgrammed(l.Conditions, liveConds, string(gwapiv1.ListenerReasonPending), g)
+		}
+		out.Listeners = append(out.Listeners, l)
+	}
+	return out
+}
+
+// holdProgrammed replaces a Programmed=True condition in conds (in place) by the one live has, or
+// by Unknown/Pending when live has none.
+func holdProgrammed(conds, live []metav1.Condition, pending string, g gate) {
+	for i := range conds {
+		c := &conds[i]
+		if c.Type != string(gwapiv1.GatewayConditionProgrammed) || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		if prev := meta.FindStatusCondition(live, c.Type); prev != nil && prev.Status == metav1.ConditionTrue {
+			*c = *prev // programmed for an older generation: say nothing about this one yet
+			return
+		}
+		*c = metav1.Condition{
+			Type: c.Type, Status: metav1.ConditionUnknown, Reason: pending,
+			Message:            "Waiting for the data plane to apply this generation and for the address to be published",
+			ObservedGeneration: g.Generation, LastTransitionTime: g.Now,
+		}
+	}
+}
+
+// setFalse turns condition typ of conds (in place) False with reason.
+func setFalse(conds []metav1.Condition, typ, reason, msg string, g gate) {
+	for i := range conds {
+		if conds[i].Type == typ {
+			conds[i] = metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: msg,
+				ObservedGeneration: g.Generation, LastTransitionTime: g.Now}
+		}
+	}
+}
+
+// routeParents merges this controller's parent statuses into live: entries other controllers
+// wrote are kept as they are and in their order, ours are replaced by desired (which holds only
+// ours), and ours that desired no longer lists are dropped.
+func routeParents(live, desired []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController) []gwapiv1.RouteParentStatus {
+	var out []gwapiv1.RouteParentStatus
+	for _, p := range live {
+		if p.ControllerName != controller {
+			out = append(out, p)
+		}
+	}
+	for _, p := range desired {
+		p.ControllerName = controller
+		var liveConds []metav1.Condition
+		for _, lp := range live {
+			if lp.ControllerName == controller && reflect.DeepEqual(lp.ParentRef, p.ParentRef) {
+				liveConds = lp.Conditions
+			}
+		}
+		p.Conditions = mergeConditions(liveConds, p.Conditions)
+		out = append(out, p)
+	}
+	return out
+}
+
+// hasParentsOf reports whether controller wrote any entry of parents.
+func hasParentsOf(parents []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController) bool {
+	for _, p := range parents {
+		if p.ControllerName == controller {
+			return true
+		}
+	}
+	return false
+}
