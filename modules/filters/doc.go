@@ -17,7 +17,7 @@
 //   - core.HTTPRequestFilter: runs before the request goes upstream, in the order the rule lists
 //     its filters. It may modify the request; to answer it itself (a redirect, a denial) it writes
 //     the response and returns false, and the chain stops.
-//   - core.HTTPResponseFilter: edits the upstream response's status-line header before it is
+//   - core.HTTPResponseFilter: edits the upstream response's header before it is
 //     written to the client.
 //   - core.HTTPMiddleware: wraps the rest of the chain, for filters that must see bodies or the
 //     whole exchange. Wrap runs once per table build.

@@ -1,0 +1,41 @@
+// Package standard is the stock Coxswain distribution: importing it (for side effects) compiles in
+// every module the stock binary ships, as Caddy's modules/standard does. The list is the whole
+// mechanism. A custom distribution is a main package with a different list of blank imports,
+// which is what the builder generates (cmd/<builder>, xcaddy-style); nothing is discovered at run
+// time, and a module a snapshot names but the binary lacks is a clear error, not a silent skip.
+//
+// The bundle is proxy-side only: it must stay free of Kubernetes and fx, because a proxy-only
+// build imports it too. Controller-side translators (the translate/ packages, "translate.*") are
+// imported by the controller's own wiring, not from here. standard_test.go checks both the list of
+// module IDs and that rule.
+//
+// Packages repeats the import list as data, for the builder: a custom distribution starts from it,
+// drops and adds import paths, and writes them into a generated main. A test keeps it equal to the
+// imports below.
+package standard
+
+import (
+	// Listeners.
+	_ "github.com/coxswain-labs/coxswain/core/proxy/listener"
+
+	// Route kinds.
+	_ "github.com/coxswain-labs/coxswain/modules/httproute"
+
+	// Filters.
+	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite"
+
+	// Balancers.
+	_ "github.com/coxswain-labs/coxswain/modules/lb/roundrobin"
+)
+
+// Packages is the import path of every package this bundle imports, in the order above.
+var Packages = []string{
+	"github.com/coxswain-labs/coxswain/core/proxy/listener",
+	"github.com/coxswain-labs/coxswain/modules/httproute",
+	"github.com/coxswain-labs/coxswain/modules/filters/headers",
+	"github.com/coxswain-labs/coxswain/modules/filters/redirect",
+	"github.com/coxswain-labs/coxswain/modules/filters/rewrite",
+	"github.com/coxswain-labs/coxswain/modules/lb/roundrobin",
+}

@@ -1,0 +1,67 @@
+package standard_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/modules/standard"
+)
+
+const bundle = "github.com/coxswain-labs/coxswain/modules/standard"
+
+// TestStockModules checks the modules the stock distribution promises are compiled in.
+func TestStockModules(t *testing.T) {
+	reg := core.Freeze()
+	for _, id := range []core.ModuleID{
+		"filter.http.request_header_modifier",
+		"filter.http.request_redirect",
+		"filter.http.response_header_modifier",
+		"filter.http.url_rewrite",
+		"lb.round_robin",
+		"listener.http",
+		"listener.https",
+		"route.http",
+	} {
+		if !reg.Has(id) {
+			t.Errorf("stock module %s is missing", id)
+		}
+	}
+	t.Logf("stock modules: %v", reg.IDs())
+}
+
+// goList runs `go list` with args, or skips the test without a go tool.
+func goList(t *testing.T, args ...string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not found")
+	}
+	out, err := exec.Command(gobin, append([]string{"list"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestPackagesMatchImports keeps the builder's list equal to what the bundle really imports.
+func TestPackagesMatchImports(t *testing.T) {
+	imports := strings.Fields(goList(t, "-f", `{{join .Imports " "}}`, bundle))
+	want := slices.Sorted(slices.Values(standard.Packages))
+	if !slices.Equal(imports, want) {
+		t.Errorf("standard.go imports %v\nbut Packages lists %v", imports, want)
+	}
+}
+
+// TestNoKubernetes keeps the bundle importable by a proxy-only build.
+func TestNoKubernetes(t *testing.T) {
+	for _, pkg := range strings.Fields(goList(t, "-deps", bundle)) {
+		for _, banned := range []string{"k8s.io/", "sigs.k8s.io/", "go.uber.org/fx"} {
+			if strings.HasPrefix(pkg, banned) {
+				t.Errorf("the stock bundle depends on %s", pkg)
+			}
+		}
+	}
+}
