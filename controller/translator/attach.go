@@ -23,10 +23,15 @@ type routeState struct {
 	failed     map[int]bool   // rules kept as error answers (FailRule)
 	dropFirst  gwapiv1.RouteConditionReason
 	unresolved *condState
+	// unresolvedFields are the distinct fields with unresolved references, for the message.
+	unresolvedFields map[string]bool
 	// implemented counts the entries of rules neither dropped nor failed (validation pass).
 	implemented int
 
 	parents []*parentStatus
+	// problems wait until the route turns out to have one of our parents: a route of another
+	// controller is none of our business.
+	problems []*Problem
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -42,8 +47,13 @@ type attachment struct {
 	entries   []*Entry
 }
 
-func (st *routeState) invalidRule(t *translation, rule int, keep bool, field string, reason gwapiv1.RouteConditionReason, msg string) {
-	t.problem(st.key.Kind, st.key.Namespace, st.key.Name, field, string(reason), msg)
+func (st *routeState) problem(field string, reason gwapiv1.RouteConditionReason, msg string) {
+	st.problems = append(st.problems, &Problem{Kind: st.key.Kind, Namespace: st.key.Namespace, Name: st.key.Name,
+		Field: field, Reason: string(reason), Message: msg})
+}
+
+func (st *routeState) invalidRule(rule int, keep bool, field string, reason gwapiv1.RouteConditionReason, msg string) {
+	st.problem(field, reason, msg)
 	if st.dropped == nil {
 		st.dropped, st.failed = map[int]string{}, map[int]bool{}
 	}
@@ -58,12 +68,17 @@ func (st *routeState) invalidRule(t *translation, rule int, keep bool, field str
 	}
 }
 
-func (st *routeState) unresolvedRef(t *translation, field string, reason gwapiv1.RouteConditionReason, msg string) {
-	t.problem(st.key.Kind, st.key.Namespace, st.key.Name, field, string(reason), msg)
+func (st *routeState) unresolvedRef(field string, reason gwapiv1.RouteConditionReason, msg string) {
+	st.problem(field, reason, msg)
 	if st.unresolved == nil {
 		st.unresolved = &condState{reason: string(reason), msg: field + ": " + msg}
+		st.unresolvedFields = map[string]bool{}
 	}
+	st.unresolvedFields[field] = true
 }
+
+// noValidRule reports whether every rule was dropped or failed.
+func (st *routeState) noValidRule() bool { return st.implemented == 0 && len(st.dropped) > 0 }
 
 // keep reports whether an entry of rule belongs in the table.
 func (st *routeState) keep(rule int) bool {
@@ -82,11 +97,14 @@ func (t *translation) translateRoutes() {
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
 			t.validateRoute(st)
-			for _, ref := range r.ParentRefs() {
-				t.attach(st, ref)
+			for i, ref := range r.ParentRefs() {
+				t.attach(st, i, ref)
 			}
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
+				for _, p := range st.problems {
+					t.problems[p.Error()] = p
+				}
 			}
 		}
 	}
@@ -106,7 +124,7 @@ func (t *translation) validateRoute(st *routeState) {
 // attach resolves one parentRef: which of the Gateway's listeners it selects (sectionName,
 // port), which of those admit the route (allowedRoutes kinds and namespaces), and which share a
 // hostname with it. References to anything but our Gateways are another controller's business.
-func (t *translation) attach(st *routeState, ref gwapiv1.ParentReference) {
+func (t *translation) attach(st *routeState, index int, ref gwapiv1.ParentReference) {
 	ref = defaultParentRef(ref)
 	if *ref.Group != gwapiv1.GroupName || *ref.Kind != "Gateway" {
 		return
@@ -121,6 +139,17 @@ func (t *translation) attach(st *routeState, ref gwapiv1.ParentReference) {
 	}
 	ps := &parentStatus{ref: ref}
 	st.parents = append(st.parents, ps)
+	t.attachParent(st, ps, g)
+	if !ps.accepted.ok && !st.noValidRule() { // invalid rules are reported each by itself
+		st.problem(fmt.Sprintf("spec.parentRefs[%d]", index), gwapiv1.RouteConditionReason(ps.accepted.reason),
+			fmt.Sprintf("not accepted by Gateway %s: %s", g.key, ps.accepted.msg))
+	}
+}
+
+// attachParent decides the Accepted condition of one parentRef and places the route on the
+// listeners that take it.
+func (t *translation) attachParent(st *routeState, ps *parentStatus, g *gatewayState) {
+	ref := ps.ref
 
 	var selected []*listenerState
 	for _, l := range g.listeners {
@@ -161,7 +190,7 @@ func (t *translation) attach(st *routeState, ref gwapiv1.ParentReference) {
 		ps.accepted = condState{reason: string(gwapiv1.RouteReasonNoMatchingListenerHostname), msg: "no selected listener hostname intersects the route's hostnames"}
 		return
 	}
-	if st.implemented == 0 && len(st.dropped) > 0 {
+	if st.noValidRule() {
 		ps.accepted = condState{reason: string(st.dropFirst), msg: "no valid rule: " + st.droppedSummary()}
 		return
 	}

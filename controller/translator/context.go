@@ -28,20 +28,20 @@ func (rc *RouteContext) Listener() ListenerInfo { return rc.listener }
 // Accepted with a PartiallyInvalid condition, or turns Accepted=False with reason once no rule
 // is left. field is the path in the object, e.g. "spec.rules[0].matches[1].path.value".
 func (rc *RouteContext) DropRule(rule int, field string, reason gwapiv1.RouteConditionReason, format string, args ...any) {
-	rc.st.invalidRule(rc.t, rule, false, field, reason, fmt.Sprintf(format, args...))
+	rc.st.invalidRule(rule, false, field, reason, fmt.Sprintf(format, args...))
 }
 
 // FailRule is DropRule for a rule that must not fall through to other rules either: its entries
 // stay in the table, and Build makes them answer an error (ErrorBackend). Use it for a filter
 // this build cannot run, which the spec forbids skipping.
 func (rc *RouteContext) FailRule(rule int, field string, reason gwapiv1.RouteConditionReason, format string, args ...any) {
-	rc.st.invalidRule(rc.t, rule, true, field, reason, fmt.Sprintf(format, args...))
+	rc.st.invalidRule(rule, true, field, reason, fmt.Sprintf(format, args...))
 }
 
 // Unresolved sets ResolvedRefs=False with reason for a reference the route keeps serving with an
 // error (an unresolvable ExtensionRef, say). Backend calls it by itself.
 func (rc *RouteContext) Unresolved(field string, reason gwapiv1.RouteConditionReason, format string, args ...any) {
-	rc.st.unresolvedRef(rc.t, field, reason, fmt.Sprintf(format, args...))
+	rc.st.unresolvedRef(field, reason, fmt.Sprintf(format, args...))
 }
 
 // Backend resolves one backendRef at field (e.g. "spec.rules[0].backendRefs[1]"): the Service's

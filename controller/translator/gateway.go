@@ -228,7 +228,7 @@ func (t *translation) listenerKinds(l *listenerState) {
 	}
 	if len(bad) > 0 {
 		t.unresolvedListener(l, "allowedRoutes.kinds", gwapiv1.ListenerReasonInvalidRouteKinds,
-			fmt.Sprintf("route kinds %s are not supported on a %s listener", strings.Join(bad, ", "), l.spec.Protocol))
+			fmt.Sprintf("route kinds %s are not supported on %s listeners", strings.Join(bad, ", "), l.spec.Protocol))
 	}
 }
 

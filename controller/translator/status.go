@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,10 +67,12 @@ func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 			programmed++
 		}
 	}
-	for _, a := range g.gw.Spec.Addresses {
-		if a.Value != "" && g.rejectReason == "" {
+	// The bind addresses are the addresses we know; in a cluster the controller adds the load
+	// balancer's.
+	for _, a := range g.addresses {
+		if a != "" && g.rejectReason == "" {
 			typ := gwapiv1.IPAddressType
-			st.Addresses = append(st.Addresses, gwapiv1.GatewayStatusAddress{Type: &typ, Value: a.Value})
+			st.Addresses = append(st.Addresses, gwapiv1.GatewayStatusAddress{Type: &typ, Value: a})
 		}
 	}
 	acc := condState{ok: true, reason: string(gwapiv1.GatewayReasonAccepted), msg: "Gateway is accepted"}
@@ -133,6 +136,9 @@ func (t *translation) routeStatus(st *routeState) *gwapiv1.RouteStatus {
 		res := condState{ok: true, reason: string(gwapiv1.RouteReasonResolvedRefs), msg: "All references are resolved"}
 		if st.unresolved != nil {
 			res = *st.unresolved
+			if n := len(st.unresolvedFields) - 1; n > 0 {
+				res.msg += fmt.Sprintf(" (and %d more unresolved references)", n)
+			}
 		}
 		conds := []metav1.Condition{
 			t.cond(string(gwapiv1.RouteConditionAccepted), ps.accepted.ok, ps.accepted.reason, ps.accepted.msg, gen),
