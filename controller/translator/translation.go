@@ -80,6 +80,11 @@ func routeKinds(reg *core.Registry) []RouteKind {
 }
 
 func (t *translation) run() *Result {
+	if len(t.kinds) == 0 {
+		// Every listener would be UnsupportedProtocol and every route ignored: say why once.
+		t.problem("Registry", "", "", "", "NoRouteKinds",
+			"no "+RouteKindNamespace+".* module in this build; import github.com/coxswain-labs/coxswain/modules/httproute/translate")
+	}
 	t.index()
 	t.translateClasses()
 	t.translateGateways()

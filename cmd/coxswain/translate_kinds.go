@@ -1,0 +1,5 @@
+package main
+
+// The controller halves of the route kinds (translate.route.*). modules/standard stays free of
+// Kubernetes imports for proxies, so the translator's modules are listed here.
+import _ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
