@@ -18,6 +18,10 @@ type routeState struct {
 	meta  metav1.Object
 	key   RouteKey
 	gk    gwapiv1.RouteGroupKind
+	// hostnames are the route's valid hostnames; hasHostnames says it named any at all, so a
+	// route whose names are all invalid does not become a catch-all.
+	hostnames    []string
+	hasHostnames bool
 
 	dropped    map[int]string // rule index → why (DropRule and FailRule)
 	failed     map[int]bool   // rules kept as error answers (FailRule)
@@ -97,6 +101,7 @@ func (t *translation) translateRoutes() {
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
 			t.validateRoute(st)
+			st.hostnames = t.routeHostnames(st)
 			for i, ref := range r.ParentRefs() {
 				t.attach(st, i, ref)
 			}
@@ -175,14 +180,16 @@ func (t *translation) attachParent(st *routeState, ps *parentStatus, g *gatewayS
 		ps.accepted = condState{reason: string(gwapiv1.RouteReasonNotAllowedByListeners), msg: "no selected listener allows this route's kind and namespace"}
 		return
 	}
-	routeHosts := hostnameStrings(st.route.Hostnames())
 	type match struct {
 		l     *listenerState
 		hosts []string
 	}
 	var matched []match
 	for _, l := range allowed {
-		if hosts, ok := EffectiveHostnames(l.hostname, routeHosts); ok {
+		if st.hasHostnames && len(st.hostnames) == 0 {
+			break
+		}
+		if hosts, ok := EffectiveHostnames(l.hostname, st.hostnames); ok {
 			matched = append(matched, match{l, hosts})
 		}
 	}
@@ -288,10 +295,21 @@ func defaultParentRef(ref gwapiv1.ParentReference) gwapiv1.ParentReference {
 	return ref
 }
 
-func hostnameStrings(hs []gwapiv1.Hostname) []string {
-	out := make([]string, len(hs))
+// routeHostnames validates the route's hostnames as CEL would (DNS names, an optional leading
+// "*." label, no IP addresses); invalid ones are reported and ignored.
+func (t *translation) routeHostnames(st *routeState) []string {
+	hs := st.route.Hostnames()
+	st.hasHostnames = len(hs) > 0
+	var out []string
 	for i, h := range hs {
-		out[i] = string(h)
+		if err := validListenerHostname(string(h)); err != "" || h == "" {
+			if err == "" {
+				err = "hostname is empty"
+			}
+			st.problem(fmt.Sprintf("spec.hostnames[%d]", i), gwapiv1.RouteReasonUnsupportedValue, err)
+			continue
+		}
+		out = append(out, string(h))
 	}
 	return out
 }

@@ -165,6 +165,12 @@ func (t *translation) translateListener(g *gatewayState, i int) *listenerState {
 	}
 	t.listenerKinds(l)
 	t.listenerTLS(l)
+	if tls := g.gw.Spec.TLS; tls != nil && tls.Frontend != nil && spec.Protocol == gwapiv1.HTTPSProtocolType {
+		// Serving without the client-certificate check the Gateway asks for would be silently
+		// less secure than configured.
+		t.rejectListener(l, "tls", gwapiv1.ListenerReasonUnsupportedValue,
+			"client certificate validation (Gateway spec.tls.frontend) is not supported yet")
+	}
 	return l
 }
 

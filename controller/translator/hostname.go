@@ -32,10 +32,10 @@ func IntersectHostname(listener, route string) (string, bool) {
 			return listener, true
 		}
 		return "", false
-	case isWildcard(listener):
-		return route, wildcardMatches(listener, route)
-	case isWildcard(route):
-		return listener, wildcardMatches(route, listener)
+	case isWildcard(listener) && wildcardMatches(listener, route):
+		return route, true
+	case isWildcard(route) && wildcardMatches(route, listener):
+		return listener, true
 	}
 	return "", false
 }
