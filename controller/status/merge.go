@@ -52,26 +52,31 @@ type gate struct {
 	Generation int64
 	// Applied is the newest generation the data plane has bound and acknowledged; 0 for none.
 	Applied int64
-	// Addresses are the addresses this controller publishes for every Gateway.
+	// Addresses are the addresses this controller publishes for a Gateway that asks for none.
 	Addresses []gwapiv1.GatewayStatusAddress
 	// Now stamps conditions the writer makes up itself.
 	Now metav1.Time
 }
 
-// gatewayStatus is the Gateway status to write: the translator's, with the published addresses,
+// gatewayStatus is the Gateway status to write: the translator's, with the published addresses
+// (those the Gateway asked for in spec.addresses, else the controller's --status-address),
 // lastTransitionTimes carried over from live, and Programmed held back (on the Gateway and on each
 // listener) until the data plane has applied this generation and live already shows the addresses.
 // Held back means a live Programmed=True stays as it is, stamped for an older generation (so
 // Programmed never flips back while a new generation rolls out); otherwise Programmed is Unknown
 // with reason Pending.
 func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g gate) gwapiv1.GatewayStatus {
+	addrs := desired.Addresses // the Gateway's own spec.addresses, when it asked for some
+	if len(addrs) == 0 {
+		addrs = g.Addresses
+	}
 	out := gwapiv1.GatewayStatus{
-		Addresses:  g.Addresses,
+		Addresses:  addrs,
 		Conditions: mergeConditions(live.Conditions, desired.Conditions),
 	}
-	hold := g.Applied < g.Generation || !Equal(live.Addresses, g.Addresses)
+	hold := g.Applied < g.Generation || !Equal(live.Addresses, addrs)
 	switch {
-	case len(g.Addresses) == 0:
+	case len(addrs) == 0:
 		setFalse(out.Conditions, string(gwapiv1.GatewayConditionProgrammed), string(gwapiv1.GatewayReasonAddressNotAssigned),
 			"No address to publish: start the controller with --status-address", g)
 		out.Conditions = mergeConditions(live.Conditions, out.Conditions)
@@ -86,7 +91,7 @@ func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g
 			}
 		}
 		l.Conditions = mergeConditions(liveConds, l.Conditions)
-		if hold || len(g.Addresses) == 0 {
+		if hold || len(addrs) == 0 {
 			holdProgrammed(l.Conditions, liveConds, string(gwapiv1.ListenerReasonPending), g)
 		}
 		out.Listeners = append(out.Listeners, l)

@@ -129,7 +129,9 @@ func TestGatewayStatusProgrammedGate(t *testing.T) {
 
 func TestRouteParents(t *testing.T) {
 	const us, them = gwapiv1.GatewayController("coxswain-labs.dev/gateway-controller"), gwapiv1.GatewayController("example.com/other")
-	ref := func(name string) gwapiv1.ParentReference { return gwapiv1.ParentReference{Name: gwapiv1.ObjectName(name)} }
+	ref := func(name string) gwapiv1.ParentReference {
+		return gwapiv1.ParentReference{Name: gwapiv1.ObjectName(name)}
+	}
 	parent := func(c gwapiv1.GatewayController, name string, st metav1.ConditionStatus, at metav1.Time) gwapiv1.RouteParentStatus {
 		return gwapiv1.RouteParentStatus{ParentRef: ref(name), ControllerName: c,
 			Conditions: []metav1.Condition{cond("Accepted", st, "Accepted", 1, at)}}

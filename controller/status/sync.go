@@ -62,7 +62,9 @@ func (w *Writer) syncClass(ctx context.Context, name string) error {
 	}
 	client := w.opts.Client.GatewayV1().GatewayClasses()
 	return w.count(update(ctx, cached,
-		func(ctx context.Context) (*gwapiv1.GatewayClass, error) { return client.Get(ctx, name, metav1.GetOptions{}) },
+		func(ctx context.Context) (*gwapiv1.GatewayClass, error) {
+			return client.Get(ctx, name, metav1.GetOptions{})
+		},
 		func(live *gwapiv1.GatewayClass) (*gwapiv1.GatewayClass, bool) {
 			st := classStatus(live.Status, desired, w.opts.Features)
 			if Equal(live.Status, st) {
@@ -95,7 +97,9 @@ func (w *Writer) syncGateway(ctx context.Context, nn types.NamespacedName) error
 	client := w.opts.Client.GatewayV1().Gateways(nn.Namespace)
 	g := gate{Generation: generationOf(desired.Conditions), Applied: applied, Addresses: w.opts.Addresses, Now: w.opts.Now()}
 	return w.count(update(ctx, cached,
-		func(ctx context.Context) (*gwapiv1.Gateway, error) { return client.Get(ctx, nn.Name, metav1.GetOptions{}) },
+		func(ctx context.Context) (*gwapiv1.Gateway, error) {
+			return client.Get(ctx, nn.Name, metav1.GetOptions{})
+		},
 		func(live *gwapiv1.Gateway) (*gwapiv1.Gateway, bool) {
 			st := gatewayStatus(live.Status, desired, g)
 			if Equal(live.Status, st) {
@@ -130,7 +134,9 @@ func (w *Writer) syncRoute(ctx context.Context, nn types.NamespacedName) error {
 	}
 	client := w.opts.Client.GatewayV1().HTTPRoutes(nn.Namespace)
 	return w.count(update(ctx, cached,
-		func(ctx context.Context) (*gwapiv1.HTTPRoute, error) { return client.Get(ctx, nn.Name, metav1.GetOptions{}) },
+		func(ctx context.Context) (*gwapiv1.HTTPRoute, error) {
+			return client.Get(ctx, nn.Name, metav1.GetOptions{})
+		},
 		func(live *gwapiv1.HTTPRoute) (*gwapiv1.HTTPRoute, bool) {
 			parents := routeParents(live.Status.Parents, ours, w.opts.ControllerName)
 			if Equal(live.Status.Parents, parents) {

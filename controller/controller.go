@@ -1,0 +1,215 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/controller/features"
+	"github.com/coxswain-labs/coxswain/controller/status"
+	"github.com/coxswain-labs/coxswain/controller/translator"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// publishRetry is how long the driver waits before publishing again after a failure.
+const publishRetry = time.Second
+
+// Controller watches the cluster and, while it leads, translates, publishes and writes status.
+type Controller struct {
+	opts     Options
+	log      *zap.Logger
+	watch    *watch
+	trigger  *coalescer
+	dirty    atomic.Uint32 // change bits since the last translation
+	features []gwapiv1.SupportedFeature
+
+	writer atomic.Pointer[status.Writer] // set while leading
+	synced atomic.Bool
+	stats  Stats
+}
+
+// Stats are counters for tests, benchmarks and metrics.
+type Stats struct {
+	Leading      atomic.Bool
+	Translations atomic.Int64 // full translations
+	// EndpointRefreshes counts endpoints-only updates (no route translated).
+	EndpointRefreshes atomic.Int64
+	TranslateNanos    atomic.Int64 // duration of the latest translation
+	Publishes         atomic.Int64
+	PublishedAt       atomic.Int64 // unix nanos of the latest successful publish
+	PublishFailures   atomic.Int64
+}
+
+// New builds a controller; Run starts it.
+func New(opts Options) (*Controller, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, fmt.Errorf("controller options: %w", err)
+	}
+	c := &Controller{
+		opts:     opts,
+		log:      opts.Log,
+		trigger:  newCoalescer(opts.Holdoff, opts.MaxDelay),
+		features: features.Supported(opts.Registry),
+	}
+	w, err := newWatch(opts.Kube, opts.Gateway, events{changed: c.changed, touched: c.touched})
+	if err != nil {
+		return nil, err
+	}
+	c.watch = w
+	return c, nil
+}
+
+// Synced reports whether the informer caches have been filled once.
+func (c *Controller) Synced() bool { return c.synced.Load() }
+
+// Stats returns the controller's live counters.
+func (c *Controller) Stats() *Stats { return &c.stats }
+
+// StatusWrites counts the status updates of the current leadership term; 0 when not leading.
+func (c *Controller) StatusWrites() int64 {
+	if w := c.writer.Load(); w != nil {
+		return w.Writes()
+	}
+	return 0
+}
+
+func (c *Controller) changed(ch change) {
+	c.dirty.Or(uint32(ch))
+	c.trigger.Notify()
+}
+
+func (c *Controller) touched(k status.Key) {
+	if w := c.writer.Load(); w != nil {
+		w.Touch(k)
+	}
+}
+
+// Run watches until ctx is done, leading whenever it holds the Lease. It returns nil on a clean
+// shutdown, after the leadership term's publisher is closed and the Lease released.
+func (c *Controller) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		c.watch.shutdown()
+	}()
+	c.log.Info("starting", zap.String("controllerName", c.opts.ControllerName), zap.Int("supportedFeatures", len(c.features)))
+	if !c.watch.start(ctx) {
+		return ctx.Err()
+	}
+	c.synced.Store(true)
+	c.log.Info("caches synced")
+	if c.opts.LeaderElection.Disabled {
+		c.lead(ctx)
+		return nil
+	}
+	return c.campaign(ctx)
+}
+
+// lead is one leadership term: a status writer and a publisher, and translations until ctx ends.
+func (c *Controller) lead(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.log.Info("leading")
+	c.stats.Leading.Store(true)
+	defer c.stats.Leading.Store(false)
+
+	w := status.NewWriter(status.Options{
+		Log: c.log.Named("status"), Client: c.opts.Gateway,
+		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
+		Addresses:      c.opts.StatusAddresses, Features: c.features,
+		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, HTTPRoutes: c.watch.routes,
+		Workers: c.opts.StatusWorkers,
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	c.writer.Store(w)
+	defer func() {
+		c.writer.Store(nil)
+		cancel()
+		wg.Wait()
+	}()
+
+	pub := c.startPublisher(ctx, w.Applied)
+	if pub == nil {
+		return
+	}
+	defer func() {
+		closeCtx, done := context.WithTimeout(context.WithoutCancel(ctx), c.opts.ShutdownTimeout)
+		defer done()
+		if err := pub.Close(closeCtx); err != nil {
+			c.log.Warn("closing the publisher", zap.Error(err))
+		}
+	}()
+	c.drive(ctx, pub, w)
+}
+
+func (c *Controller) startPublisher(ctx context.Context, applied AppliedFunc) Publisher {
+	for {
+		pub, err := c.opts.NewPublisher(ctx, applied)
+		if err == nil {
+			return pub
+		}
+		c.log.Error("starting the publisher", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(publishRetry):
+		}
+	}
+}
+
+// drive translates every settled burst of changes, hands the status to the writer and the
+// snapshot, when its version changed, to the publisher. A burst of EndpointSlice changes only
+// takes the endpoints fast path: the clusters of the last snapshot get fresh endpoints, and no
+// route is translated again (status cannot change either: it never depends on endpoints).
+func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer) {
+	c.changed(changeConfig) // a new term starts from a full translation
+	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry}
+	var last *irv1.Snapshot // the latest snapshot made, published or not
+	var published string
+	for c.trigger.Wait(ctx) == nil {
+		ch := change(c.dirty.Swap(0))
+		store, err := c.watch.store()
+		if err != nil {
+			c.log.Error("reading the caches", zap.Error(err))
+			continue
+		}
+		start := time.Now()
+		if ch == changeEndpoints && last != nil {
+			last = translator.RefreshEndpoints(ctx, last, store, opts)
+			c.stats.EndpointRefreshes.Add(1)
+		} else {
+			res := translator.Translate(ctx, store, opts)
+			c.stats.Translations.Add(1)
+			w.Desire(status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, HTTPRoutes: res.HTTPRoutes})
+			last = res.Snapshot
+			if len(res.Problems) > 0 {
+				c.log.Debug("translation problems", zap.Int("count", len(res.Problems)))
+			}
+		}
+		c.stats.TranslateNanos.Store(int64(time.Since(start)))
+		c.log.Debug("translated", zap.Bool("endpointsOnly", ch == changeEndpoints), zap.Duration("took", time.Since(start)),
+			zap.String("version", last.GetVersion()))
+		if last.GetVersion() == published {
+			continue
+		}
+		if err := pub.Publish(ctx, last); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.stats.PublishFailures.Add(1)
+			c.log.Error("publishing a snapshot; retrying", zap.String("version", last.GetVersion()), zap.Error(err))
+			time.AfterFunc(publishRetry, func() { c.changed(changeConfig) })
+			continue
+		}
+		published = last.GetVersion()
+		c.stats.Publishes.Add(1)
+		c.stats.PublishedAt.Store(time.Now().UnixNano())
+		c.log.Info("published", zap.String("version", published), zap.Int("gateways", len(last.GetGateways())))
+	}
+}

@@ -1,0 +1,17 @@
+// Package controller is Coxswain in a cluster: the only reader of the Kubernetes API.
+//
+// Shared informers (typed clientsets from client-go and gateway-api) fill a translator.Store.
+// Changes are coalesced: a burst of events becomes one translation once the world has been quiet
+// for Options.Holdoff, and no change waits longer than Options.MaxDelay. Each translation yields a
+// sealed snapshot, handed to a Publisher only when its version changed, and the desired status of
+// every object we own, handed to the single status writer (controller/status).
+//
+// Only the leader of a coordination.k8s.io Lease translates, publishes and writes status; a standby
+// keeps its caches warm and takes over when the lease expires or is released. A leadership term
+// owns its Publisher and status Writer: both are created when it starts and closed when it ends.
+//
+// The Publisher is the seam between the controller and the data plane. Today it is an in-process
+// proxy (controller/inprocess) so the whole path runs in one process; the discovery gRPC server
+// will implement the same interface. A Publisher reports through AppliedFunc which Gateway
+// generations the data plane has bound and acknowledged, and only those are stamped Programmed.
+package controller

@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/core"
+)
+
+// Options configure a Controller. Log, Kube, Gateway, Registry and NewPublisher are required.
+type Options struct {
+	Log     *zap.Logger
+	Kube    kubernetes.Interface
+	Gateway gwclientset.Interface
+	// Registry is the frozen set of modules compiled into the binary: it selects the route kinds
+	// translated and the features GatewayClasses advertise.
+	Registry *core.Registry
+	// NewPublisher starts the data plane seam of a leadership term.
+	NewPublisher NewPublisher
+
+	// ControllerName selects our GatewayClasses; translator.DefaultControllerName when empty.
+	ControllerName string
+	// StatusAddresses are published in every Gateway's status.addresses (see ParseAddresses).
+	// Without them no Gateway is Programmed: reason AddressNotAssigned.
+	StatusAddresses []gwapiv1.GatewayStatusAddress
+
+	// Holdoff is how long the world must be quiet before a burst of changes is translated (75ms
+	// when zero); MaxDelay bounds how long a change waits in a busy world (1s when zero).
+	Holdoff, MaxDelay time.Duration
+	// StatusWorkers is the number of objects whose status is written concurrently (4 when zero).
+	StatusWorkers int
+	// ShutdownTimeout bounds how long a leadership term's publisher may take to close, letting
+	// in-flight requests finish (15s when zero).
+	ShutdownTimeout time.Duration
+
+	LeaderElection LeaderElection
+}
+
+// LeaderElection configures the Lease that picks the one replica that translates, publishes and
+// writes status.
+type LeaderElection struct {
+	// Disabled makes this replica the leader unconditionally: for a single replica only.
+	Disabled bool
+	// Namespace and Name of the Lease; Namespace defaults to the controller's own namespace (the
+	// service account's, or POD_NAMESPACE), Name to "coxswain-controller".
+	Namespace, Name string
+	// Identity of this replica in the Lease; the hostname and a random suffix when empty.
+	Identity string
+	// LeaseDuration (15s), RenewDeadline (10s) and RetryPeriod (2s), as in client-go: a standby
+	// takes over at most LeaseDuration + RetryPeriod after the leader stopped renewing.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+func (o *Options) setDefaults() error {
+	var errs []error
+	if o.Log == nil {
+		errs = append(errs, errors.New("no logger"))
+	}
+	if o.Kube == nil || o.Gateway == nil {
+		errs = append(errs, errors.New("no Kubernetes clients"))
+	}
+	if o.Registry == nil {
+		errs = append(errs, errors.New("no module registry"))
+	}
+	if o.NewPublisher == nil {
+		errs = append(errs, errors.New("no publisher"))
+	}
+	if o.ControllerName == "" {
+		o.ControllerName = translator.DefaultControllerName
+	}
+	if o.Holdoff <= 0 {
+		o.Holdoff = 75 * time.Millisecond
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = time.Second
+	}
+	o.ShutdownTimeout = orDefault(o.ShutdownTimeout, 15*time.Second)
+	if o.StatusWorkers <= 0 {
+		o.StatusWorkers = 4
+	}
+	le := &o.LeaderElection
+	if le.Name == "" {
+		le.Name = "coxswain-controller"
+	}
+	if le.Namespace == "" {
+		le.Namespace = OwnNamespace()
+	}
+	if le.Identity == "" {
+		host, _ := os.Hostname()
+		le.Identity = fmt.Sprintf("%s_%d", host, time.Now().UnixNano())
+	}
+	le.LeaseDuration = orDefault(le.LeaseDuration, 15*time.Second)
+	le.RenewDeadline = orDefault(le.RenewDeadline, 10*time.Second)
+	le.RetryPeriod = orDefault(le.RetryPeriod, 2*time.Second)
+	return errors.Join(errs...)
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// OwnNamespace is the namespace the controller runs in: that of its service account, else
+// $POD_NAMESPACE, else "coxswain-system".
+func OwnNamespace() string {
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "coxswain-system"
+}
+
+// ParseAddresses turns --status-address values into Gateway status addresses: an IP address
+// becomes type IPAddress, anything else must be a DNS name and becomes type Hostname.
+func ParseAddresses(values []string) ([]gwapiv1.GatewayStatusAddress, error) {
+	var out []gwapiv1.GatewayStatusAddress
+	for _, v := range values {
+		typ := gwapiv1.HostnameAddressType
+		if ip, err := netip.ParseAddr(v); err == nil {
+			typ, v = gwapiv1.IPAddressType, ip.String()
+		} else if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+			return nil, fmt.Errorf("status address %q is neither an IP address nor a hostname: %s", v, strings.Join(errs, "; "))
+		}
+		out = append(out, gwapiv1.GatewayStatusAddress{Type: &typ, Value: v})
+	}
+	return out, nil
+}

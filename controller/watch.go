@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+	gwlisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+	gwlistersv1b1 "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1beta1"
+
+	"github.com/coxswain-labs/coxswain/controller/status"
+	"github.com/coxswain-labs/coxswain/controller/translator"
+)
+
+// change says what an event changed, so the driver can tell an endpoints-only burst from one that
+// needs a full translation.
+type change uint32
+
+const (
+	changeConfig    change = 1 << iota // anything the routing table depends on
+	changeEndpoints                    // EndpointSlices only
+)
+
+// watch holds the informers and listers of every kind a translation reads.
+type watch struct {
+	kube, tls informers.SharedInformerFactory
+	gw        gwinformers.SharedInformerFactory
+
+	classes   gwlisters.GatewayClassLister
+	gateways  gwlisters.GatewayLister
+	routes    gwlisters.HTTPRouteLister
+	grants    gwlistersv1b1.ReferenceGrantLister
+	services  corelisters.ServiceLister
+	slices    discoverylisters.EndpointSliceLister
+	secrets   corelisters.SecretLister
+	spaces    corelisters.NamespaceLister
+	informers []cache.SharedIndexInformer
+}
+
+// events is what the watch tells the controller.
+type events struct {
+	// changed is called for every event that may change the translation.
+	changed func(change)
+	// touched is called when an object whose status we write changed in any way, status included.
+	touched func(status.Key)
+}
+
+// tlsSecrets is the only kind of Secret a Gateway may reference; watching only these keeps every
+// other Secret of the cluster out of the controller's memory.
+const tlsSecrets = "type=" + string(corev1.SecretTypeTLS)
+
+func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, ev events) (*watch, error) {
+	strip := informers.WithTransform(stripManagedFields)
+	w := &watch{
+		kube: informers.NewSharedInformerFactoryWithOptions(kube, 0, strip),
+		tls: informers.NewSharedInformerFactoryWithOptions(kube, 0, strip,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = tlsSecrets })),
+		gw: gwinformers.NewSharedInformerFactoryWithOptions(gw, 0, gwinformers.WithTransform(stripManagedFields)),
+	}
+	gwv1, gwv1b1 := w.gw.Gateway().V1(), w.gw.Gateway().V1beta1()
+	classes, gateways, routes := gwv1.GatewayClasses(), gwv1.Gateways(), gwv1.HTTPRoutes()
+	grants := gwv1b1.ReferenceGrants()
+	services, slices := w.kube.Core().V1().Services(), w.kube.Discovery().V1().EndpointSlices()
+	spaces, secrets := w.kube.Core().V1().Namespaces(), w.tls.Core().V1().Secrets()
+	w.classes, w.gateways, w.routes = classes.Lister(), gateways.Lister(), routes.Lister()
+	w.grants, w.services, w.slices = grants.Lister(), services.Lister(), slices.Lister()
+	w.spaces, w.secrets = spaces.Lister(), secrets.Lister()
+
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{classes.Informer(), ownedHandler(status.GatewayClassKind, ev)},
+		{gateways.Informer(), ownedHandler(status.GatewayKind, ev)},
+		{routes.Informer(), ownedHandler(status.HTTPRouteKind, ev)},
+		{grants.Informer(), changeHandler(changeConfig, ev, generationChanged)},
+		{services.Informer(), changeHandler(changeConfig, ev, serviceChanged)},
+		{slices.Informer(), changeHandler(changeEndpoints, ev, resourceVersionChanged)},
+		{spaces.Informer(), changeHandler(changeConfig, ev, labelsChanged)},
+		{secrets.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+		w.informers = append(w.informers, h.inf)
+	}
+	return w, nil
+}
+
+// start runs the informers until ctx is done and waits for their first list. It reports false
+// when ctx ended first.
+func (w *watch) start(ctx context.Context) bool {
+	w.kube.Start(ctx.Done())
+	w.tls.Start(ctx.Done())
+	w.gw.Start(ctx.Done())
+	synced := make([]cache.InformerSynced, len(w.informers))
+	for i, inf := range w.informers {
+		synced[i] = inf.HasSynced
+	}
+	return cache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+// shutdown waits for the informers' goroutines after their context ended.
+func (w *watch) shutdown() {
+	w.kube.Shutdown()
+	w.tls.Shutdown()
+	w.gw.Shutdown()
+}
+
+// store lists the caches into a Store. The objects are the caches' own: nobody may modify them.
+func (w *watch) store() (*translator.Store, error) {
+	all := labels.Everything()
+	var s translator.Store
+	var errs [8]error
+	s.GatewayClasses, errs[0] = w.classes.List(all)
+	s.Gateways, errs[1] = w.gateways.List(all)
+	s.HTTPRoutes, errs[2] = w.routes.List(all)
+	s.ReferenceGrants, errs[3] = w.grants.List(all)
+	s.Services, errs[4] = w.services.List(all)
+	s.EndpointSlices, errs[5] = w.slices.List(all)
+	s.Secrets, errs[6] = w.secrets.List(all)
+	s.Namespaces, errs[7] = w.spaces.List(all)
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("listing the caches: %w", err)
+		}
+	}
+	return &s, nil
+}
+
+// ownedHandler handles a kind whose status we write: a spec change needs a translation, any change
+// (our own status writes included) needs the status writer to look again.
+func ownedHandler(kind status.Kind, ev events) cache.ResourceEventHandler {
+	touch := func(obj any) {
+		if m, err := meta.Accessor(obj); err == nil {
+			ev.touched(status.Key{Kind: kind, NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { ev.changed(changeConfig); touch(obj) },
+		UpdateFunc: func(old, cur any) {
+			if generationChanged(old, cur) {
+				ev.changed(changeConfig)
+			}
+			touch(cur)
+		},
+		DeleteFunc: func(any) { ev.changed(changeConfig) },
+	}
+}
+
+// changeHandler handles a kind we only read: adds and deletes always count, updates when relevant.
+func changeHandler(c change, ev events, relevant func(old, cur any) bool) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { ev.changed(c) },
+		UpdateFunc: func(old, cur any) {
+			if relevant(old, cur) {
+				ev.changed(c)
+			}
+		},
+		DeleteFunc: func(any) { ev.changed(c) },
+	}
+}
+
+func resourceVersionChanged(old, cur any) bool {
+	o, c := old.(metav1.Object), cur.(metav1.Object)
+	return o.GetResourceVersion() != c.GetResourceVersion()
+}
+
+// generationChanged is true when the spec (metadata.generation), labels or annotations changed:
+// status-only updates, our own writes among them, never cause a translation.
+func generationChanged(old, cur any) bool {
+	o, c := old.(metav1.Object), cur.(metav1.Object)
+	return o.GetGeneration() != c.GetGeneration() ||
+		!maps.Equal(o.GetLabels(), c.GetLabels()) || !maps.Equal(o.GetAnnotations(), c.GetAnnotations())
+}
+
+// labelsChanged: a Namespace matters to a translation only through its labels (allowedRoutes
+// selectors).
+func labelsChanged(old, cur any) bool {
+	return !maps.Equal(old.(metav1.Object).GetLabels(), cur.(metav1.Object).GetLabels())
+}
+
+// serviceChanged ignores Service status (load-balancer ingress), which a translation never reads.
+func serviceChanged(old, cur any) bool {
+	o, c := old.(*corev1.Service), cur.(*corev1.Service)
+	return !equality.Semantic.DeepEqual(o.Spec, c.Spec) || !maps.Equal(o.Labels, c.Labels) || !maps.Equal(o.Annotations, c.Annotations)
+}
+
+// stripManagedFields drops metadata.managedFields before an object enters a cache: the controller
+// never reads them and at thousands of routes they are a large share of its memory.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
