@@ -95,7 +95,10 @@ func (t *translation) addToServer(servers map[string]*serverBuild, l *listenerSt
 	sb := servers[l.hostname]
 	if sb == nil {
 		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname}, vhosts: map[string][]*placed{}}
-		if len(l.certs) > 0 {
+		switch {
+		case l.passthrough:
+			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_PASSTHROUGH}
+		case len(l.certs) > 0:
 			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_TERMINATE, Certificates: slices.Clone(l.certs)}
 		}
 		servers[l.hostname] = sb

@@ -161,7 +161,7 @@ func (t *translation) claimConflicts(l *listenerState, claims []portClaim) bool 
 				t.conflict(l, gwapiv1.ListenerReasonProtocolConflict,
 					fmt.Sprintf("port %d and hostname %q are used with protocol %s by Gateway %s", l.spec.Port, l.hostname, o.spec.Protocol, owner))
 				return true
-			case !slices.Equal(o.certs, l.certs):
+			case o.passthrough != l.passthrough || !slices.Equal(o.certs, l.certs):
 				t.conflict(l, gwapiv1.ListenerReasonHostnameConflict,
 					fmt.Sprintf("port %d and hostname %q are served with other certificates by Gateway %s", l.spec.Port, l.hostname, owner))
 				return true

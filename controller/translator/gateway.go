@@ -43,8 +43,10 @@ type listenerState struct {
 	resolved       condState
 	conflicted     condState // ok means "conflicted"
 
-	// certs are the IR Secret names of the valid certificateRefs, in order.
-	certs []string
+	// certs are the IR Secret names of the valid certificateRefs, in order; passthrough is a TLS
+	// listener that forwards the encrypted stream.
+	certs       []string
+	passthrough bool
 	// attached counts the accepted routes attached; routes are what to place in the snapshot.
 	attached int32
 	routes   []*attachment
@@ -55,7 +57,11 @@ func (l *listenerState) programmed() bool {
 	if l.gw.rejectReason != "" || !l.accepted.ok || l.conflicted.ok {
 		return false
 	}
-	return l.spec.Protocol != gwapiv1.HTTPSProtocolType || len(l.certs) > 0
+	switch l.spec.Protocol {
+	case gwapiv1.HTTPSProtocolType, gwapiv1.TLSProtocolType:
+		return l.passthrough || len(l.certs) > 0
+	}
+	return true
 }
 
 func (l *listenerState) field(sub string) string {

@@ -54,10 +54,13 @@ func (t *translation) cond(typ string, ok bool, reason, msg string, gen int64) m
 func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	gen := g.gw.Generation
 	st := &gwapiv1.GatewayStatus{}
-	var notValid []string
+	var notValid, unresolved []string
 	accepted, programmed := 0, 0
 	for _, l := range g.listeners {
 		st.Listeners = append(st.Listeners, t.listenerStatus(l))
+		if !l.resolved.ok {
+			unresolved = append(unresolved, string(l.spec.Name))
+		}
 		if l.accepted.ok {
 			accepted++
 		} else {
@@ -91,9 +94,16 @@ func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	case g.rejectReason != "" || programmed == 0:
 		prog = condState{reason: string(gwapiv1.GatewayReasonInvalid), msg: "no listener is programmed"}
 	}
+	// ResolvedRefs (experimental in v1.6) summarizes the listeners'; we have no Gateway-level
+	// references of our own yet.
+	res := condState{ok: true, reason: string(gwapiv1.GatewayReasonResolvedRefs), msg: "All references are resolved"}
+	if len(unresolved) > 0 {
+		res = condState{reason: string(gwapiv1.GatewayReasonListenersNotResolved), msg: "listeners with unresolved references: " + strings.Join(unresolved, ", ")}
+	}
 	st.Conditions = []metav1.Condition{
 		t.cond(string(gwapiv1.GatewayConditionAccepted), acc.ok, acc.reason, acc.msg, gen),
 		t.cond(string(gwapiv1.GatewayConditionProgrammed), prog.ok, prog.reason, prog.msg, gen),
+		t.cond(string(gwapiv1.GatewayConditionResolvedRefs), res.ok, res.reason, res.msg, gen),
 	}
 	return st
 }

@@ -37,6 +37,7 @@ func (t *translation) listenerTLS(l *listenerState) {
 		t.rejectListener(l, "tls.mode", gwapiv1.ListenerReasonUnsupportedValue, "tls mode must be Terminate for protocol HTTPS")
 		return
 	case mode == gwapiv1.TLSModePassthrough:
+		l.passthrough = true
 		return
 	case mode != gwapiv1.TLSModeTerminate:
 		t.rejectListener(l, "tls.mode", gwapiv1.ListenerReasonUnsupportedValue, fmt.Sprintf("unknown tls mode %q", mode))
