@@ -1,0 +1,118 @@
+package translator
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// streamKind is a route kind the core knows nothing about (think TCPRoute): it proves the core
+// passes — listener support, attachment, backends, status — are not HTTPRoute-specific.
+type streamKind struct{ routes []Route }
+
+// CoxswainModule hands out the test's routes from New: a real kind reads them from the Store.
+func (k streamKind) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "translate.route.stream", New: func() core.Module { return k }}
+}
+
+func (streamKind) GroupKind() gwapiv1.RouteGroupKind {
+	g := gwapiv1.Group("example.com")
+	return gwapiv1.RouteGroupKind{Group: &g, Kind: "StreamRoute"}
+}
+
+func (streamKind) Protocols() []gwapiv1.ProtocolType {
+	return []gwapiv1.ProtocolType{gwapiv1.TCPProtocolType}
+}
+
+func (k streamKind) Routes(*Store) []Route { return k.routes }
+
+type streamRoute struct {
+	meta    *metav1.ObjectMeta
+	parents []gwapiv1.ParentReference
+	backend gwapiv1.BackendRef
+}
+
+func (r streamRoute) Object() metav1.Object                 { return r.meta }
+func (r streamRoute) ParentRefs() []gwapiv1.ParentReference { return r.parents }
+func (r streamRoute) Hostnames() []gwapiv1.Hostname         { return nil }
+func (r streamRoute) Build(rc *RouteContext) []*Entry {
+	return []*Entry{{Route: &irv1.Route{
+		Match:    &irv1.ModuleConfig{Id: "route.stream"},
+		Backends: []*irv1.Backend{rc.Backend("spec.rules[0].backendRefs[0]", r.backend, nil)},
+	}}}
+}
+
+func TestPluggableRouteKind(t *testing.T) {
+	port := gwapiv1.PortNumber(5432)
+	route := streamRoute{
+		meta:    &metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+		parents: []gwapiv1.ParentReference{{Name: "gw"}},
+		backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: &port}},
+	}
+	ready := true
+	store := &Store{
+		GatewayClasses: []*gwapiv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: gwapiv1.GatewayClassSpec{ControllerName: DefaultControllerName}}},
+		Gateways: []*gwapiv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "gw"}, Spec: gwapiv1.GatewaySpec{
+			GatewayClassName: "c",
+			Listeners: []gwapiv1.Listener{
+				{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType},
+				{Name: "http", Port: 80, Protocol: gwapiv1.HTTPProtocolType},
+			},
+		}}},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5432}}}}},
+		EndpointSlices: []*discoveryv1.EndpointSlice{{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "db", Name: "pg-1", Labels: map[string]string{discoveryv1.LabelServiceName: "pg"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Port: &port}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		}},
+	}
+	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(streamKind{routes: []Route{route}})})
+
+	gw := res.Gateways[nn("db", "gw")]
+	if gw == nil || len(gw.Listeners) != 2 {
+		t.Fatalf("gateway status %+v", gw)
+	}
+	if l := gw.Listeners[0]; l.AttachedRoutes != 1 || len(l.SupportedKinds) != 1 || l.SupportedKinds[0].Kind != "StreamRoute" {
+		t.Errorf("tcp listener: %+v", l)
+	}
+	if l := gw.Listeners[1]; l.Conditions[0].Reason != string(gwapiv1.ListenerReasonUnsupportedProtocol) {
+		t.Errorf("http listener without an HTTP kind should be UnsupportedProtocol: %+v", l.Conditions[0])
+	}
+	rs := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}]
+	if rs == nil || len(rs.Parents) != 1 || rs.Parents[0].Conditions[0].Status != metav1.ConditionTrue {
+		t.Fatalf("route status %+v", rs)
+	}
+	if len(res.HTTPRoutes) != 0 {
+		t.Errorf("HTTPRoutes holds only HTTPRoutes, got %v", res.HTTPRoutes)
+	}
+	snap := res.Snapshot
+	if len(snap.Listeners) != 1 || snap.Listeners[0].Protocol != "TCP" || snap.Listeners[0].Port != 5432 {
+		t.Fatalf("listeners %v", snap.Listeners)
+	}
+	vh := snap.Listeners[0].Servers[0].VirtualHosts[0]
+	if vh.Hostname != "" || len(vh.Routes) != 1 || vh.Routes[0].Name != "StreamRoute/db/pg/rule/0/match/0" {
+		t.Errorf("virtual host %v", vh)
+	}
+	if len(snap.Clusters) != 1 || snap.Clusters[0].Name != "db/pg:5432" || len(snap.Clusters[0].Endpoints) != 1 {
+		t.Errorf("clusters %v", snap.Clusters)
+	}
+}
+
+func TestNoRouteKindsIsAProblem(t *testing.T) {
+	res := Translate(context.Background(), &Store{}, Options{Registry: core.NewRegistry()})
+	if len(res.Problems) != 1 || res.Problems[0].Reason != "NoRouteKinds" {
+		t.Errorf("problems %v", res.Problems)
+	}
+	if res.Snapshot.Version == "" {
+		t.Error("snapshot not sealed")
+	}
+}
