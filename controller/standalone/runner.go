@@ -45,6 +45,7 @@ type Runner struct {
 
 	mu         sync.Mutex // serializes reloads
 	lastDigest string     // files of the last applied reload
+	lastReport *Report    // and its report
 
 	state atomic.Pointer[State]
 	ready chan struct{}
@@ -108,6 +109,12 @@ func (r *Runner) Reload(ctx context.Context) error {
 		return err
 	}
 	if res.Digest == r.lastDigest {
+		if st := r.State(); st.ApplyError != "" {
+			// The files are back to what is serving: nothing to apply, nothing wrong any more.
+			r.log.Info("manifests are back to the configuration serving", zap.String("version", st.Version))
+			r.state.Store(&State{Version: st.Version, Report: r.lastReport, Time: time.Now()})
+			return nil
+		}
 		r.log.Debug("manifests unchanged")
 		return nil
 	}
@@ -122,10 +129,11 @@ func (r *Runner) Reload(ctx context.Context) error {
 		r.state.Store(&State{Version: r.State().Version, Report: rep, ApplyError: err.Error(), Time: time.Now()})
 		return err
 	}
-	r.lastDigest = res.Digest
+	r.lastDigest, r.lastReport = res.Digest, rep
+	prev := r.State().Version
 	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now()})
 	r.once.Do(func() { close(r.ready) })
-	r.logSummary(res, tr, rep)
+	r.logSummary(res, tr, rep, prev == tr.Snapshot.GetVersion())
 	return nil
 }
 
@@ -150,9 +158,12 @@ func (r *Runner) translate(ctx context.Context, res *Result) (*translator.Result
 	}
 	tr := translator.Translate(ctx, res.Store, r.opts.Translate)
 	rep := BuildReport(res, tr, r.opts.Translate.ControllerName)
-	for _, p := range rep.Problems {
-		r.log.Warn("invalid configuration", zap.String("file", p.Source), zap.String("object", p.Object),
-			zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
+	for _, p := range tr.Problems {
+		ref := ObjectRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
+		src := res.Sources[ref]
+		r.log.Warn("invalid configuration", zap.String("file", src.File), zap.Int("line", src.Line),
+			zap.Int("document", src.Doc), zap.String("object", ref.String()), zap.String("field", p.Field),
+			zap.String("reason", p.Reason), zap.String("message", p.Message))
 	}
 	for _, n := range rep.Notes {
 		r.log.Warn(n)
@@ -167,12 +178,16 @@ func (r *Runner) setApplyError(err error) {
 	r.state.Store(&st)
 }
 
-func (r *Runner) logSummary(res *Result, tr *translator.Result, rep *Report) {
+func (r *Runner) logSummary(res *Result, tr *translator.Result, rep *Report, unchanged bool) {
 	var listeners []string
 	for _, b := range r.opts.Engine.Bound() {
 		listeners = append(listeners, b.Protocol+" "+b.Address)
 	}
-	r.log.Info("configuration applied",
+	msg := "configuration applied"
+	if unchanged {
+		msg = "files changed, configuration did not; nothing to apply"
+	}
+	r.log.Info(msg,
 		zap.String("version", tr.Snapshot.GetVersion()),
 		zap.Strings("listeners", listeners),
 		zap.Int("gateways", len(tr.Gateways)),

@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/coxswain-labs/coxswain/core/proxy"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
 )
 
 // recordingEngine records applied versions and fails on demand. The runner's control flow is what
@@ -89,6 +89,19 @@ func TestRunnerReload(t *testing.T) {
 	if eng.count() != 2 || r.State().ApplyError != "" {
 		t.Errorf("retry: applied %d, state %+v", eng.count(), r.State())
 	}
+
+	// Going back to the files serving clears the error without applying anything.
+	eng.fail = errors.New("port taken")
+	must(t, os.WriteFile(filepath.Join(dir, "svc2.yaml"), []byte("apiVersion: v1\nkind: Service\nmetadata: {name: s2}\nspec: {ports: [{port: 80}]}\n"), 0o644))
+	if err := r.Reload(ctx); err == nil || r.State().ApplyError == "" {
+		t.Fatal("reload should fail when the engine rejects the snapshot")
+	}
+	must(t, os.Remove(filepath.Join(dir, "svc2.yaml")))
+	must(t, r.Reload(ctx))
+	if st := r.State(); st.ApplyError != "" || st.Version != r.State().Version || st.Report == nil || eng.count() != 2 {
+		t.Errorf("after reverting the files: %+v, applied %d", st, eng.count())
+	}
+	eng.fail = nil
 
 	// A vanished path keeps the old configuration.
 	must(t, os.RemoveAll(dir))

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Prints (or, with --run, runs) the quickstart's curl commands.
+#   try.sh                 print the commands
+#   try.sh --run           run them and show what came back
+#   try.sh --wait ADDR     wait until coxswain's admin /readyz at ADDR answers, then print them
+set -euo pipefail
+cd "$(dirname "$0")"
+
+commands=(
+	"curl -s http://127.0.0.1:8080/"
+	"curl -s http://127.0.0.1:8080/app/hello"
+	"curl -s -H 'x-canary: true' http://127.0.0.1:8080/app/hello"
+	"for i in \$(seq 20); do curl -s http://127.0.0.1:8080/weighted | grep -o '\"backend\": \"[^\"]*\"'; done | sort | uniq -c"
+	"curl -si http://127.0.0.1:8080/old/page"
+	"curl -s -H 'x-remove-me: 1' http://127.0.0.1:8080/headers"
+	"curl -s --cacert demo-ca.crt https://localhost:8443/app/secure"
+	"curl -s http://127.0.0.1:9901/status"
+)
+
+case "${1:-}" in
+--wait)
+	addr=${2:?usage: try.sh --wait ADMIN_ADDRESS}
+	for _ in $(seq 300); do
+		if curl -sf "http://$addr/readyz" >/dev/null 2>&1; then break; fi
+		sleep 0.1
+	done
+	if ! curl -sf "http://$addr/readyz" >/dev/null 2>&1; then
+		echo "coxswain did not become ready; see its log above" >&2
+		exit 1
+	fi
+	;;
+--run)
+	for c in "${commands[@]}"; do
+		echo "\$ $c"
+		bash -c "$c" || true
+		echo
+	done
+	exit 0
+	;;
+esac
+
+cat <<MSG
+
+================================================================================
+ Coxswain is serving examples/quickstart on http://127.0.0.1:8080 and
+ https://localhost:8443. In another terminal (from examples/quickstart), try:
+
+MSG
+for c in "${commands[@]}"; do echo "   $c"; done
+cat <<MSG
+
+ or run them all: bash examples/quickstart/try.sh --run
+ Edit a file in examples/quickstart/ and coxswain reloads it. Ctrl-C stops.
+================================================================================
+
+MSG
