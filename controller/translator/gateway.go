@@ -88,11 +88,14 @@ func (t *translation) translateGateways() {
 		g := &gatewayState{gw: gw, key: nn(gw.Namespace, gw.Name)}
 		t.gateways = append(t.gateways, g)
 		t.gwByKey[g.key] = g
+		if why, bad := t.classRejected[string(gw.Spec.GatewayClassName)]; bad {
+			g.reject(gwapiv1.GatewayReasonPending, fmt.Sprintf("GatewayClass %s is not accepted: %s", gw.Spec.GatewayClassName, why))
+		}
 		t.gatewayAddresses(g)
 		if ref := infraParams(gw); ref != "" {
-			g.rejectReason = gwapiv1.GatewayReasonInvalidParameters
-			g.rejectMsg = "infrastructure.parametersRef " + ref + ": no parameters kind is supported"
-			t.gatewayProblem(g, "spec.infrastructure.parametersRef", string(g.rejectReason), g.rejectMsg)
+			msg := "infrastructure.parametersRef " + ref + ": no parameters kind is supported"
+			g.reject(gwapiv1.GatewayReasonInvalidParameters, msg)
+			t.gatewayProblem(g, "spec.infrastructure.parametersRef", string(gwapiv1.GatewayReasonInvalidParameters), msg)
 		}
 		for i := range gw.Spec.Listeners {
 			g.listeners = append(g.listeners, t.translateListener(g, i))
@@ -100,6 +103,13 @@ func (t *translation) translateGateways() {
 		t.gatewayConflicts(g)
 	}
 	t.crossGatewayConflicts()
+}
+
+// reject marks the whole Gateway not accepted; the first reason found is the one reported.
+func (g *gatewayState) reject(reason gwapiv1.GatewayConditionReason, msg string) {
+	if g.rejectReason == "" {
+		g.rejectReason, g.rejectMsg = reason, msg
+	}
 }
 
 func infraParams(gw *gwapiv1.Gateway) string {
@@ -121,18 +131,18 @@ func (t *translation) gatewayAddresses(g *gatewayState) {
 		}
 		field := fmt.Sprintf("spec.addresses[%d]", i)
 		if typ != gwapiv1.IPAddressType {
-			g.rejectReason = gwapiv1.GatewayReasonUnsupportedAddress
-			g.rejectMsg = fmt.Sprintf("address type %q is not supported; only IPAddress", typ)
-			t.gatewayProblem(g, field+".type", string(g.rejectReason), g.rejectMsg)
+			msg := fmt.Sprintf("address type %q is not supported; only IPAddress", typ)
+			g.reject(gwapiv1.GatewayReasonUnsupportedAddress, msg)
+			t.gatewayProblem(g, field+".type", string(gwapiv1.GatewayReasonUnsupportedAddress), msg)
 			continue
 		}
 		addr := ""
 		if a.Value != "" {
 			ip, err := netip.ParseAddr(a.Value)
 			if err != nil || ip.Zone() != "" {
-				g.rejectReason = gwapiv1.GatewayReasonUnsupportedAddress
-				g.rejectMsg = fmt.Sprintf("%q is not an IP address", a.Value)
-				t.gatewayProblem(g, field+".value", string(g.rejectReason), g.rejectMsg)
+				msg := fmt.Sprintf("%q is not an IP address", a.Value)
+				g.reject(gwapiv1.GatewayReasonUnsupportedAddress, msg)
+				t.gatewayProblem(g, field+".value", string(gwapiv1.GatewayReasonUnsupportedAddress), msg)
 				continue
 			}
 			addr = ip.Unmap().String()

@@ -24,10 +24,12 @@ func (t *translation) result() *Result {
 		t.problem("Snapshot", "", "", "", "Invalid", err.Error())
 	}
 	for name, gc := range t.classes {
-		res.GatewayClasses[nn("", name)] = &gwapiv1.GatewayClassStatus{Conditions: []metav1.Condition{
-			t.cond(string(gwapiv1.GatewayClassConditionStatusAccepted), true, string(gwapiv1.GatewayClassReasonAccepted),
-				"GatewayClass is accepted by "+t.opts.ControllerName, gc.Generation),
-		}}
+		c := t.cond(string(gwapiv1.GatewayClassConditionStatusAccepted), true, string(gwapiv1.GatewayClassReasonAccepted),
+			"GatewayClass is accepted by "+t.opts.ControllerName, gc.Generation)
+		if why, bad := t.classRejected[name]; bad {
+			c = t.cond(string(gwapiv1.GatewayClassConditionStatusAccepted), false, string(gwapiv1.GatewayClassReasonInvalidParameters), why, gc.Generation)
+		}
+		res.GatewayClasses[nn("", name)] = &gwapiv1.GatewayClassStatus{Conditions: []metav1.Condition{c}}
 	}
 	for _, g := range t.gateways {
 		res.Gateways[g.key] = t.gatewayStatus(g)
@@ -91,6 +93,8 @@ func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	switch {
 	case g.rejectReason == gwapiv1.GatewayReasonUnsupportedAddress:
 		prog = condState{reason: string(gwapiv1.GatewayReasonAddressNotUsable), msg: g.rejectMsg}
+	case g.rejectReason == gwapiv1.GatewayReasonPending:
+		prog = condState{reason: string(gwapiv1.GatewayReasonPending), msg: g.rejectMsg}
 	case g.rejectReason != "" || programmed == 0:
 		prog = condState{reason: string(gwapiv1.GatewayReasonInvalid), msg: "no listener is programmed"}
 	}

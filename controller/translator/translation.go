@@ -2,6 +2,7 @@ package translator
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -33,10 +34,12 @@ type translation struct {
 	secrets    map[types.NamespacedName]*corev1.Secret
 	grants     map[string][]*gwapiv1b1.ReferenceGrant // by namespace
 
-	classes  map[string]*gwapiv1.GatewayClass // ours, by name
-	gateways []*gatewayState                  // ours, oldest first
-	gwByKey  map[types.NamespacedName]*gatewayState
-	routes   []*routeState
+	classes map[string]*gwapiv1.GatewayClass // ours, by name
+	// classRejected says why one of our classes is not accepted (a parametersRef we cannot use).
+	classRejected map[string]string
+	gateways      []*gatewayState // ours, oldest first
+	gwByKey       map[types.NamespacedName]*gatewayState
+	routes        []*routeState
 
 	clusters   map[string]*irv1.Cluster
 	secretsOut map[string]*irv1.Secret
@@ -134,9 +137,16 @@ func (t *translation) namespaceLabels(ns string) map[string]string {
 
 func (t *translation) translateClasses() {
 	t.classes = map[string]*gwapiv1.GatewayClass{}
+	t.classRejected = map[string]string{}
 	for _, gc := range t.store.GatewayClasses {
-		if string(gc.Spec.ControllerName) == t.opts.ControllerName {
-			t.classes[gc.Name] = gc
+		if string(gc.Spec.ControllerName) != t.opts.ControllerName {
+			continue
+		}
+		t.classes[gc.Name] = gc
+		if ref := gc.Spec.ParametersRef; ref != nil {
+			msg := fmt.Sprintf("parametersRef %s %s: no parameters kind is supported", groupKind(string(ref.Group), string(ref.Kind)), ref.Name)
+			t.classRejected[gc.Name] = msg
+			t.problem("GatewayClass", "", gc.Name, "spec.parametersRef", string(gwapiv1.GatewayClassReasonInvalidParameters), msg)
 		}
 	}
 }
