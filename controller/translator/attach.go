@@ -210,11 +210,13 @@ func (t *translation) attachParent(st *routeState, ps *parentStatus, g *gatewayS
 // place attaches an accepted route to a listener once, and builds its entries when the
 // listener is programmed.
 func (t *translation) place(st *routeState, l *listenerState, hosts []string) {
-	for _, a := range l.routes {
-		if a.route == st {
-			return
-		}
+	if l.placed[st] {
+		return
 	}
+	if l.placed == nil {
+		l.placed = map[*routeState]bool{}
+	}
+	l.placed[st] = true
 	l.attached++
 	a := &attachment{route: st, hostnames: hosts}
 	l.routes = append(l.routes, a)
@@ -272,11 +274,16 @@ func (t *translation) namespaceAllowed(l *listenerState, routeNS string) bool {
 		if sel == nil {
 			return false
 		}
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return false
+		if l.selector == nil && !l.selectorErr {
+			s, err := metav1.LabelSelectorAsSelector(sel)
+			if err != nil {
+				l.selectorErr = true
+				t.gatewayProblem(l.gw, l.field("allowedRoutes.namespaces.selector"), string(gwapiv1.ListenerReasonUnsupportedValue), err.Error())
+				return false
+			}
+			l.selector = s
 		}
-		return s.Matches(labels.Set(t.namespaceLabels(routeNS)))
+		return !l.selectorErr && l.selector.Matches(labels.Set(t.namespaceLabels(routeNS)))
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -50,6 +51,10 @@ type listenerState struct {
 	// attached counts the accepted routes attached; routes are what to place in the snapshot.
 	attached int32
 	routes   []*attachment
+	placed   map[*routeState]bool
+	// selector caches allowedRoutes.namespaces.selector; selectorErr when it does not parse.
+	selector    labels.Selector
+	selectorErr bool
 }
 
 // programmed reports whether the listener goes into the snapshot.
