@@ -39,7 +39,22 @@
 //	                              that cannot run must not be skipped)
 //	Unresolved(field, reason, ..) ResolvedRefs=False for some other reference
 //
+// Build must be deterministic, and whether a rule is valid must not depend on the listener (the
+// validation pass has none); only the values emitted may (a redirect's listener port, say).
+//
 // Adding a route kind therefore means one module and one slice in Store; no core pass changes.
+// The binary must import the module (cmd/coxswain does for HTTPRoute); a build without any
+// route kind is reported as a Problem, since every listener would be UnsupportedProtocol.
+//
+// # Listeners
+//
+// A listener protocol is supported when some route kind attaches to it. Listeners sharing a
+// port must be distinct (Gateway API "Distinct Listeners"): indistinct ones are all Conflicted
+// and not accepted, none wins. Across Gateways, listeners on the same address, port and
+// protocol share one IR listener, identical hostnames one server; the older Gateway keeps a port
+// a newer one wants with another protocol (ProtocolConflict) or other certificates
+// (HostnameConflict), and a port bound on all addresses excludes a specific one
+// (PortUnavailable). Only IPAddress Gateway addresses are supported; they are bind addresses.
 //
 // # Determinism
 //
