@@ -2,6 +2,7 @@ package standalone
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -139,7 +140,8 @@ func fieldErrors(src Source, ref ObjectRef, strict []error) []*Error {
 	out := make([]*Error, 0, len(strict))
 	for _, e := range strict {
 		le := &Error{Source: src, Object: ref, Reason: ReasonInvalidValue, Message: e.Error()}
-		if fe, ok := e.(k8sjson.FieldError); ok {
+		var fe k8sjson.FieldError
+		if errors.As(e, &fe) {
 			le.Field = fe.FieldPath()
 		}
 		if strings.HasPrefix(le.Message, "unknown field") {

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Prints (or, with --run, runs) the quickstart's curl commands.
+# Prints (or, with --run, runs) the quickstart's curl commands. `make quickstart` runs it with --wait.
 #   try.sh                 print the commands
 #   try.sh --run           run them and show what came back
 #   try.sh --wait ADDR     wait until coxswain's admin /readyz at ADDR answers, then print them
 set -euo pipefail
-cd "$(dirname "$0")"
+# The commands are written to run from the repository root.
+cd "$(dirname "$0")/../.."
 
 commands=(
 	"curl -s http://127.0.0.1:8080/"
@@ -13,7 +14,7 @@ commands=(
 	"for i in \$(seq 20); do curl -s http://127.0.0.1:8080/weighted | grep -o '\"backend\": \"[^\"]*\"'; done | sort | uniq -c"
 	"curl -si http://127.0.0.1:8080/old/page"
 	"curl -s -H 'x-remove-me: 1' http://127.0.0.1:8080/headers"
-	"curl -s --cacert demo-ca.crt https://localhost:8443/app/secure"
+	"curl -s --cacert examples/quickstart/demo-ca.crt https://localhost:8443/app/secure"
 	"curl -s http://127.0.0.1:9901/status"
 )
 
@@ -43,7 +44,7 @@ cat <<MSG
 
 ================================================================================
  Coxswain is serving examples/quickstart on http://127.0.0.1:8080 and
- https://localhost:8443. In another terminal (from examples/quickstart), try:
+ https://localhost:8443. In another terminal (from the repository root), try:
 
 MSG
 for c in "${commands[@]}"; do echo "   $c"; done

@@ -181,8 +181,8 @@ func (s *server) stop() {
 		}
 	case <-time.After(30 * time.Second):
 		_ = s.cmd.Process.Kill()
-		s.t.Errorf("coxswain serve did not stop within 30s of SIGTERM")
-		<-s.done
+		err := <-s.done
+		s.t.Errorf("coxswain serve did not stop within 30s of SIGTERM; killed (%v)", err)
 	}
 	if s.t.Failed() {
 		s.t.Logf("coxswain serve log:\n%s", s.log)

@@ -138,7 +138,7 @@ func TestInvalidFiles(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
-		if got := res.backendOf(); got != want && !(want == "404" && res.code == http.StatusNotFound) {
+		if got := res.backendOf(); got != want && (want != "404" || res.code != http.StatusNotFound) {
 			t.Errorf("GET %s: got %s, want %s", path, got, want)
 		}
 	}

@@ -1,0 +1,89 @@
+# Coxswain developer entry points. `make quickstart` runs the demo; `make test` is exactly what CI
+# runs (.ci/run calls it). Tools are pinned and installed into .tools/bin with `go install`.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+GO ?= go
+
+TOOLS := $(CURDIR)/.tools/bin
+BIN := $(CURDIR)/bin
+
+BUF_VERSION := v1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+GOLANGCI_LINT_VERSION := v2.15.0
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+# Quickstart: where the echo backends and the proxy listen (all loopback).
+QUICKSTART_ECHO_ADDRS := app-v1=127.0.0.1:9001,app-v2=127.0.0.1:9002,web=127.0.0.1:9003
+QUICKSTART_ADMIN := 127.0.0.1:9901
+
+.PHONY: all build test vet lint generate tools quickstart integration-env clean help
+
+all: build
+
+help:
+	@echo "make build       build bin/coxswain"
+	@echo "make test        what CI runs: build, vet, lint, integration env, go test -race ./..."
+	@echo "make quickstart  run the quickstart (echo backends + coxswain serve -f examples/quickstart)"
+	@echo "make lint        golangci-lint $(GOLANGCI_LINT_VERSION)"
+	@echo "make generate    regenerate the snapshot IR protobuf code with buf"
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/coxswain ./cmd/coxswain
+
+# The one test command (README, CI). It installs what it needs: the pinned linter into .tools/bin,
+# and the integration env's kube-apiserver + etcd into .cache/k8s-bin (reused when up to date).
+test: $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+	$(GO) build ./...
+	$(GO) vet ./...
+	$(TOOLS)/golangci-lint run ./...
+	if [ -f test/integration/env/build.sh ]; then bash test/integration/env/build.sh; fi
+	$(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+lint: $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+	$(TOOLS)/golangci-lint run ./...
+
+integration-env:
+	bash test/integration/env/build.sh
+
+generate: $(TOOLS)/buf-$(BUF_VERSION) $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
+	PATH="$(TOOLS):$$PATH" $(TOOLS)/buf generate
+
+tools: $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/buf-$(BUF_VERSION) \
+	$(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
+
+# Each tool has a version stamp next to it, so bumping a pin reinstalls it.
+$(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION):
+	GOBIN=$(TOOLS) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	touch $@
+
+$(TOOLS)/buf-$(BUF_VERSION):
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	touch $@
+
+$(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION):
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	touch $@
+
+$(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION):
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	touch $@
+
+# The quickstart: build, start three echo backends, serve examples/quickstart, print what to try.
+# Ctrl-C stops everything.
+quickstart: build
+	$(GO) build -o $(BIN)/quickstart-echo ./examples/quickstart/echo
+	@$(BIN)/quickstart-echo -listen $(QUICKSTART_ECHO_ADDRS) & echo_pid=$$!; \
+	trap 'kill $$echo_pid 2>/dev/null || true' EXIT INT TERM; \
+	bash examples/quickstart/try.sh --wait $(QUICKSTART_ADMIN) & \
+	$(BIN)/coxswain serve -f examples/quickstart --log-format console --admin-address $(QUICKSTART_ADMIN)
+
+clean:
+	rm -rf $(BIN)
