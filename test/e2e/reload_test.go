@@ -73,8 +73,20 @@ func TestReloadUnderLoad(t *testing.T) {
 	wg.Add(1)
 	go client(false)
 
+	// underLoad waits until the clients have sent n more requests, so every change lands while
+	// traffic is flowing.
+	underLoad := func(n int64) {
+		start := total.Load()
+		eventually(t, 30*time.Second, "traffic flowing", func() error {
+			if got := total.Load() - start; got < n {
+				return fmt.Errorf("%d requests so far", got)
+			}
+			return nil
+		})
+	}
 	probe := &http.Client{Timeout: 5 * time.Second}
 	for i, want := range []string{"b2", "b1", "b2", "b1"} {
+		underLoad(50)
 		before := s.status().Version
 		if i%2 == 0 {
 			s.write("route.yaml", loadRoute(want))
@@ -95,12 +107,32 @@ func TestReloadUnderLoad(t *testing.T) {
 			return nil
 		})
 	}
+
+	// A new listener on another port: the sockets serving the load survive the swap.
+	underLoad(50)
+	extra := freePort(t)
+	s.replace("gateway.yaml", gatewayClassYAML+"---\n"+gatewayYAML(
+		listener{name: "http", protocol: "HTTP", port: port},
+		listener{name: "extra", protocol: "HTTP", port: extra},
+	))
+	eventually(t, 20*time.Second, "the extra listener", func() error {
+		res, err := do(ctx, probe, request{url: fmt.Sprintf("http://127.0.0.1:%d/load", extra)})
+		if err != nil {
+			return err
+		}
+		if got := res.backendOf(); got != "b1" {
+			return fmt.Errorf("served by %s", got)
+		}
+		return nil
+	})
+	underLoad(50)
+
 	cancel()
 	wg.Wait()
-	if failed.Load() != 0 || total.Load() < 50 {
+	if failed.Load() != 0 || total.Load() < 250 {
 		t.Errorf("%d of %d requests failed during reloads; first failures: %v", failed.Load(), total.Load(), failures)
 	}
-	t.Logf("%d requests across 4 reloads, %d failed", total.Load(), failed.Load())
+	t.Logf("%d requests across 5 reloads, %d failed", total.Load(), failed.Load())
 }
 
 // TestInvalidFiles checks that invalid manifests are left out, named in the log with their file,
