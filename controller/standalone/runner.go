@@ -104,7 +104,7 @@ func (r *Runner) Reload(ctx context.Context) error {
 	defer r.mu.Unlock()
 	res, err := Load(ctx, r.opts.Path)
 	if err != nil {
-		r.log.Error("cannot read the manifests; the previous configuration keeps serving", zap.Error(err))
+		r.log.Error("cannot read the manifests", zap.Error(err))
 		r.setApplyError(err)
 		return err
 	}
@@ -124,8 +124,11 @@ func (r *Runner) Reload(ctx context.Context) error {
 		return nil
 	}
 	if err := r.apply(ctx, tr.Snapshot); err != nil {
-		r.log.Error("configuration rejected; the previous configuration keeps serving",
-			zap.String("version", tr.Snapshot.GetVersion()), zap.Error(err))
+		msg := "configuration rejected; the previous configuration keeps serving"
+		if r.State().Version == "" {
+			msg = "configuration rejected; nothing is serving"
+		}
+		r.log.Error(msg, zap.String("version", tr.Snapshot.GetVersion()), zap.Error(err))
 		r.state.Store(&State{Version: r.State().Version, Report: rep, ApplyError: err.Error(), Time: time.Now()})
 		return err
 	}
