@@ -104,6 +104,9 @@ func (r *Runner) Reload(ctx context.Context) error {
 	defer r.mu.Unlock()
 	res, err := Load(ctx, r.opts.Path)
 	if err != nil {
+		if ctx.Err() != nil {
+			return err // shutting down
+		}
 		r.log.Error("cannot read the manifests", zap.Error(err))
 		r.setApplyError(err)
 		return err
