@@ -55,7 +55,8 @@ type LeaderElection struct {
 	// Namespace and Name of the Lease; Namespace defaults to the controller's own namespace (the
 	// service account's, or POD_NAMESPACE), Name to "coxswain-controller".
 	Namespace, Name string
-	// Identity of this replica in the Lease; the hostname and a random suffix when empty.
+	// Identity of this replica in the Lease; $POD_NAME, else the hostname and a unique suffix,
+	// when empty.
 	Identity string
 	// LeaseDuration (15s), RenewDeadline (10s) and RetryPeriod (2s), as in client-go: a standby
 	// takes over at most LeaseDuration + RetryPeriod after the leader stopped renewing.
@@ -95,6 +96,9 @@ func (o *Options) setDefaults() error {
 	}
 	if le.Namespace == "" {
 		le.Namespace = OwnNamespace()
+	}
+	if le.Identity == "" {
+		le.Identity = os.Getenv("POD_NAME")
 	}
 	if le.Identity == "" {
 		host, _ := os.Hostname()

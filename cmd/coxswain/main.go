@@ -15,6 +15,7 @@ import (
 const usage = `Usage: coxswain <command> [flags]
 
 Commands:
+  controller             run in a cluster: watch the Gateway API, write status, serve (in-process proxy)
   serve -f PATH          serve the Gateway API manifests at PATH (file or directory), reloading on change
   validate -f PATH       print the status the manifests would get and every problem; exit 1 on errors
   list-modules           list the modules compiled into this binary
@@ -42,6 +43,8 @@ func run(args []string, e *env) int {
 		return 2
 	}
 	switch args[0] {
+	case "controller":
+		return runController(args[1:], e)
 	case "serve":
 		return serve(args[1:], e)
 	case "validate":

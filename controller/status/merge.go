@@ -133,7 +133,7 @@ func setFalse(conds []metav1.Condition, typ, reason, msg string, g gate) {
 // wrote are kept as they are and in their order, ours are replaced by desired (which holds only
 // ours), and ours that desired no longer lists are dropped.
 func routeParents(live, desired []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController) []gwapiv1.RouteParentStatus {
-	var out []gwapiv1.RouteParentStatus
+	out := []gwapiv1.RouteParentStatus{} // status.parents is required: an empty list, never null
 	for _, p := range live {
 		if p.ControllerName != controller {
 			out = append(out, p)
