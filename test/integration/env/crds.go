@@ -1,0 +1,201 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// FieldManager owns the fields of everything Start applies.
+const FieldManager = "coxswain-integration-env"
+
+const gatewayAPIModule = "sigs.k8s.io/gateway-api"
+
+var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+
+// installGatewayAPI server-side applies every manifest of the channel's CRD
+// directory (CRDs plus the safe-upgrades ValidatingAdmissionPolicy), as
+// `kubectl apply --server-side -k` would, and waits until the CRDs are served.
+// Server-side apply because the HTTPRoute CRD is larger than the 256 KiB
+// last-applied annotation that client-side apply needs.
+func installGatewayAPI(ctx context.Context, cfg *rest.Config, dyn dynamic.Interface, channel string) ([]string, error) {
+	dir, err := crdDir(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := readManifests(dir)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	var crds []string
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+		_, err = dyn.Resource(m.Resource).Apply(ctx, obj.GetName(), obj,
+			metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		if err != nil {
+			return nil, fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+		if m.Resource == crdResource {
+			crds = append(crds, obj.GetName())
+		}
+	}
+	if len(crds) == 0 {
+		return nil, fmt.Errorf("no CustomResourceDefinition in %s", dir)
+	}
+	slices.Sort(crds)
+	return crds, waitServed(ctx, dyn, disc, crds)
+}
+
+// crdDir is config/crd/<channel> of the gateway-api module the main module
+// requires, so the CRDs always match the Go types the code is built with.
+func crdDir(ctx context.Context, channel string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", gatewayAPIModule)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w: %s", gatewayAPIModule, err, stderr.String())
+	}
+	moduleDir := strings.TrimSpace(string(out))
+	if moduleDir == "" {
+		return "", fmt.Errorf("go list -m %s: module not downloaded (run go mod download %s)",
+			gatewayAPIModule, gatewayAPIModule)
+	}
+	dir := filepath.Join(moduleDir, "config", "crd", channel)
+	if !exists(dir) {
+		return "", fmt.Errorf("no Gateway API channel %q: %s does not exist", channel, dir)
+	}
+	return dir, nil
+}
+
+// readManifests decodes every object in the directory's YAML files, in file
+// name order. kustomization.yaml is a build recipe, not an object.
+func readManifests(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	slices.Sort(files)
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		got, err := decodeFile(f)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, got...)
+	}
+	return objs, nil
+}
+
+func decodeFile(path string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest: %w", err)
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 64<<10)
+	var objs []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("decoding %s: %w", path, err)
+		}
+		if len(m) == 0 { // an empty document between two "---"
+			continue
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// waitServed waits until every CRD is Established and every served version
+// appears in discovery: Established alone can precede the first successful
+// request by a few milliseconds.
+func waitServed(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, names []string) error {
+	pending := slices.Clone(names)
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pending = slices.DeleteFunc(pending, func(name string) bool {
+			last = crdServed(ctx, dyn, disc, name)
+			return last == nil
+		})
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CRDs not served: %v (last: %v): %w", pending, last, err)
+	}
+	return nil
+}
+
+func crdServed(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, name string) error {
+	u, err := dyn.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+		return fmt.Errorf("decoding CRD %s: %w", name, err)
+	}
+	if !established(&crd) {
+		return fmt.Errorf("CRD %s not Established yet", name)
+	}
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gv := crd.Spec.Group + "/" + v.Name
+		list, err := disc.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			return fmt.Errorf("discovery of %s: %w", gv, err)
+		}
+		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool {
+			return r.Name == crd.Spec.Names.Plural
+		}) {
+			return fmt.Errorf("%s/%s not in discovery yet", gv, crd.Spec.Names.Plural)
+		}
+	}
+	return nil
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
