@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -24,18 +25,20 @@ type forwarder interface {
 // forwarders makes forwarders that share the proxy's upstream connection pools, which therefore
 // survive table swaps: a new snapshot does not reopen upstream connections.
 type forwarders struct {
-	log  *zap.Logger
-	h1   *http.Transport
-	h2c  *http.Transport
-	pool *bufferPool
+	log    *zap.Logger
+	stdlog *log.Logger // ReverseProxy's own log lines (body copy errors), shared by all forwarders
+	h1     *http.Transport
+	h2c    *http.Transport
+	pool   *bufferPool
 }
 
 func newForwarders(log *zap.Logger, l Limits) *forwarders {
 	return &forwarders{
-		log:  log,
-		h1:   newTransport(l, false),
-		h2c:  newTransport(l, true),
-		pool: &bufferPool{},
+		log:    log,
+		stdlog: zap.NewStdLog(log.Named("forward")),
+		h1:     newTransport(l, false),
+		h2c:    newTransport(l, true),
+		pool:   &bufferPool{},
 	}
 }
 
@@ -80,7 +83,7 @@ func (f *forwarders) newForwarder(cl *cluster, resp []core.HTTPResponseFilter, e
 		Transport:    f.h1,
 		BufferPool:   f.pool,
 		ErrorHandler: rp.handleError,
-		ErrorLog:     zap.NewStdLog(f.log.Named("forward")),
+		ErrorLog:     f.stdlog,
 	}
 	if cl.protocol == irv1.Cluster_H2C {
 		rp.rp.Transport = f.h2c
@@ -116,8 +119,12 @@ func (f *reverseProxy) forward(w http.ResponseWriter, r *http.Request, ep *core.
 }
 
 // rewrite keeps the client's Host header (the outbound URL already targets the endpoint) and sets
-// X-Forwarded-For (appending to the client's), -Host and -Proto.
+// X-Forwarded-Host and -Proto. X-Forwarded-For gets the client's address appended to whatever chain
+// the client sent, as Envoy and nginx do: backends that trust N hops read the N-th from the right.
 func rewrite(pr *httputil.ProxyRequest) {
+	if xff, ok := pr.In.Header["X-Forwarded-For"]; ok {
+		pr.Out.Header["X-Forwarded-For"] = xff
+	}
 	pr.SetXForwarded()
 }
 
