@@ -22,7 +22,8 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 	if p.closed {
 		return ErrClosed
 	}
-	if cur := p.cur.Load(); cur != nil && cur.version == snap.GetVersion() {
+	// An unsealed snapshot (no version) is always applied: nothing says it is the same.
+	if cur := p.cur.Load(); cur != nil && snap.GetVersion() != "" && cur.version == snap.GetVersion() {
 		return nil
 	}
 	start := time.Now()

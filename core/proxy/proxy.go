@@ -87,7 +87,8 @@ func (p *Proxy) Version() string {
 // atomically and retires the old one (its modules' Cleanup runs once its in-flight requests have
 // finished). If anything fails (a module missing or invalid, a certificate that does not parse, a
 // port that cannot be bound) the snapshot is rejected whole, the previous table keeps serving, and
-// the error names what failed. Applying the version already serving is a no-op.
+// the error names what failed. Applying the version already serving is a no-op (a snapshot
+// without a version is always applied).
 func (p *Proxy) Apply(ctx context.Context, snap *irv1.Snapshot) error {
 	return p.apply(ctx, snap)
 }

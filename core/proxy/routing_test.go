@@ -2,10 +2,12 @@ package proxy_test
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/testmod"
 )
 
 // TestHostSelection covers Server (Gateway listener hostname) and VirtualHost (listener ∩ route
@@ -223,4 +225,22 @@ func TestEndpointWeights(t *testing.T) {
 	if got["e1"] != 300 || got["e2"] != 100 {
 		t.Fatalf("endpoint picks %v, want e1:300 e2:100 (exact over whole cycles)", got)
 	}
+}
+
+// TestActiveCounter: the engine counts a request against its endpoint while it is upstream.
+func TestActiveCounter(t *testing.T) {
+	var during atomic.Int64
+	be := newBackend(t, "be", func(w http.ResponseWriter, _ *http.Request) {
+		during.Store(testmod.LastPicked().Active.Load())
+	})
+	cl := cluster("be", be)
+	cl.Balancer = &irv1.ModuleConfig{Id: "lb.test_probe"}
+	l := httpListener(0, server("", vhost("", route("r", "/", backend("be", 1)))))
+	p := newProxy(t)
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cl}))
+	must(t, newClient(addrOf(t, p, l.Name), nil).get(hostURL("http", "example.com", "/")))
+	if got := during.Load(); got != 1 {
+		t.Fatalf("Active during the request = %d, want 1", got)
+	}
+	eventually(t, "Active back to 0", func() bool { return testmod.LastPicked().Active.Load() == 0 })
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -17,7 +18,7 @@ import (
 // Modules returns one of each test module, for core.NewRegistry.
 func Modules() []core.Module {
 	return []core.Module{&PathMatcher{}, &ErrorMatcher{}, &SetRequestHeader{}, &SetResponseHeader{},
-		&Respond{}, &Wrap{}, &Inert{}}
+		&Respond{}, &Wrap{}, &Inert{}, &Probe{}}
 }
 
 // PathMatcher ("route.testpath") matches requests whose path starts with Prefix.
@@ -70,6 +71,14 @@ func (*ErrorMatcher) WriteError(w http.ResponseWriter, _ *http.Request, status i
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte("custom error"))
 }
+
+var (
+	_ core.HTTPRequestFilter  = (*SetRequestHeader)(nil)
+	_ core.HTTPResponseFilter = (*SetResponseHeader)(nil)
+	_ core.HTTPRequestFilter  = (*Respond)(nil)
+	_ core.HTTPMiddleware     = (*Wrap)(nil)
+	_ core.Balancer           = (*Probe)(nil)
+)
 
 // SetRequestHeader ("filter.test.set_request_header") sets a request header.
 type SetRequestHeader struct {
@@ -138,6 +147,29 @@ type Inert struct{}
 func (*Inert) CoxswainModule() core.ModuleInfo {
 	return core.ModuleInfo{ID: "filter.test.inert", New: func() core.Module { return new(Inert) }}
 }
+
+// Probe ("lb.test_probe") always picks the first endpoint and publishes it (LastPicked), so a test
+// backend can watch the engine's in-flight counter from inside a request.
+type Probe struct{ eps []*core.Endpoint }
+
+var lastPicked atomic.Pointer[core.Endpoint]
+
+func (*Probe) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "lb.test_probe", New: func() core.Module { return new(Probe) }}
+}
+
+func (p *Probe) SetEndpoints(eps []*core.Endpoint) { p.eps = eps }
+
+func (p *Probe) Pick(*core.PickInfo) *core.Endpoint {
+	if len(p.eps) == 0 {
+		return nil
+	}
+	lastPicked.Store(p.eps[0])
+	return p.eps[0]
+}
+
+// LastPicked is the endpoint a Probe picked last.
+func LastPicked() *core.Endpoint { return lastPicked.Load() }
 
 var (
 	cleanMu  sync.Mutex
