@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,9 +122,16 @@ func (f *reverseProxy) forward(w http.ResponseWriter, r *http.Request, ep *core.
 // rewrite keeps the client's Host header (the outbound URL already targets the endpoint) and sets
 // X-Forwarded-Host and -Proto. X-Forwarded-For gets the client's address appended to whatever chain
 // the client sent, as Envoy and nginx do: backends that trust N hops read the N-th from the right.
+//
+// An "Upgrade: h2c" request is forwarded as a plain request: tunnelling it would let a client speak
+// HTTP/2 straight to the backend past every later routing decision and filter (h2c smuggling).
 func rewrite(pr *httputil.ProxyRequest) {
 	if xff, ok := pr.In.Header["X-Forwarded-For"]; ok {
 		pr.Out.Header["X-Forwarded-For"] = xff
+	}
+	if up := pr.Out.Header["Upgrade"]; len(up) > 0 && strings.EqualFold(up[0], "h2c") {
+		pr.Out.Header.Del("Upgrade")
+		pr.Out.Header.Del("Connection")
 	}
 	pr.SetXForwarded()
 }

@@ -186,7 +186,7 @@ func TestForwarding(t *testing.T) {
 			tunnel(t, w)
 			return
 		}
-		for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Hop", "Keep-Alive", "X-End"} {
+		for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Hop", "Keep-Alive", "X-End", "Upgrade", "Http2-Settings"} {
 			w.Header().Set("Got-"+h, strings.Join(r.Header.Values(h), "|"))
 		}
 		w.Header().Set("Trailer", "X-Checksum")
@@ -218,6 +218,13 @@ func TestForwarding(t *testing.T) {
 		t.Errorf("body %q trailer %v", r.body, r.trailer)
 	}
 
+	t.Run("h2c upgrade is not tunnelled", func(t *testing.T) {
+		r := must(t, c.get(hostURL("http", "example.com", "/h2c"),
+			"Connection", "Upgrade, HTTP2-Settings", "Upgrade", "h2c", "HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA"))
+		if r.status != 200 || r.header.Get("Got-Upgrade") != "" || r.header.Get("Got-Http2-Settings") != "" {
+			t.Fatalf("status %d, upstream saw Upgrade %q settings %q", r.status, r.header.Get("Got-Upgrade"), r.header.Get("Got-Http2-Settings"))
+		}
+	})
 	t.Run("upgrade tunnels", func(t *testing.T) {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
