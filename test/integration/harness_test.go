@@ -50,6 +50,8 @@ type controllerOpts struct {
 	addresses []string // --status-address; gatewayIP when nil, none when empty and set
 	noAddress bool
 	lease     string // Lease name; a per-test default
+	// leaseNamespace holds the Lease; "default" when empty.
+	leaseNamespace string
 	identity  string
 	config    *rest.Config // the rest.Config to use instead of the env's admin
 }
@@ -94,6 +96,9 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.leaseNamespace == "" {
+		o.leaseNamespace = "default"
+	}
 	if o.lease == "" {
 		o.lease = fmt.Sprintf("coxswain-test-%d", leaseSeq.Add(1))
 	}
@@ -106,7 +111,7 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 		Holdoff:         20 * time.Millisecond,
 		ShutdownTimeout: 2 * time.Second,
 		LeaderElection: controller.LeaderElection{
-			Namespace: "default", Name: o.lease, Identity: o.identity,
+			Namespace: o.leaseNamespace, Name: o.lease, Identity: o.identity,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
 		},
 	})
