@@ -52,8 +52,8 @@ type controllerOpts struct {
 	lease     string // Lease name; a per-test default
 	// leaseNamespace holds the Lease; "default" when empty.
 	leaseNamespace string
-	identity  string
-	config    *rest.Config // the rest.Config to use instead of the env's admin
+	identity       string
+	config         *rest.Config // the rest.Config to use instead of the env's admin
 }
 
 // runningController is a controller started by a test; stop ends its Run.
