@@ -308,3 +308,73 @@ func TestCleanupAfterRetirement(t *testing.T) {
 	}
 	eventually(t, "cleanup of the retired table", func() bool { return testmod.Cleanups(tag) == 1 })
 }
+
+// gate is a backend that holds each request until released.
+func gate(t *testing.T) (be *testBackend, entered <-chan struct{}, release func()) {
+	in := make(chan struct{}, 4)
+	out := make(chan struct{})
+	var once sync.Once
+	be = newBackend(t, "gate", func(w http.ResponseWriter, _ *http.Request) {
+		in <- struct{}{}
+		<-out
+		_, _ = w.Write([]byte("done"))
+	})
+	release = func() { once.Do(func() { close(out) }) }
+	t.Cleanup(release) // runs before the backend's Close, which waits for held handlers
+	return be, in, release
+}
+
+func refuses(addr string) func() bool {
+	return func() bool {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err != nil
+	}
+}
+
+// TestDrain: a removed listener and Close both stop accepting at once but let in-flight requests
+// finish.
+func TestDrain(t *testing.T) {
+	be, entered, release := gate(t)
+	clusters := []*irv1.Cluster{cluster("gate", be)}
+	doomed := httpListener(closedPort(t), server("", vhost("", route("r", "/", backend("gate", 1)))))
+	kept := httpListener(0, server("", vhost("", route("r", "/", backend("gate", 1)))))
+	p := newProxy(t)
+	apply(t, p, snapshot(t, []*irv1.Listener{doomed, kept}, clusters))
+	doomedAddr, keptAddr := addrOf(t, p, doomed.Name), addrOf(t, p, kept.Name)
+
+	t.Run("removed listener", func(t *testing.T) {
+		done := make(chan result, 1)
+		go func() { done <- newClient(doomedAddr, nil).get(hostURL("http", "example.com", "/")) }()
+		<-entered
+		apply(t, p, snapshot(t, []*irv1.Listener{kept}, clusters))
+		eventually(t, "the removed port to refuse connections", refuses(doomedAddr))
+		release()
+		if r := <-done; r.err != nil || r.body != "done" {
+			t.Fatalf("in-flight request on the removed listener: %v %q", r.err, r.body)
+		}
+	})
+
+	t.Run("close", func(t *testing.T) {
+		be2, entered2, release2 := gate(t)
+		apply(t, p, snapshot(t, []*irv1.Listener{kept}, []*irv1.Cluster{cluster("gate", be2)}))
+		done := make(chan result, 1)
+		go func() { done <- newClient(keptAddr, nil).get(hostURL("http", "example.com", "/")) }()
+		<-entered2
+		closed := make(chan error, 1)
+		go func() { closed <- p.Close(context.Background()) }()
+		eventually(t, "Close to stop accepting", refuses(keptAddr))
+		release2()
+		if r := <-done; r.err != nil || r.body != "done" {
+			t.Fatalf("in-flight request during Close: %v %q", r.err, r.body)
+		}
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if err := p.Apply(context.Background(), snapshot(t, nil, nil)); err == nil {
+			t.Fatal("Apply after Close succeeded")
+		}
+	})
+}
