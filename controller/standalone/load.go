@@ -78,11 +78,12 @@ func ListFiles(path string) ([]string, error) {
 		return []string{path}, nil
 	}
 	var files []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+	root := dirRoot(path)
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p != path && strings.HasPrefix(d.Name(), ".") {
+		if p != root && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -104,6 +105,16 @@ func ListFiles(path string) ([]string, error) {
 		return nil, fmt.Errorf("reading manifests: %w", err)
 	}
 	return files, nil
+}
+
+// dirRoot returns the directory path to walk: with a trailing separator, so that a root that is a
+// symlink to a directory (a mounted volume, ~/config -> elsewhere) is walked rather than reported
+// as a single non-directory entry. filepath.WalkDir cleans the paths below it.
+func dirRoot(path string) string {
+	if strings.HasSuffix(path, string(filepath.Separator)) {
+		return path
+	}
+	return path + string(filepath.Separator)
 }
 
 func isManifestName(name string) bool {

@@ -294,6 +294,19 @@ func TestLoadConfigMapLayout(t *testing.T) {
 	}
 }
 
+func TestLoadSymlinkedRoot(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"real/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec:\n  ports: [{port: 80}]\n"})
+	link := filepath.Join(dir, "link")
+	must(t, os.Symlink("real", link))
+	res := mustLoad(t, link)
+	if res.HasErrors() || len(res.Store.Services) != 1 {
+		t.Fatalf("files %v, errors %v", res.Files, res.Err())
+	}
+	if want := filepath.Join(link, "svc.yaml"); res.Files[0] != want {
+		t.Errorf("file named %q, want %q", res.Files[0], want)
+	}
+}
+
 func TestLoadSingleFileAndMissingPath(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"manifest.txt": "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n"})
 	res := mustLoad(t, filepath.Join(dir, "manifest.txt"))

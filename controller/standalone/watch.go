@@ -74,7 +74,7 @@ func addWatches(w *fsnotify.Watcher, path string) error {
 		return fmt.Errorf("watching %s: %w", path, err)
 	}
 	if st.IsDir() {
-		return addTree(w, path, path)
+		return addTree(w, dirRoot(path), dirRoot(path))
 	}
 	dirs := []string{filepath.Dir(path)}
 	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != dirs[0] {
@@ -119,7 +119,7 @@ func addNewDir(w *fsnotify.Watcher, log *zap.Logger, root, name string) {
 	if rst, err := os.Stat(root); err != nil || !rst.IsDir() {
 		return
 	}
-	if err := addTree(w, root, name); err != nil {
+	if err := addTree(w, dirRoot(root), name); err != nil {
 		log.Warn("cannot watch new directory", zap.String("dir", name), zap.Error(err))
 	}
 }

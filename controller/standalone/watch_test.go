@@ -106,6 +106,15 @@ func TestWatchDirectory(t *testing.T) {
 	}
 }
 
+func TestWatchSymlinkedRoot(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"real/a.yaml": "a: 1\n"})
+	link := filepath.Join(dir, "link")
+	must(t, os.Symlink("real", link))
+	wc := startWatch(t, link)
+	must(t, os.WriteFile(filepath.Join(dir, "real", "a.yaml"), []byte("a: 2\n"), 0o644))
+	wc.await(t, "write through a symlinked root")
+}
+
 // TestWatchConfigMapSwap updates a directory the way the kubelet updates a mounted ConfigMap:
 // write a new hidden directory, point ..data_tmp at it and rename it over ..data.
 func TestWatchConfigMapSwap(t *testing.T) {
