@@ -21,7 +21,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 QUICKSTART_ECHO_ADDRS := app-v1=127.0.0.1:9001,app-v2=127.0.0.1:9002,web=127.0.0.1:9003
 QUICKSTART_ADMIN := 127.0.0.1:9901
 
-.PHONY: all build test vet lint generate tools quickstart integration-env clean help
+.PHONY: all build test test-deps vet lint generate tools quickstart integration-env clean help
 
 all: build
 
@@ -37,12 +37,17 @@ build:
 
 # The one test command (README, CI). It installs what it needs: the pinned linter into .tools/bin,
 # and the integration env's kube-apiserver + etcd into .cache/k8s-bin (reused when up to date).
-test: $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+test: test-deps $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 	$(GO) build ./...
 	$(GO) vet ./...
 	$(TOOLS)/golangci-lint run ./...
-	if [ -f test/integration/env/build.sh ]; then bash test/integration/env/build.sh; fi
+	bash test/integration/env/build.sh
 	$(GO) test -race -count=1 ./...
+
+# Debian packages the tests use: iproute2 (`ip`) sets up the integration tests' private network
+# namespace. Installed only when missing (CI runs as root).
+test-deps:
+	@command -v ip >/dev/null || { apt-get update && apt-get install -y --no-install-recommends iproute2; }
 
 vet:
 	$(GO) vet ./...
