@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/test/integration/env"
+)
+
+// BenchmarkPropagation measures, against the real API server and the real `coxswain controller`
+// binary (in-process proxy):
+//
+//   - route-p50/p99-ms: from an HTTPRoute create call returning to the first 200 through the proxy,
+//     over 100 routes created one by one on top of the pre-existing ones;
+//   - endpoint-p50/p99-ms: from an EndpointSlice update call returning to the first response from
+//     the new endpoint, over 100 updates;
+//   - rss-MiB: the controller's resident set once everything is served.
+//
+// Each sub-benchmark is one full measurement: run it with -benchtime 1x (see docs/controller.md).
+func BenchmarkPropagation(b *testing.B) {
+	for _, existing := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("routes=%d", existing), func(b *testing.B) {
+			for range b.N {
+				measurePropagation(b, existing)
+			}
+		})
+	}
+}
+
+const benchPort = 18500
+
+func measurePropagation(b *testing.B, existing int) {
+	b.StopTimer()
+	e := env.Start(b)
+	ns := namespace(b, e, "bench", nil)
+	startBackend(b, "main", "10.99.7.1:8080")
+	createService(b, e, ns, "svc", "10.99.7.1")
+	createClass(b, e, "coxswain", "")
+	createGateway(b, e, ns, "gw", "coxswain", httpListener("http", benchPort))
+	parents := []gwapiv1.ParentReference{parentRef(ns, "gw")}
+	route := func(name, host, svc string) *gwapiv1.HTTPRoute {
+		return httpRoute(ns, name, parents, []string{host}, prefixRule("/", backendRef(svc, 1)))
+	}
+
+	// The pre-existing routes, created concurrently before the controller starts.
+	var wg sync.WaitGroup
+	work := make(chan int)
+	errs := make(chan error, existing)
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				r := route(fmt.Sprintf("pre-%d", i), fmt.Sprintf("pre-%d.bench", i), "svc")
+				if _, err := e.Gateway.GatewayV1().HTTPRoutes(ns).Create(ctxFor(b), r, metav1.CreateOptions{}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range existing {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+
+	// Default holdoff and max delay: the figures are those of the shipped configuration.
+	proc := startProcess(b, e, "controller", "--leader-elect=false", "--holdoff", "75ms", "--kube-api-qps", "500", "--kube-api-burst", "1000")
+	served(b, benchPort, fmt.Sprintf("pre-%d.bench", existing-1), "/", 200, "main")
+	// Let the status backlog of the pre-existing routes drain, to measure a steady state.
+	waitRouteParent(b, e, ns, fmt.Sprintf("pre-%d", existing-1), "", "", accepted, resolved)
+
+	b.StartTimer()
+	var routeLat []time.Duration
+	for i := range 100 {
+		host := fmt.Sprintf("new-%d.bench", i)
+		createRoute(b, e, route(fmt.Sprintf("new-%d", i), host, "svc"))
+		start := time.Now()
+		firstOK(b, host, "main")
+		routeLat = append(routeLat, time.Since(start))
+	}
+
+	// Endpoint changes: one Service whose single endpoint moves to a new backend each time.
+	for i := range 100 {
+		startBackend(b, fmt.Sprintf("ep-%d", i), fmt.Sprintf("10.99.8.%d:8080", i+1))
+	}
+	createService(b, e, ns, "moving", "10.99.8.1")
+	createRoute(b, e, route("moving", "moving.bench", "moving"))
+	served(b, benchPort, "moving.bench", "/", 200, "ep-0")
+	var epLat []time.Duration
+	for i := 1; i < 100; i++ {
+		setEndpoints(b, e, ns, "moving", fmt.Sprintf("10.99.8.%d", i+1))
+		start := time.Now()
+		firstOK(b, "moving.bench", fmt.Sprintf("ep-%d", i))
+		epLat = append(epLat, time.Since(start))
+	}
+	b.ReportMetric(ms(percentile(routeLat, 50)), "route-p50-ms")
+	b.ReportMetric(ms(percentile(routeLat, 99)), "route-p99-ms")
+	b.ReportMetric(ms(percentile(epLat, 50)), "endpoint-p50-ms")
+	b.ReportMetric(ms(percentile(epLat, 99)), "endpoint-p99-ms")
+	b.ReportMetric(float64(rssKiB(b, proc.cmd.Process.Pid))/1024, "rss-MiB")
+	b.StopTimer()
+}
+
+// firstOK polls host until it answers 200 from backend, as fast as the two cores allow.
+func firstOK(b *testing.B, host, backend string) {
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
+		if r, err := get(benchPort, host, "/"); err == nil && r.status == 200 && r.backend == backend {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.Fatalf("%s not served by %s within %s", host, backend, waitFor)
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(0, min(len(s)-1, i-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// rssKiB reads VmRSS of a process.
+func rssKiB(b *testing.B, pid int) int {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
