@@ -114,3 +114,33 @@ func holder(t testing.TB, e *env.Env, lease, want string) string {
 	})
 	return got
 }
+
+// TestStandbyIsPassive: of two controllers on one Lease, only the leader publishes and writes
+// status; the standby serves nothing and writes nothing.
+func TestStandbyIsPassive(t *testing.T) {
+	e := env.Start(t)
+	a := startController(t, e, controllerOpts{lease: "passive", identity: "a"})
+	b := startController(t, e, controllerOpts{lease: "passive", identity: "b"})
+	id := holder(t, e, "passive", "")
+	leader, standby := a, b
+	if id == "b" {
+		leader, standby = b, a
+	}
+	ns := namespace(t, e, "passive", nil)
+	startBackend(t, "be", "10.99.9.1:8080")
+	createService(t, e, ns, "svc", "10.99.9.1")
+	createClass(t, e, "coxswain", "")
+	createGateway(t, e, ns, "gw", "coxswain", httpListener("http", 18600))
+	createRoute(t, e, httpRoute(ns, "r", []gwapiv1.ParentReference{parentRef(ns, "gw")}, nil, prefixRule("/", backendRef("svc", 1))))
+	waitRouteParent(t, e, ns, "r", "", "", accepted, resolved)
+	served(t, 18600, "any.example", "/", 200, "be")
+	if !leader.Stats().Leading.Load() || leader.Stats().Publishes.Load() == 0 || leader.StatusWrites() == 0 {
+		t.Errorf("leader %s: leading=%v publishes=%d status writes=%d", id, leader.Stats().Leading.Load(),
+			leader.Stats().Publishes.Load(), leader.StatusWrites())
+	}
+	st := standby.Stats()
+	if st.Leading.Load() || st.Publishes.Load() != 0 || st.Translations.Load() != 0 || standby.StatusWrites() != 0 {
+		t.Errorf("standby: leading=%v publishes=%d translations=%d status writes=%d", st.Leading.Load(),
+			st.Publishes.Load(), st.Translations.Load(), standby.StatusWrites())
+	}
+}

@@ -112,6 +112,27 @@ func TestRouteStatus(t *testing.T) {
 		})
 	})
 
+	t.Run("allowedRoutes namespace selector follows namespace labels", func(t *testing.T) {
+		sel := httpListener("selected", port+4)
+		sel.AllowedRoutes = &gwapiv1.AllowedRoutes{Namespaces: &gwapiv1.RouteNamespaces{
+			From:     ptr.To(gwapiv1.NamespacesFromSelector),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+		}}
+		createGateway(t, e, ns, "selector", "coxswain", sel)
+		team := namespace(t, e, "team", nil)
+		createRoute(t, e, httpRoute(team, "team-route", []gwapiv1.ParentReference{parentRef(ns, "selector")}, nil, svcRule))
+		waitRouteParent(t, e, team, "team-route", "", "", cond{"Accepted", "False", "NotAllowedByListeners"})
+		nsObj, err := e.Kube.CoreV1().Namespaces().Get(ctxFor(t), team, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nsObj.Labels["team"] = "a"
+		if _, err := e.Kube.CoreV1().Namespaces().Update(ctxFor(t), nsObj, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRouteParent(t, e, team, "team-route", "", "", accepted)
+	})
+
 	t.Run("missing Service answers 500 for its rule only", func(t *testing.T) {
 		createRoute(t, e, httpRoute(ns, "partial", section("all"), []string{"partial.example"},
 			prefixRule("/ok", backendRef("svc", 1)), prefixRule("/missing", backendRef("nope", 1))))
