@@ -32,7 +32,7 @@ var (
 // reason the controller writes.
 func TestGatewayStatus(t *testing.T) {
 	e := env.Start(t)
-	ctl := startController(t, e, controllerOpts{addresses: []string{gatewayIP, "gw.example.com"}})
+	startController(t, e, controllerOpts{addresses: []string{gatewayIP, "gw.example.com"}})
 	ns := namespace(t, e, "gwstatus", nil)
 	other := namespace(t, e, "gwstatus-other", nil)
 	createClass(t, e, "coxswain", "")
@@ -110,8 +110,7 @@ func TestGatewayStatus(t *testing.T) {
 
 		// A spec change re-stamps every condition with the new generation.
 		gw.Spec.Listeners = append(gw.Spec.Listeners, httpListener("second", 18101))
-		gw, err := e.Gateway.GatewayV1().Gateways(ns).Update(ctxFor(t), gw, metav1.UpdateOptions{})
-		if err != nil {
+		if _, err := e.Gateway.GatewayV1().Gateways(ns).Update(ctxFor(t), gw, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitGateway(t, e, ns, "ok", func(gw *gwapiv1.Gateway) error {
@@ -123,7 +122,6 @@ func TestGatewayStatus(t *testing.T) {
 			}
 			return listenerConds(gw, "http", listenerHealthy...)
 		})
-		_ = ctl
 	})
 
 	t.Run("unsupported protocol", func(t *testing.T) {

@@ -56,24 +56,11 @@ type controllerOpts struct {
 	config         *rest.Config // the rest.Config to use instead of the env's admin
 }
 
-// runningController is a controller started by a test; stop ends its Run.
+// runningController is a controller started by a test; it stops when the test ends.
 type runningController struct {
 	*controller.Controller
 	cancel context.CancelFunc
 	done   chan error
-}
-
-func (c *runningController) stop(t testing.TB) {
-	t.Helper()
-	c.cancel()
-	select {
-	case err := <-c.done:
-		if err != nil {
-			t.Errorf("controller Run: %v", err)
-		}
-	case <-time.After(waitFor):
-		t.Fatal("controller did not stop")
-	}
 }
 
 var leaseSeq atomic.Int64
@@ -123,7 +110,9 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 	go func() { rc.done <- c.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-rc.done
+		if err := <-rc.done; err != nil {
+			t.Errorf("controller Run: %v", err)
+		}
 	})
 	return rc
 }

@@ -184,8 +184,8 @@ func TestRouteStatus(t *testing.T) {
 		waitRouteParent(t, e, ns, "shared", "", "", accepted, resolved)
 		writeTheirs("theirs, second")
 		// Ours survives their write, and theirs survives ours.
-		r := waitRouteParent(t, e, ns, "shared", "", "", accepted, resolved)
-		r = waitRouteParent(t, e, ns, "shared", otherController, "", accepted)
+		waitRouteParent(t, e, ns, "shared", "", "", accepted, resolved)
+		r := waitRouteParent(t, e, ns, "shared", otherController, "", accepted)
 		for _, p := range r.Status.Parents {
 			if p.ControllerName == otherController && p.Conditions[0].Message != "theirs, second" {
 				t.Errorf("their entry was changed: %+v", p)
