@@ -92,3 +92,11 @@ quickstart: build
 
 clean:
 	rm -rf $(BIN)
+
+# Benchmarks side by side with nginx, HAProxy and Caddy (bench/README.md, docs/performance.md). It
+# installs the peers and tools itself; pass runner flags with BENCH_ARGS, e.g.
+#   make bench BENCH_ARGS="-bench b1 -runs 5 -duration 5s"
+BENCH_ARGS ?=
+.PHONY: bench
+bench:
+	bash bench/run.sh $(BENCH_ARGS)

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One command for the benchmarks (`make bench` runs it): install the peers and tools, build
+# Coxswain and the benchmark backend, then run bench/runner with any arguments given, e.g.
+#   bench/run.sh -bench b1 -runs 5 -duration 5s
+#   bench/run.sh -bench b1,b2,b3,b4,b7,b8
+# Results: bench/results/<UTC stamp>.json and bench/results/latest.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(pwd)/.cache/bench/bin
+export BENCH_BIN=$BIN
+bash bench/install.sh
+go build -o "$BIN/coxswain" ./cmd/coxswain
+go build -o "$BIN/bench-backend" ./bench/backend
+go build -o "$BIN/bench-runner" ./bench/runner
+# 10,000 idle connections (B8) need more descriptors than the default hard limit; root may raise it.
+ulimit -Hn 200000 2>/dev/null && ulimit -Sn 200000 2>/dev/null || echo "note: could not raise the descriptor limit ($(ulimit -n))"
+echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+exec "$BIN/bench-runner" -bin "$BIN" -out bench/results "$@"
