@@ -16,8 +16,12 @@ import (
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
-// publishRetry is how long the driver waits before publishing again after a failure.
-const publishRetry = time.Second
+// After a failed publish the driver tries again after publishRetry, doubling up to
+// maxPublishRetry while failures continue.
+const (
+	publishRetry    = time.Second
+	maxPublishRetry = 30 * time.Second
+)
 
 // Controller watches the cluster and, while it leads, translates, publishes and writes status.
 type Controller struct {
@@ -172,6 +176,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry}
 	var last *irv1.Snapshot // the latest snapshot made, published or not
 	var published string
+	retry := publishRetry
 	for c.trigger.Wait(ctx) == nil {
 		ch := change(c.dirty.Swap(0))
 		store, err := c.watch.store()
@@ -203,10 +208,12 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 				return
 			}
 			c.stats.PublishFailures.Add(1)
-			c.log.Error("publishing a snapshot; retrying", zap.String("version", last.GetVersion()), zap.Error(err))
-			time.AfterFunc(publishRetry, func() { c.changed(changeConfig) })
+			c.log.Error("publishing a snapshot", zap.String("version", last.GetVersion()), zap.Duration("retryIn", retry), zap.Error(err))
+			time.AfterFunc(retry, func() { c.changed(changeConfig) })
+			retry = min(2*retry, maxPublishRetry)
 			continue
 		}
+		retry = publishRetry
 		published = last.GetVersion()
 		c.stats.Publishes.Add(1)
 		c.stats.PublishedAt.Store(time.Now().UnixNano())

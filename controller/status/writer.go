@@ -130,6 +130,11 @@ func (w *Writer) Desire(res Desired) {
 	diff(GatewayKind, w.gateways, res.Gateways, w.queue.Add)
 	diff(HTTPRouteKind, w.routes, res.HTTPRoutes, w.queue.Add)
 	w.classes, w.gateways, w.routes = res.GatewayClasses, res.Gateways, res.HTTPRoutes
+	for nn := range w.applied {
+		if _, ok := w.gateways[nn]; !ok {
+			delete(w.applied, nn) // a Gateway that is gone, or no longer ours
+		}
+	}
 	if !w.desired {
 		w.desired = true
 		w.queueStaleRoutes()
