@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -109,8 +110,16 @@ func TestGatewayStatus(t *testing.T) {
 		}
 
 		// A spec change re-stamps every condition with the new generation.
-		gw.Spec.Listeners = append(gw.Spec.Listeners, httpListener("second", 18101))
-		if _, err := e.Gateway.GatewayV1().Gateways(ns).Update(ctxFor(t), gw, metav1.UpdateOptions{}); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := e.Gateway.GatewayV1().Gateways(ns).Get(ctxFor(t), "ok", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.Listeners = append(cur.Spec.Listeners, httpListener("second", 18101))
+			_, err = e.Gateway.GatewayV1().Gateways(ns).Update(ctxFor(t), cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		waitGateway(t, e, ns, "ok", func(gw *gwapiv1.Gateway) error {

@@ -7,6 +7,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -81,13 +82,16 @@ func endpointSlice(ns, svc string, addrs ...string) *discoveryv1.EndpointSlice {
 func setEndpoints(t testing.TB, e *env.Env, ns, svc string, addrs ...string) {
 	t.Helper()
 	slices := e.Kube.DiscoveryV1().EndpointSlices(ns)
-	cur, err := slices.Get(ctxFor(t), svc+"-slice", metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := slices.Get(ctxFor(t), svc+"-slice", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Endpoints = endpointSlice(ns, svc, addrs...).Endpoints
+		_, err = slices.Update(ctxFor(t), cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	next := endpointSlice(ns, svc, addrs...)
-	cur.Endpoints = next.Endpoints
-	if _, err := slices.Update(ctxFor(t), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -135,12 +139,17 @@ func createRoute(t testing.TB, e *env.Env, r *gwapiv1.HTTPRoute) *gwapiv1.HTTPRo
 func updateRoute(t testing.TB, e *env.Env, ns, name string, change func(*gwapiv1.HTTPRoute)) *gwapiv1.HTTPRoute {
 	t.Helper()
 	routes := e.Gateway.GatewayV1().HTTPRoutes(ns)
-	cur, err := routes.Get(ctxFor(t), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	change(cur)
-	out, err := routes.Update(ctxFor(t), cur, metav1.UpdateOptions{})
+	var out *gwapiv1.HTTPRoute
+	// The controller's status writes race with this spec update: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := routes.Get(ctxFor(t), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(cur)
+		out, err = routes.Update(ctxFor(t), cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
