@@ -4,7 +4,8 @@
 // "lb.round_robin", "listener.https"). The namespace says which interface the module implements:
 //
 //	listener.*      StreamListener or PacketListener: turns a bound socket into served connections.
-//	route.*         a route kind: HTTPRouteKind (route.http, route.grpc) or a stream/datagram kind.
+//	route.*         a route kind: HTTPMatcher (route.http, route.grpc), StreamRoute (route.tcp,
+//	                route.tls) or DatagramRoute (route.udp).
 //	filter.http.*   HTTPRequestFilter, HTTPResponseFilter and/or HTTPMiddleware.
 //	filter.ext.*    the same, for ExtensionRef filters (filter.ext.<group>.<kind>).
 //	lb.*            Balancer: picks one endpoint of a cluster.

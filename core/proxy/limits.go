@@ -31,6 +31,16 @@ type Limits struct {
 	UpstreamIdleConnTimeout time.Duration
 	// UpstreamMaxIdleConnsPerHost is the keep-alive pool size per endpoint. Default 256.
 	UpstreamMaxIdleConnsPerHost int
+
+	// StreamIdleTimeout closes a TCP or TLS route's connection after this long without a byte in
+	// either direction. Default 1h. Connecting upstream is bounded by UpstreamDialTimeout, and
+	// reading a TLS ClientHello by TLSHandshakeTimeout.
+	StreamIdleTimeout time.Duration
+	// UDPSessionTimeout evicts a UDP client session idle this long. Default 10s.
+	UDPSessionTimeout time.Duration
+	// UDPMaxSessions caps the sessions of one UDP listener; datagrams from new clients beyond it
+	// are dropped (and counted) until sessions expire. Default 16384.
+	UDPMaxSessions int
 }
 
 // DefaultLimits are the limits a zero Limits stands for.
@@ -46,6 +56,9 @@ var DefaultLimits = Limits{
 	UpstreamResponseHeaderTimeout: 60 * time.Second,
 	UpstreamIdleConnTimeout:       90 * time.Second,
 	UpstreamMaxIdleConnsPerHost:   256,
+	StreamIdleTimeout:             time.Hour,
+	UDPSessionTimeout:             10 * time.Second,
+	UDPMaxSessions:                16384,
 }
 
 // withDefaults fills zero fields from DefaultLimits.
@@ -64,6 +77,11 @@ func (l Limits) withDefaults() Limits {
 	dur(&l.UpstreamDialTimeout, d.UpstreamDialTimeout)
 	dur(&l.UpstreamResponseHeaderTimeout, d.UpstreamResponseHeaderTimeout)
 	dur(&l.UpstreamIdleConnTimeout, d.UpstreamIdleConnTimeout)
+	dur(&l.StreamIdleTimeout, d.StreamIdleTimeout)
+	dur(&l.UDPSessionTimeout, d.UDPSessionTimeout)
+	if l.UDPMaxSessions == 0 {
+		l.UDPMaxSessions = d.UDPMaxSessions
+	}
 	if l.MaxHeaderBytes == 0 {
 		l.MaxHeaderBytes = d.MaxHeaderBytes
 	}

@@ -54,6 +54,12 @@ type ServeContext struct {
 	// ConnContext must be installed as the http.Server's ConnContext: it lets balancers see the
 	// downstream address (core.PickInfo.Client) without parsing RemoteAddr per request.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// Acquire returns the socket's current state holding a reference on its table, or nil when the
+	// socket is shutting down; call Release on it when the connection (or UDP session) it serves
+	// ends. Layer-4 listeners use it, so that a table's modules are not cleaned up under a stream.
+	Acquire func() *ListenerState
+	// Packet is the socket of a PacketListener; nil for stream sockets.
+	Packet *net.UDPConn
 }
 
 // ListenerState is one IR listener compiled for one table: its servers indexed by hostname (for

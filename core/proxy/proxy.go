@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 
@@ -46,8 +47,9 @@ type Proxy struct {
 	draining map[*serving]struct{} // servers shutting down gracefully
 	drains   sync.WaitGroup        // their goroutines
 
-	fwd   *forwarders
-	certs certCache
+	fwd    *forwarders
+	dialer *net.Dialer // layer-4 upstream connections
+	certs  certCache
 }
 
 // New returns a Proxy that serves nothing until the first Apply.
@@ -69,6 +71,7 @@ func New(opts Options) *Proxy {
 		retired:  map[*table]struct{}{},
 		draining: map[*serving]struct{}{},
 		fwd:      newForwarders(log, limits),
+		dialer:   newUpstreamDialer(limits),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 // server is one IR Server: the share of a listener for one Gateway listener hostname.
 type server struct {
 	hostname string
+	tls      *irv1.TLS // nil for cleartext
 	vhosts   hostIndex[*vhost]
 }
 
@@ -32,6 +33,11 @@ type route struct {
 	errw    core.HTTPErrorWriter
 	timeout time.Duration // whole request; 0 means none
 	chain   http.Handler
+
+	// Layer-4 routes (l4.go) have one of these instead of a matcher and a chain.
+	stream core.StreamRoute
+	dgram  core.DatagramRoute
+	up     *l4Upstream
 }
 
 // cluster is one IR Cluster: endpoints, their balancer and how to reach them.
@@ -68,9 +74,16 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	if r.GetMatch() == nil {
 		return nil, errors.New("no match module")
 	}
-	m, err := core.Load[core.HTTPMatcher](b.bc, r.GetMatch())
+	mod, err := core.Load[core.Module](b.bc, r.GetMatch())
 	if err != nil {
 		return nil, fmt.Errorf("match: %w", err)
+	}
+	if rt, ok, err := b.l4Route(r, mod); ok {
+		return rt, err
+	}
+	m, ok := mod.(core.HTTPMatcher)
+	if !ok {
+		return nil, fmt.Errorf("match: module %s implements none of core.HTTPMatcher, core.StreamRoute, core.DatagramRoute", r.GetMatch().GetId())
 	}
 	rt := &route{
 		name:    r.GetName(),

@@ -55,6 +55,9 @@ type serving struct {
 }
 
 func bind(ctx context.Context, key sockKey) (net.Listener, error) {
+	if key.network == "udp" {
+		return bindPacket(ctx, key)
+	}
 	var lc net.ListenConfig
 	return lc.Listen(ctx, key.network, key.hostPort())
 }
@@ -80,6 +83,8 @@ func (s *socket) serve(bl *builtListener) *serving {
 		HTTP:        s,
 		State:       s.state.Load,
 		ConnContext: connContext,
+		Acquire:     s.acquire,
+		Packet:      packetConn(s.ln),
 	})
 	go func() {
 		defer close(sv.done)

@@ -144,8 +144,8 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 		if err := ls.servers.add(s.GetHostname(), srv); err != nil {
 			return nil, err
 		}
-		if s.GetTls() == nil {
-			continue
+		if s.GetTls() == nil || s.GetTls().GetMode() == irv1.TLS_PASSTHROUGH {
+			continue // a passthrough server presents the backend's certificate
 		}
 		sc, err := b.serverCerts(s)
 		if err != nil {
@@ -156,12 +156,15 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 			ls.firstTLS = sc
 		}
 	}
-	key := sockKey{address: l.GetAddress(), port: l.GetPort(), network: "tcp"}
+	if err := checkRouteAPI(ls, routeAPIOf(sl)); err != nil {
+		return nil, fmt.Errorf("module %s: %w", id, err)
+	}
+	key := sockKey{address: l.GetAddress(), port: l.GetPort(), network: networkOf(sl)}
 	return &builtListener{ir: l, key: key, module: id, sl: sl, state: ls}, nil
 }
 
 func (b *builder) server(s *irv1.Server) (*server, error) {
-	srv := &server{hostname: s.GetHostname()}
+	srv := &server{hostname: s.GetHostname(), tls: s.GetTls()}
 	for _, vh := range s.GetVirtualHosts() {
 		v := &vhost{hostname: vh.GetHostname()}
 		for _, r := range vh.GetRoutes() {

@@ -1,0 +1,189 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
+)
+
+func TestTCPRoute(t *testing.T) {
+	a, b := newTCPEcho(t, "a"), newTCPEcho(t, "b")
+	clusters := []*irv1.Cluster{
+		l4Cluster("a", irv1.Cluster_TCP, a.port),
+		l4Cluster("b", irv1.Cluster_TCP, b.port),
+	}
+	weighted := portKeyed("TCP", 0, l4Route("route.tcp", "weighted", backend("a", 3), backend("b", 1)))
+	oldestPort := closedPort(t)
+	oldest := portKeyed("TCP", oldestPort,
+		l4Route("route.tcp", "older", backend("b", 1)),
+		l4Route("route.tcp", "newer", backend("a", 1)))
+	halfPort := closedPort(t)
+	half := portKeyed("TCP", halfPort, l4Route("route.tcp", "half", backend("a", 1), &irv1.Backend{Weight: 1, Error: "Service ns/gone not found"}))
+	p := newL4Proxy(t, proxy.Limits{})
+	apply(t, p, snapshot(t, []*irv1.Listener{weighted, oldest, half}, clusters))
+
+	t.Run("weighted backends", func(t *testing.T) {
+		addr := addrOf(t, p, weighted.Name)
+		got := map[string]int{}
+		for range 40 {
+			got[greeting(t, addr)]++
+		}
+		if got["a"] != 30 || got["b"] != 10 {
+			t.Fatalf("connections per backend %v, want a:30 b:10", got)
+		}
+	})
+	t.Run("the first route of a port wins", func(t *testing.T) {
+		addr := addrOf(t, p, oldest.Name)
+		for range 10 {
+			if g := greeting(t, addr); g != "b" {
+				t.Fatalf("greeting %q, want the older route's backend b", g)
+			}
+		}
+	})
+	t.Run("an unresolved backend rejects its share", func(t *testing.T) {
+		addr := addrOf(t, p, half.Name)
+		got := map[string]int{}
+		for range 20 {
+			got[greeting(t, addr)]++
+		}
+		if got["a"] != 10 || got[""] != 10 {
+			t.Fatalf("connections %v, want 10 served by a and 10 rejected", got)
+		}
+	})
+	t.Run("half-close both ways", func(t *testing.T) {
+		c, err := net.Dial("tcp", addrOf(t, p, weighted.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(c)
+		name, _ := r.ReadString('\n')
+		name = strings.TrimSpace(name)
+		if _, err := io.WriteString(c, "ping\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		// The backend sees our FIN only through the proxy, answers after it, and then closes;
+		// its FIN reaching us ends ReadAll.
+		rest, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "ping\n" + name + " saw EOF\n"; string(rest) != want {
+			t.Fatalf("after half-close got %q, want %q", rest, want)
+		}
+	})
+	t.Run("large transfer both ways at once", func(t *testing.T) {
+		echoLarge(t, addrOf(t, p, weighted.Name), 32<<20)
+	})
+	t.Run("a backend that refuses is a closed connection", func(t *testing.T) {
+		refused := portKeyed("TCP", 0, l4Route("route.tcp", "r", backend("dead", 1)))
+		apply(t, p, snapshot(t, []*irv1.Listener{refused}, []*irv1.Cluster{l4Cluster("dead", irv1.Cluster_TCP, closedPort(t))}))
+		if g := greeting(t, addrOf(t, p, refused.Name)); g != "" {
+			t.Fatalf("greeting %q from a dead backend", g)
+		}
+	})
+}
+
+// echoLarge sends n random bytes through addr (a route to a tcpEcho) while reading the echo, and
+// compares digests.
+func echoLarge(t testing.TB, addr string, n int64) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	r := bufio.NewReaderSize(c, 64<<10)
+	name, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := sha256.New()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, err := io.Copy(c, io.TeeReader(io.LimitReader(rand.Reader, n), sent))
+		if err != nil {
+			t.Errorf("sending: %v", err)
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+	}()
+	got := sha256.New()
+	m, err := io.Copy(got, io.LimitReader(r, n))
+	wg.Wait()
+	if err != nil || m != n {
+		t.Fatalf("echoed %d of %d bytes: %v", m, n, err)
+	}
+	if !bytes.Equal(got.Sum(nil), sent.Sum(nil)) {
+		t.Fatal("echoed bytes differ from the sent ones")
+	}
+	tail, _ := io.ReadAll(r)
+	if want := strings.TrimSpace(name) + " saw EOF\n"; string(tail) != want {
+		t.Fatalf("tail %q, want %q", tail, want)
+	}
+}
+
+func TestTCPIdleTimeout(t *testing.T) {
+	a := newTCPEcho(t, "a")
+	l := portKeyed("TCP", 0, l4Route("route.tcp", "r", backend("a", 1)))
+	p := newL4Proxy(t, proxy.Limits{StreamIdleTimeout: 300 * time.Millisecond})
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("a", irv1.Cluster_TCP, a.port)}))
+	addr := addrOf(t, p, l.Name)
+
+	t.Run("a trickle keeps the connection", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r := bufio.NewReader(c)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 { // 1.2s, four idle timeouts
+			if _, err := c.Write([]byte{'x'}); err != nil {
+				t.Fatalf("write %d: %v", i, err)
+			}
+			if _, err := r.ReadByte(); err != nil {
+				t.Fatalf("echo %d: %v", i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	t.Run("silence closes it", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		start := time.Now()
+		b, err := io.ReadAll(c) // greeting, then EOF when the proxy cuts the connection
+		if err != nil && !isReset(err) {
+			t.Fatalf("read: %v", err)
+		}
+		if string(b) != "a\n" {
+			t.Fatalf("read %q", b)
+		}
+		if d := time.Since(start); d < 300*time.Millisecond {
+			t.Fatalf("closed after %v, before the idle timeout", d)
+		}
+	})
+}

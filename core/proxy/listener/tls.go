@@ -1,0 +1,127 @@
+package listener
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
+)
+
+// TLSModuleID is the TLS listener of TLSRoutes.
+const TLSModuleID core.ModuleID = "listener.tls"
+
+func init() {
+	core.RegisterModule(&TLS{})
+}
+
+// TLS serves TLSRoutes. It reads the ClientHello without answering it, selects the server and
+// route by its SNI (exact, then the most specific wildcard, then the catch-all; a name that
+// selects nothing is dropped), and then either passes the still-encrypted stream through,
+// ClientHello included (a Passthrough server), or terminates TLS with the server's certificate
+// and hands the plaintext to the route (a Terminate server). One port may carry both kinds of
+// server; SNI keeps them apart. Reading the ClientHello is bounded by TLSHandshakeTimeout, so a
+// client that sends half a hello, garbage or nothing costs one goroutine for that long at most.
+// Its config is empty.
+type TLS struct{}
+
+var (
+	_ proxy.StreamListener = (*TLS)(nil)
+	_ proxy.RouteAPIer     = (*TLS)(nil)
+)
+
+// CoxswainModule implements core.Module.
+func (*TLS) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: TLSModuleID, New: func() core.Module { return new(TLS) }}
+}
+
+// RouteAPI implements proxy.RouteAPIer.
+func (*TLS) RouteAPI() proxy.RouteAPI { return proxy.RouteAPIStream }
+
+// Check implements proxy.StreamListener: every server passes TLS through or terminates it with
+// at least one certificate.
+func (*TLS) Check(l *irv1.Listener) error {
+	if len(l.GetServers()) == 0 {
+		return errors.New("no servers")
+	}
+	for _, s := range l.GetServers() {
+		t := s.GetTls()
+		switch {
+		case t == nil:
+			return fmt.Errorf("server %s has no TLS settings", quote(s.GetHostname()))
+		case t.GetMode() == irv1.TLS_TERMINATE && len(t.GetCertificates()) == 0:
+			return fmt.Errorf("server %s terminates TLS without a certificate", quote(s.GetHostname()))
+		}
+	}
+	return nil
+}
+
+// NewServer implements proxy.StreamListener.
+func (*TLS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
+	t := &tlsServer{sc: sc, timeout: proxy.Positive(sc.Limits.TLSHandshakeTimeout),
+		idle: proxy.Positive(sc.Limits.StreamIdleTimeout)}
+	t.terminate = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// The route was chosen by this connection's SNI before the handshake; its server's
+		// certificates answer it (replayConn carries the choice).
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			rc, ok := hello.Conn.(*replayConn)
+			if !ok {
+				return nil, proxy.ErrNoCertificate
+			}
+			return rc.target.Certificate(hello)
+		},
+	}
+	return newStreamServer(sc, t.handle)
+}
+
+type tlsServer struct {
+	sc        proxy.ServeContext
+	timeout   time.Duration
+	idle      time.Duration
+	terminate *tls.Config
+}
+
+func (t *tlsServer) handle(ctx context.Context, c net.Conn, ls *proxy.ListenerState) {
+	if t.timeout > 0 {
+		_ = c.SetReadDeadline(time.Now().Add(t.timeout))
+	}
+	sni, hello, err := peekClientHello(c)
+	if err != nil {
+		dropped(t.sc.Log, c, "no TLS ClientHello", err)
+		return
+	}
+	target, ok := ls.StreamRoute(sni)
+	if !ok {
+		dropped(t.sc.Log, c, "no route for SNI "+quote(sni), nil)
+		return
+	}
+	s := &core.Stream{Conn: c, ServerName: sni, Upstream: target.Upstream, IdleTimeout: t.idle}
+	switch target.TLS {
+	case proxy.TLSPassthrough:
+		s.Prefix = hello
+	case proxy.TLSTerminate:
+		tc := tls.Server(&replayConn{Conn: c, buf: hello, target: &target}, t.terminate)
+		hctx := ctx
+		if t.timeout > 0 {
+			var cancel context.CancelFunc
+			hctx, cancel = context.WithTimeout(ctx, t.timeout)
+			defer cancel()
+		}
+		if err := tc.HandshakeContext(hctx); err != nil {
+			dropped(t.sc.Log, c, "TLS handshake failed", err)
+			return
+		}
+		s.Conn = tc
+	default:
+		dropped(t.sc.Log, c, "route "+target.Name+" is on a server without TLS", nil)
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	target.Route.ServeStream(ctx, s)
+}

@@ -1,0 +1,77 @@
+package core
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// The route-kind interfaces of the layer-4 listeners. A TCP or TLS listener selects a route per
+// connection (by port, or by the TLS ClientHello's SNI) and hands the connection to the route's
+// StreamRoute; a UDP listener keeps one session per client address and opens it through the
+// route's DatagramRoute. Choosing the backend stays the engine's job (weights, the cluster's
+// balancer, weighted rejection for unresolved backends): a route kind only moves the bytes.
+
+// StreamRoute is implemented by route-kind modules of byte-stream listeners ("route.tcp",
+// "route.tls"). The engine loads one instance per IR Route; ServeStream runs on the
+// connection's own goroutine, once per downstream connection, and owns s.Conn until it returns
+// (it must close it).
+type StreamRoute interface {
+	ServeStream(ctx context.Context, s *Stream)
+}
+
+// Stream is one downstream connection a StreamRoute serves.
+type Stream struct {
+	// Conn is the downstream connection: a *net.TCPConn for TCP and TLS passthrough (so that a
+	// copy to a TCP upstream can splice), a *tls.Conn when the listener terminated TLS.
+	Conn net.Conn
+	// Prefix holds bytes the listener already read from Conn (the ClientHello a passthrough
+	// listener peeked at); they must reach the upstream before anything else.
+	Prefix []byte
+	// ServerName is the TLS SNI the route was selected by; "" for plain TCP.
+	ServerName string
+	// Upstream connects to one of the route's backends.
+	Upstream Upstream
+	// IdleTimeout ends the stream after this long without a byte in either direction; 0 means
+	// none.
+	IdleTimeout time.Duration
+}
+
+// Upstream is the engine's compiled backend choice for one layer-4 route.
+type Upstream interface {
+	// Dial chooses a backend by weight and an endpoint of it by the cluster's balancer, and
+	// connects to it (TCP or UDP, as the cluster says) within the proxy's connect timeout. It
+	// fails when the chosen backend's reference did not resolve or its cluster has no endpoint:
+	// Gateway API asks for such a share of connections to be rejected, not moved to another
+	// backend. done must be called once the connection is closed; it keeps the endpoint's
+	// Active count right for balancers.
+	Dial(ctx context.Context, client net.Addr) (c net.Conn, done func(), err error)
+}
+
+// DatagramRoute is implemented by route-kind modules of datagram listeners ("route.udp"). A
+// datagram listener keeps one session per client address and calls OpenSession on the route
+// that serves a client's first datagram; the session is then pinned to the upstream it opened
+// until the listener evicts it for being idle.
+type DatagramRoute interface {
+	OpenSession(ctx context.Context, s *DatagramSession) (Session, error)
+}
+
+// DatagramSession describes a session being opened.
+type DatagramSession struct {
+	Client netip.AddrPort
+	// Upstream connects to one of the route's backends.
+	Upstream Upstream
+	// Reply sends a datagram to the client from the listener's socket. It is safe for concurrent
+	// use; b may be reused once Reply returns.
+	Reply func(b []byte) error
+}
+
+// Session is an open datagram session.
+type Session interface {
+	// Send forwards one datagram from the client to the session's upstream; b may be reused once
+	// Send returns. It is called from the listener's read loop, one call at a time.
+	Send(b []byte) error
+	// Close ends the session and releases its upstream; replies stop.
+	Close() error
+}
