@@ -46,8 +46,8 @@ func TestTLSRoute(t *testing.T) {
 	addr, addr2 := addrOf(t, p, l.Name), addrOf(t, p, catchAll.Name)
 
 	cases := []struct {
-		name, addr, sni string
-		wantCN, wantLine  string // wantCN "" means the connection must be dropped
+		name, addr, sni  string
+		wantCN, wantLine string // wantCN "" means the connection must be dropped
 	}{
 		{"passthrough exact", addr, "a.example.com", "pass-a", "pass-a a.example.com"},
 		{"passthrough wildcard", addr, "b.example.com", "pass-b", "pass-b b.example.com"},
