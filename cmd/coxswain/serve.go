@@ -22,8 +22,10 @@ func serve(args []string, e *env) int {
 	fs := newFlagSet("serve", "-f PATH [flags]", e)
 	var cf configFlags
 	var lf logFlags
+	var pf proxyFlags
 	cf.register(fs)
 	lf.register(fs)
+	pf.register(fs)
 	admin := fs.String("admin-address", "127.0.0.1:9901",
 		"address of the admin endpoints /healthz, /readyz and /status; empty disables them")
 	debounce := fs.Duration("debounce", standalone.DefaultDebounce, "how long file changes must settle before a reload")
@@ -43,7 +45,7 @@ func serve(args []string, e *env) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runServe(ctx, log, e, cf, *admin, *debounce, *drain); err != nil {
+	if err := runServe(ctx, log, e, cf, pf.limits(), *admin, *debounce, *drain); err != nil {
 		log.Error("coxswain serve failed", zap.Error(err))
 		return 1
 	}
@@ -51,8 +53,8 @@ func serve(args []string, e *env) int {
 }
 
 // runServe wires the proxy, the runner and the admin server, and tears them down in reverse.
-func runServe(ctx context.Context, log *zap.Logger, e *env, cf configFlags, adminAddr string, debounce, drain time.Duration) error {
-	px := proxy.New(proxy.Options{Log: log.Named("proxy"), Registry: e.reg})
+func runServe(ctx context.Context, log *zap.Logger, e *env, cf configFlags, limits proxy.Limits, adminAddr string, debounce, drain time.Duration) error {
+	px := proxy.New(proxy.Options{Log: log.Named("proxy"), Registry: e.reg, Limits: limits})
 	opts := cf.translateOptions()
 	opts.Registry = e.reg
 	runner := standalone.NewRunner(standalone.Options{

@@ -16,6 +16,12 @@ func applyDefaults(o object) {
 		defaultGateway(o)
 	case *gwapiv1.HTTPRoute:
 		defaultHTTPRoute(o)
+	case *gwapiv1.TCPRoute:
+		defaultL4Route(&o.Spec.CommonRouteSpec, len(o.Spec.Rules), func(i int) []gwapiv1.BackendRef { return o.Spec.Rules[i].BackendRefs })
+	case *gwapiv1.TLSRoute:
+		defaultL4Route(&o.Spec.CommonRouteSpec, len(o.Spec.Rules), func(i int) []gwapiv1.BackendRef { return o.Spec.Rules[i].BackendRefs })
+	case *gwapiv1.UDPRoute:
+		defaultL4Route(&o.Spec.CommonRouteSpec, len(o.Spec.Rules), func(i int) []gwapiv1.BackendRef { return o.Spec.Rules[i].BackendRefs })
 	case *corev1.Service:
 		for i := range o.Spec.Ports {
 			if o.Spec.Ports[i].Protocol == "" {
@@ -108,6 +114,22 @@ func defaultHTTPRoute(r *gwapiv1.HTTPRoute) {
 				b.Weight = ptr.To[int32](1)
 			}
 			defaultFilters(b.Filters)
+		}
+	}
+}
+
+// defaultL4Route defaults the parentRefs and backendRefs of a TCPRoute, TLSRoute or UDPRoute.
+func defaultL4Route(spec *gwapiv1.CommonRouteSpec, rules int, refs func(int) []gwapiv1.BackendRef) {
+	for i := range spec.ParentRefs {
+		defaultParentRef(&spec.ParentRefs[i])
+	}
+	for i := range rules {
+		brs := refs(i)
+		for j := range brs {
+			defaultBackendObjectRef(&brs[j].BackendObjectReference)
+			if brs[j].Weight == nil {
+				brs[j].Weight = ptr.To[int32](1)
+			}
 		}
 	}
 }

@@ -38,12 +38,16 @@ type kind struct {
 }
 
 const (
-	gatewayV1      = "gateway.networking.k8s.io/v1"
-	gatewayV1beta1 = "gateway.networking.k8s.io/v1beta1"
+	gatewayV1       = "gateway.networking.k8s.io/v1"
+	gatewayV1beta1  = "gateway.networking.k8s.io/v1beta1"
+	gatewayV1alpha2 = "gateway.networking.k8s.io/v1alpha2"
+	gatewayV1alpha3 = "gateway.networking.k8s.io/v1alpha3"
 )
 
 // kinds lists what a manifest may hold. The v1beta1 Gateway API kinds are the same types under an
-// older version; they are accepted so existing manifests load, and stored as v1.
+// older version; they are accepted so existing manifests load, and stored as v1. So are the
+// v1alpha2 TCPRoute, TLSRoute and UDPRoute and the v1alpha3 TLSRoute: their schemas are v1's
+// (v1alpha2 allowed more rules, which the translator reports as dropped).
 var kinds = []kind{
 	{gatewayV1, gatewayV1, "GatewayClass", false, decodeAs[gwapiv1.GatewayClass], func(s *translator.Store, o object) {
 		s.GatewayClasses = append(s.GatewayClasses, o.(*gwapiv1.GatewayClass))
@@ -63,6 +67,9 @@ var kinds = []kind{
 	{gatewayV1beta1, gatewayV1, "HTTPRoute", true, decodeAs[gwapiv1.HTTPRoute], func(s *translator.Store, o object) {
 		s.HTTPRoutes = append(s.HTTPRoutes, o.(*gwapiv1.HTTPRoute))
 	}},
+	l4Kind(gatewayV1, "TCPRoute"), l4Kind(gatewayV1alpha2, "TCPRoute"),
+	l4Kind(gatewayV1, "TLSRoute"), l4Kind(gatewayV1alpha2, "TLSRoute"), l4Kind(gatewayV1alpha3, "TLSRoute"),
+	l4Kind(gatewayV1, "UDPRoute"), l4Kind(gatewayV1alpha2, "UDPRoute"),
 	{gatewayV1beta1, gatewayV1beta1, "ReferenceGrant", true, decodeAs[gwapiv1b1.ReferenceGrant], func(s *translator.Store, o object) {
 		s.ReferenceGrants = append(s.ReferenceGrants, o.(*gwapiv1b1.ReferenceGrant))
 	}},
@@ -81,6 +88,23 @@ var kinds = []kind{
 	{"discovery.k8s.io/v1", "discovery.k8s.io/v1", "EndpointSlice", true, decodeAs[discoveryv1.EndpointSlice], func(s *translator.Store, o object) {
 		s.EndpointSlices = append(s.EndpointSlices, o.(*discoveryv1.EndpointSlice))
 	}},
+}
+
+// l4Kind is the TCPRoute, TLSRoute or UDPRoute kind under apiVersion, stored as v1.
+func l4Kind(apiVersion, k string) kind {
+	switch k {
+	case "TCPRoute":
+		return kind{apiVersion, gatewayV1, k, true, decodeAs[gwapiv1.TCPRoute], func(s *translator.Store, o object) {
+			s.TCPRoutes = append(s.TCPRoutes, o.(*gwapiv1.TCPRoute))
+		}}
+	case "TLSRoute":
+		return kind{apiVersion, gatewayV1, k, true, decodeAs[gwapiv1.TLSRoute], func(s *translator.Store, o object) {
+			s.TLSRoutes = append(s.TLSRoutes, o.(*gwapiv1.TLSRoute))
+		}}
+	}
+	return kind{apiVersion, gatewayV1, k, true, decodeAs[gwapiv1.UDPRoute], func(s *translator.Store, o object) {
+		s.UDPRoutes = append(s.UDPRoutes, o.(*gwapiv1.UDPRoute))
+	}}
 }
 
 // lookupKind finds the kind for an apiVersion and kind.

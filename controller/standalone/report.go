@@ -16,12 +16,14 @@ import (
 // the loader left out, each with the file it came from.
 type Report struct {
 	// Version is the snapshot version the configuration translates to.
-	Version        string          `json:"version,omitempty"`
-	GatewayClasses []ObjectStatus  `json:"gatewayClasses,omitempty"`
-	Gateways       []ObjectStatus  `json:"gateways,omitempty"`
-	HTTPRoutes     []ObjectStatus  `json:"httpRoutes,omitempty"`
-	Problems       []ReportProblem `json:"problems,omitempty"`
-	LoadErrors     []*Error        `json:"loadErrors,omitempty"`
+	Version        string         `json:"version,omitempty"`
+	GatewayClasses []ObjectStatus `json:"gatewayClasses,omitempty"`
+	Gateways       []ObjectStatus `json:"gateways,omitempty"`
+	HTTPRoutes     []ObjectStatus `json:"httpRoutes,omitempty"`
+	// Routes are the routes of the other kinds (TCPRoute, TLSRoute, UDPRoute, ...), by kind.
+	Routes     []ObjectStatus  `json:"routes,omitempty"`
+	Problems   []ReportProblem `json:"problems,omitempty"`
+	LoadErrors []*Error        `json:"loadErrors,omitempty"`
 	// Notes are hints about objects that are valid but ignored (e.g. another controller's class).
 	Notes []string `json:"notes,omitempty"`
 	// Failures lists the False Accepted/ResolvedRefs conditions, one line each.
@@ -31,6 +33,8 @@ type Report struct {
 // ObjectStatus is the status of one object, where it came from, and the status itself (a
 // GatewayClassStatus, GatewayStatus or HTTPRouteStatus).
 type ObjectStatus struct {
+	// Kind is set in Report.Routes, whose entries are of several kinds.
+	Kind      string `json:"kind,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 	Source    string `json:"source,omitempty"`
@@ -87,6 +91,17 @@ func BuildReport(res *Result, tr *translator.Result, controllerName string) *Rep
 		rep.HTTPRoutes = append(rep.HTTPRoutes, ObjectStatus{Namespace: nn.Namespace, Name: nn.Name, Source: src("HTTPRoute", nn), Status: st})
 		for _, p := range st.Parents {
 			rep.failed(fmt.Sprintf("HTTPRoute %s parent %s", nn, parentName(p.ParentRef, nn.Namespace)), p.Conditions)
+		}
+	}
+	for _, key := range sortedRouteKeys(tr.Routes) {
+		if key.Kind == "HTTPRoute" && key.Group == gwapiv1.GroupName {
+			continue // listed above
+		}
+		nn := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
+		st := tr.Routes[key]
+		rep.Routes = append(rep.Routes, ObjectStatus{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Source: src(key.Kind, nn), Status: st})
+		for _, p := range st.Parents {
+			rep.failed(fmt.Sprintf("%s %s parent %s", key.Kind, nn, parentName(p.ParentRef, nn.Namespace)), p.Conditions)
 		}
 	}
 	for _, p := range tr.Problems {
@@ -156,6 +171,24 @@ func sortedKeys[V any](m map[types.NamespacedName]V) []types.NamespacedName {
 			return keys[i].Namespace < keys[j].Namespace
 		}
 		return keys[i].Name < keys[j].Name
+	})
+	return keys
+}
+
+func sortedRouteKeys(m map[translator.RouteKey]*gwapiv1.RouteStatus) []translator.RouteKey {
+	keys := make([]translator.RouteKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
 	})
 	return keys
 }

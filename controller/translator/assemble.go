@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"sort"
@@ -22,8 +23,9 @@ type serverBuild struct {
 
 // placed is one entry in a virtual host, with what precedence tie-breaking needs.
 type placed struct {
-	entry *Entry
-	route *routeState
+	entry  *Entry
+	route  *routeState
+	parent *parentStatus
 }
 
 // snapshot assembles the IR from the programmed listeners and their attachments.
@@ -109,7 +111,7 @@ func (t *translation) addToServer(servers map[string]*serverBuild, l *listenerSt
 	for _, a := range l.routes {
 		for _, h := range a.hostnames {
 			for _, e := range a.entries {
-				sb.vhosts[h] = append(sb.vhosts[h], &placed{entry: e, route: a.route})
+				sb.vhosts[h] = append(sb.vhosts[h], &placed{entry: e, route: a.route, parent: a.parent})
 			}
 		}
 	}
@@ -127,7 +129,16 @@ func (t *translation) finishServer(sb *serverBuild, usedSecrets map[string]bool)
 		sortPlaced(ps)
 		vh := &irv1.VirtualHost{Hostname: h}
 		seen := map[string]bool{}
+		var winner *routeState // of an ExclusiveKind: the one route that serves this virtual host
 		for _, p := range ps {
+			if isExclusive(p.route.kind) {
+				if winner == nil {
+					winner = p.route
+				} else if p.route != winner {
+					p.parent.shadow(shadowMessage(h, winner))
+					continue
+				}
+			}
 			if seen[p.entry.Route.Name] {
 				continue // the same route reached this server through two merged listeners
 			}
@@ -212,4 +223,17 @@ func (t *translation) usedClusters(snap *irv1.Snapshot) []*irv1.Cluster {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+func isExclusive(k RouteKind) bool {
+	ek, ok := k.(ExclusiveKind)
+	return ok && ek.Exclusive()
+}
+
+func shadowMessage(host string, winner *routeState) string {
+	where := "its listener"
+	if host != "" {
+		where = fmt.Sprintf("hostname %q", host)
+	}
+	return fmt.Sprintf("%s %s/%s is older and serves %s", winner.key.Kind, winner.key.Namespace, winner.key.Name, where)
 }

@@ -42,11 +42,23 @@ type routeState struct {
 type parentStatus struct {
 	ref      gwapiv1.ParentReference
 	accepted condState
+	// shadowed says where an older route of an ExclusiveKind takes this route's traffic.
+	shadowed []string
+}
+
+func (ps *parentStatus) shadow(msg string) {
+	for _, m := range ps.shadowed {
+		if m == msg {
+			return
+		}
+	}
+	ps.shadowed = append(ps.shadowed, msg)
 }
 
 // attachment is a route placed on a programmed listener, with the entries built for it.
 type attachment struct {
 	route     *routeState
+	parent    *parentStatus
 	hostnames []string
 	entries   []*Entry
 }
@@ -203,13 +215,13 @@ func (t *translation) attachParent(st *routeState, ps *parentStatus, g *gatewayS
 	}
 	ps.accepted = condState{ok: true, reason: string(gwapiv1.RouteReasonAccepted), msg: "Route is accepted"}
 	for _, m := range matched {
-		t.place(st, m.l, m.hosts)
+		t.place(st, ps, m.l, m.hosts)
 	}
 }
 
 // place attaches an accepted route to a listener once, and builds its entries when the
 // listener is programmed.
-func (t *translation) place(st *routeState, l *listenerState, hosts []string) {
+func (t *translation) place(st *routeState, ps *parentStatus, l *listenerState, hosts []string) {
 	if l.placed[st] {
 		return
 	}
@@ -218,7 +230,7 @@ func (t *translation) place(st *routeState, l *listenerState, hosts []string) {
 	}
 	l.placed[st] = true
 	l.attached++
-	a := &attachment{route: st, hostnames: hosts}
+	a := &attachment{route: st, parent: ps, hostnames: hosts}
 	l.routes = append(l.routes, a)
 	if !l.programmed() {
 		return

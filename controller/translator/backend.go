@@ -52,7 +52,7 @@ func backendErr(reason gwapiv1.RouteConditionReason, format string, args ...any)
 
 // resolveBackend resolves a backendRef of route key to a Cluster name. With emit, the cluster
 // (the Service port's ready endpoints) is recorded for the snapshot.
-func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, emit bool) (string, *backendError) {
+func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, proto irv1.Cluster_Protocol, emit bool) (string, *backendError) {
 	group, kind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -81,18 +81,30 @@ func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectRefe
 		return "", backendErr(gwapiv1.RouteReasonUnsupportedValue, "Service %s/%s is of type ExternalName, which is not supported", ns, ref.Name)
 	}
 	var sp *corev1.ServicePort
+	transport := corev1.ProtocolTCP
+	if proto == irv1.Cluster_UDP {
+		transport = corev1.ProtocolUDP
+	}
 	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].Port == int32(*ref.Port) {
-			sp = &svc.Spec.Ports[i]
+		p := &svc.Spec.Ports[i]
+		if p.Port == int32(*ref.Port) && (p.Protocol == transport || (p.Protocol == "" && transport == corev1.ProtocolTCP)) {
+			sp = p
 		}
 	}
 	if sp == nil {
-		return "", backendErr(gwapiv1.RouteReasonBackendNotFound, "Service %s/%s has no port %d", ns, ref.Name, *ref.Port)
+		what := "port"
+		if transport == corev1.ProtocolUDP {
+			what = "UDP port"
+		}
+		return "", backendErr(gwapiv1.RouteReasonBackendNotFound, "Service %s/%s has no %s %d", ns, ref.Name, what, *ref.Port)
 	}
 	name := fmt.Sprintf("%s/%s:%d", ns, ref.Name, *ref.Port)
+	if suffix := clusterSuffix(proto); suffix != "" {
+		name += "/" + suffix
+	}
 	if emit {
 		if _, ok := t.clusters[name]; !ok {
-			t.clusters[name] = t.cluster(name, svc, sp)
+			t.clusters[name] = t.cluster(name, svc, sp, proto)
 		}
 	}
 	return name, nil
@@ -101,9 +113,9 @@ func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectRefe
 // cluster builds the Cluster of one Service port from its EndpointSlices: the slice port with
 // the Service port's name gives the target port; only ready (or readiness-unknown) endpoints
 // count; duplicates across slices are dropped.
-func (t *translation) cluster(name string, svc *corev1.Service, sp *corev1.ServicePort) *irv1.Cluster {
-	c := &irv1.Cluster{Name: name, Protocol: irv1.Cluster_HTTP1}
-	if sp.AppProtocol != nil && *sp.AppProtocol == AppProtocolH2C {
+func (t *translation) cluster(name string, svc *corev1.Service, sp *corev1.ServicePort, proto irv1.Cluster_Protocol) *irv1.Cluster {
+	c := &irv1.Cluster{Name: name, Protocol: proto}
+	if proto == irv1.Cluster_HTTP1 && sp.AppProtocol != nil && *sp.AppProtocol == AppProtocolH2C {
 		c.Protocol = irv1.Cluster_H2C
 	}
 	type ep struct {
@@ -171,4 +183,24 @@ func (t *translation) endpointAddr(a string) (string, bool) {
 		return "", false
 	}
 	return ip.String(), true
+}
+
+// clusterProtocol is the protocol of the clusters kind's backendRefs resolve to.
+func clusterProtocol(kind RouteKind) irv1.Cluster_Protocol {
+	if ck, ok := kind.(ClusterKind); ok {
+		return ck.ClusterProtocol()
+	}
+	return irv1.Cluster_HTTP1
+}
+
+// clusterSuffix tells the clusters of non-HTTP kinds apart from the HTTP cluster of the same
+// Service port.
+func clusterSuffix(p irv1.Cluster_Protocol) string {
+	switch p {
+	case irv1.Cluster_TCP:
+		return "tcp"
+	case irv1.Cluster_UDP:
+		return "udp"
+	}
+	return ""
 }

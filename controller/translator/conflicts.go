@@ -8,17 +8,15 @@ import (
 )
 
 // Listeners sharing a port must be distinct (Gateway API "Distinct Listeners"): HTTP, HTTPS and
-// TLS listeners by hostname, TCP and UDP ones by port alone. HTTPS and TLS share a port (SNI
-// tells them apart); HTTP shares it with nothing else; TCP with nothing on the same transport.
+// TLS listeners by hostname, TCP and UDP ones by port alone. Listeners of different protocols
+// never share a port: HTTP, TCP and UDP cannot be told apart from anything else, and HTTPS and
+// TLS, though SNI could tell them apart, are served by different listener modules on one socket
+// (the spec lets an implementation call such a combination incompatible). TLS listeners in
+// Passthrough and Terminate mode do share a port (mixed mode): SNI selects the server.
 
 // protocolFamily groups protocols that may share one port.
 func protocolFamily(p gwapiv1.ProtocolType) string {
-	switch p {
-	case gwapiv1.HTTPSProtocolType, gwapiv1.TLSProtocolType:
-		return "tls"
-	default:
-		return string(p)
-	}
+	return string(p)
 }
 
 // transport is the socket type a protocol binds; ports of different transports never collide.

@@ -55,7 +55,7 @@ func (rc *RouteContext) Backend(field string, ref gwapiv1.BackendRef, filters []
 		weight = uint32(*ref.Weight)
 	}
 	be := &irv1.Backend{Weight: weight, Filters: filters}
-	cluster, err := rc.t.resolveBackend(rc.st.key, ref.BackendObjectReference, rc.emit)
+	cluster, err := rc.t.resolveBackend(rc.st.key, ref.BackendObjectReference, clusterProtocol(rc.st.kind), rc.emit)
 	if err != nil {
 		rc.Unresolved(field, err.reason, "%s", err.msg)
 		be.Error = err.msg

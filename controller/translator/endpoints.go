@@ -32,11 +32,11 @@ func RefreshEndpoints(ctx context.Context, prev *irv1.Snapshot, store *Store, op
 // refreshCluster returns c with its endpoints recomputed, or c itself when they are unchanged or
 // its Service port cannot be found (which a Service change, not a slice change, would cause).
 func (t *translation) refreshCluster(c *irv1.Cluster) *irv1.Cluster {
-	svc, sp := t.servicePort(c.GetName())
+	svc, sp := t.servicePort(c.GetName(), c.GetProtocol())
 	if sp == nil {
 		return c
 	}
-	fresh := t.cluster(c.GetName(), svc, sp)
+	fresh := t.cluster(c.GetName(), svc, sp, c.GetProtocol())
 	if endpointsEqual(fresh.GetEndpoints(), c.GetEndpoints()) {
 		return c
 	}
@@ -45,8 +45,16 @@ func (t *translation) refreshCluster(c *irv1.Cluster) *irv1.Cluster {
 	return out
 }
 
-// servicePort finds the Service port a cluster named "<namespace>/<service>:<port>" was made of.
-func (t *translation) servicePort(name string) (*corev1.Service, *corev1.ServicePort) {
+// servicePort finds the Service port a cluster named "<namespace>/<service>:<port>" (with a
+// "/tcp" or "/udp" suffix for the clusters of layer-4 routes) was made of.
+func (t *translation) servicePort(name string, proto irv1.Cluster_Protocol) (*corev1.Service, *corev1.ServicePort) {
+	transport := corev1.ProtocolTCP
+	if suffix := clusterSuffix(proto); suffix != "" {
+		name = strings.TrimSuffix(name, "/"+suffix)
+		if proto == irv1.Cluster_UDP {
+			transport = corev1.ProtocolUDP
+		}
+	}
 	slash, colon := strings.IndexByte(name, '/'), strings.LastIndexByte(name, ':')
 	if slash < 0 || colon < slash {
 		return nil, nil
@@ -60,8 +68,9 @@ func (t *translation) servicePort(name string) (*corev1.Service, *corev1.Service
 		return nil, nil
 	}
 	for i := range svc.Spec.Ports {
-		if int64(svc.Spec.Ports[i].Port) == port {
-			return svc, &svc.Spec.Ports[i]
+		p := &svc.Spec.Ports[i]
+		if int64(p.Port) == port && (p.Protocol == transport || (p.Protocol == "" && transport == corev1.ProtocolTCP)) {
+			return svc, p
 		}
 	}
 	return nil, nil

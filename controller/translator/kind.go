@@ -24,6 +24,25 @@ type RouteKind interface {
 	Routes(s *Store) []Route
 }
 
+// ExclusiveKind is optionally implemented by route kinds whose routes have no matches (TCPRoute,
+// TLSRoute, UDPRoute): the first route of a virtual host (the oldest, then by namespace/name)
+// takes all of its traffic. The core leaves the others out of the snapshot, keeps them Accepted
+// (they are attached, and count in attachedRoutes, as the conformance suite expects) and adds a
+// Conflicted condition naming the route that wins.
+type ExclusiveKind interface {
+	RouteKind
+	Exclusive() bool
+}
+
+// ClusterKind is optionally implemented by route kinds whose backends are not HTTP servers. The
+// clusters their backendRefs resolve to carry this protocol and a name of their own
+// ("<namespace>/<service>:<port>/tcp"), so that an HTTPRoute and a TCPRoute to the same Service
+// port do not share a cluster; a UDP cluster uses the Service port declared with protocol UDP.
+type ClusterKind interface {
+	RouteKind
+	ClusterProtocol() irv1.Cluster_Protocol
+}
+
 // Route is one route object as the core passes see it.
 type Route interface {
 	// Object is the route's metadata: namespace, name, generation, creation time.

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,6 +144,15 @@ func (l *listenerState) notProgrammedWhy() string {
 	return "no valid certificate: " + l.resolved.msg
 }
 
+// RouteConditionConflicted is set (True, reason RouteReasonShadowed) on a route of an
+// ExclusiveKind that is attached and Accepted, but loses its listener or hostname to an older
+// route of the same kind. Gateway API keeps such a route Accepted; this condition says why it
+// gets no traffic.
+const (
+	RouteConditionConflicted = "Conflicted"
+	RouteReasonShadowed      = "ShadowedByOlderRoute"
+)
+
 func (t *translation) routeStatus(st *routeState) *gwapiv1.RouteStatus {
 	gen := st.meta.GetGeneration()
 	rs := &gwapiv1.RouteStatus{}
@@ -160,6 +170,12 @@ func (t *translation) routeStatus(st *routeState) *gwapiv1.RouteStatus {
 		}
 		if ps.accepted.ok && len(st.dropped) > 0 {
 			conds = append(conds, t.cond(string(gwapiv1.RouteConditionPartiallyInvalid), true, string(st.dropFirst), st.droppedSummary(), gen))
+		}
+		if ps.accepted.ok && len(ps.shadowed) > 0 {
+			msgs := append([]string(nil), ps.shadowed...)
+			sort.Strings(msgs)
+			conds = append(conds, t.cond(RouteConditionConflicted, true, RouteReasonShadowed,
+				"attached, but receives no traffic: "+strings.Join(msgs, "; "), gen))
 		}
 		rs.Parents = append(rs.Parents, gwapiv1.RouteParentStatus{
 			ParentRef:      ps.ref,

@@ -14,6 +14,9 @@ type Store struct {
 	GatewayClasses  []*gwapiv1.GatewayClass
 	Gateways        []*gwapiv1.Gateway
 	HTTPRoutes      []*gwapiv1.HTTPRoute
+	TCPRoutes       []*gwapiv1.TCPRoute
+	TLSRoutes       []*gwapiv1.TLSRoute
+	UDPRoutes       []*gwapiv1.UDPRoute
 	ReferenceGrants []*gwapiv1b1.ReferenceGrant
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice

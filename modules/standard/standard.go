@@ -20,6 +20,9 @@ import (
 
 	// Route kinds.
 	_ "github.com/coxswain-labs/coxswain/modules/httproute"
+	_ "github.com/coxswain-labs/coxswain/modules/tcproute"
+	_ "github.com/coxswain-labs/coxswain/modules/tlsroute"
+	_ "github.com/coxswain-labs/coxswain/modules/udproute"
 
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
@@ -34,6 +37,9 @@ import (
 var Packages = []string{
 	"github.com/coxswain-labs/coxswain/core/proxy/listener",
 	"github.com/coxswain-labs/coxswain/modules/httproute",
+	"github.com/coxswain-labs/coxswain/modules/tcproute",
+	"github.com/coxswain-labs/coxswain/modules/tlsroute",
+	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite",

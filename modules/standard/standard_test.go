@@ -23,7 +23,13 @@ func TestStockModules(t *testing.T) {
 		"lb.round_robin",
 		"listener.http",
 		"listener.https",
+		"listener.tcp",
+		"listener.tls",
+		"listener.udp",
 		"route.http",
+		"route.tcp",
+		"route.tls",
+		"route.udp",
 	} {
 		if !reg.Has(id) {
 			t.Errorf("stock module %s is missing", id)
