@@ -206,22 +206,6 @@ func name(p *proc) string {
 	return p.name
 }
 
-// waitPort polls until addr accepts a TCP connection.
-func waitPort(addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not accepting: %w", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // waitClosed polls until addr refuses connections.
 func waitClosed(addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)

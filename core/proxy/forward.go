@@ -31,6 +31,8 @@ type forwarders struct {
 	h1     *http.Transport
 	h2c    *http.Transport
 	pool   *bufferPool
+	pools  *h1Pools      // the HTTP/1.1 fast path's connections
+	rht    time.Duration // upstream response header timeout
 }
 
 func newForwarders(log *zap.Logger, l Limits) *forwarders {
@@ -40,6 +42,8 @@ func newForwarders(log *zap.Logger, l Limits) *forwarders {
 		h1:     newTransport(l, false),
 		h2c:    newTransport(l, true),
 		pool:   &bufferPool{},
+		pools:  newH1Pools(l),
+		rht:    Positive(l.UpstreamResponseHeaderTimeout),
 	}
 }
 
@@ -73,11 +77,26 @@ func newTransport(l Limits, h2c bool) *http.Transport {
 func (f *forwarders) closeIdle() {
 	f.h1.CloseIdleConnections()
 	f.h2c.CloseIdleConnections()
+	f.pools.closeAll()
 }
 
 // newForwarder returns the forwarder of one backend: cl's transport, the backend's response filters
-// and its route's error writer.
+// and its route's error writer. HTTP/1.1 clusters get the fast path (forward_h1.go) in front of the
+// stdlib reverse proxy, which keeps what the fast path leaves to it.
 func (f *forwarders) newForwarder(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) forwarder {
+	rp := f.reverseProxy(cl, resp, errw)
+	if cl.protocol != irv1.Cluster_HTTP1 {
+		return rp
+	}
+	fw := &h1Forwarder{pools: make(map[*core.Endpoint]*h1Pool, len(cl.eps)), fallback: rp, resp: resp,
+		errw: errw, log: f.log, rht: f.rht}
+	for _, ep := range cl.eps {
+		fw.pools[ep] = f.pools.pool(ep.HostPort)
+	}
+	return fw
+}
+
+func (f *forwarders) reverseProxy(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) *reverseProxy {
 	rp := &reverseProxy{log: f.log, errw: errw}
 	rp.rp = httputil.ReverseProxy{
 		Rewrite:      rewrite,

@@ -1,0 +1,293 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// hopRequest are the request headers that describe the client's connection, not the request, plus
+// those the forwarder writes itself; none is copied upstream as received.
+func hopRequest(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect", "Host", "Content-Length",
+		"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto":
+		return true
+	}
+	return false
+}
+
+// hopResponse are the response headers that describe the upstream connection.
+func hopResponse(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// listed reports whether header name k is one of the comma-separated tokens of the Connection
+// header values conn (those headers are hop-by-hop too).
+func listed(conn []string, k string) bool {
+	for _, v := range conn {
+		for v != "" {
+			var item string
+			item, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.Trim(item, " \t"), k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// methodWithBody are the methods whose empty body is still announced ("Content-Length: 0"), as
+// net/http's client does.
+func methodWithBody(m string) bool {
+	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch
+}
+
+// writeRequest writes r's header as an HTTP/1.1 request to the upstream: request line in origin
+// form, the (possibly rewritten) Host, the end-to-end headers, and X-Forwarded-For (the client's
+// chain with its address appended), -Host and -Proto, exactly as the stdlib reverse proxy sets them.
+// Errors surface on Flush.
+func writeRequest(bw *bufio.Writer, r *http.Request) {
+	_, _ = bw.WriteString(r.Method)
+	_ = bw.WriteByte(' ')
+	writeRequestURI(bw, r.URL)
+	_, _ = bw.WriteString(" HTTP/1.1\r\nHost: ")
+	writeValue(bw, r.Host)
+	_, _ = bw.WriteString("\r\n")
+	conn := r.Header["Connection"]
+	for k, vv := range r.Header {
+		if hopRequest(k) || (len(conn) > 0 && listed(conn, k)) {
+			if k == "Te" && len(vv) > 0 && strings.EqualFold(vv[0], "trailers") {
+				_, _ = bw.WriteString("Te: trailers\r\n")
+			}
+			continue
+		}
+		for _, v := range vv {
+			_, _ = bw.WriteString(k)
+			_, _ = bw.WriteString(": ")
+			writeValue(bw, v)
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		_, _ = bw.WriteString("X-Forwarded-For: ")
+		for _, prior := range r.Header["X-Forwarded-For"] {
+			writeValue(bw, prior)
+			_, _ = bw.WriteString(", ")
+		}
+		_, _ = bw.WriteString(ip)
+		_, _ = bw.WriteString("\r\n")
+	}
+	_, _ = bw.WriteString("X-Forwarded-Host: ")
+	writeValue(bw, r.Host)
+	if r.TLS != nil {
+		_, _ = bw.WriteString("\r\nX-Forwarded-Proto: https\r\n")
+	} else {
+		_, _ = bw.WriteString("\r\nX-Forwarded-Proto: http\r\n")
+	}
+	if methodWithBody(r.Method) {
+		_, _ = bw.WriteString("Content-Length: 0\r\n")
+	}
+	_, _ = bw.WriteString("\r\n")
+}
+
+func writeRequestURI(bw *bufio.Writer, u *url.URL) {
+	if u.Opaque != "" {
+		_, _ = bw.WriteString(u.RequestURI())
+		return
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	_, _ = bw.WriteString(p)
+	if u.ForceQuery || u.RawQuery != "" {
+		_ = bw.WriteByte('?')
+		_, _ = bw.WriteString(u.RawQuery)
+	}
+}
+
+// writeValue writes a header value with any CR or LF replaced by a space, as net/http's
+// Header.Write does: a value can never end the header early (request splitting).
+func writeValue(bw *bufio.Writer, v string) {
+	if strings.IndexByte(v, '\r') < 0 && strings.IndexByte(v, '\n') < 0 {
+		_, _ = bw.WriteString(v)
+		return
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		_ = bw.WriteByte(c)
+	}
+}
+
+// relay copies the response x.head (already read from c) and its body to w, then pools c if the
+// exchange ended cleanly. A failure after the header was sent aborts the client's response
+// (http.ErrAbortHandler), so the client sees a truncated response, never a short one.
+func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x *h1Exchange) {
+	hd := &x.head
+	h := w.Header()
+	copyFields(h, hd, "")
+	for _, fl := range f.resp {
+		fl.FilterResponse(r, hd.status, h)
+	}
+	w.WriteHeader(hd.status)
+	if hd.bodyless(r.Method) {
+		f.done(c, hd)
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	stream := flusher != nil && (hd.length < 0 || isEventStream(h))
+	var err error
+	switch {
+	case hd.chunked:
+		err = f.copyChunked(w, c, x, stream, flusher)
+	case hd.length >= 0:
+		err = copyN(w, c.br, hd.length, stream, flusher)
+	default:
+		hd.close = true
+		err = copyN(w, c.br, -1, stream, flusher)
+	}
+	if err != nil {
+		_ = c.nc.Close()
+		panic(http.ErrAbortHandler)
+	}
+	f.done(c, hd)
+}
+
+func (f *h1Forwarder) done(c *h1Conn, hd *h1Head) {
+	if hd.close {
+		_ = c.nc.Close()
+		return
+	}
+	c.pool.put(c)
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h["Content-Type"]
+	return len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
+}
+
+// copyFields copies the end-to-end fields of hd into h, keys prefixed with prefix (trailers), with
+// one allocation for all the names and values and one for the value slices.
+func copyFields(h http.Header, hd *h1Head, prefix string) {
+	if len(hd.fields) == 0 {
+		return
+	}
+	s := string(hd.raw)
+	vals := make([]string, len(hd.fields))
+	for i, fl := range hd.fields {
+		k := s[fl.k0:fl.k1]
+		if hopResponse(k) || connListed(hd, k) {
+			continue
+		}
+		if prefix != "" {
+			k = prefix + k
+		}
+		vals[i] = s[fl.v0:fl.v1]
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, vals[i])
+		} else {
+			h[k] = vals[i : i+1 : i+1]
+		}
+	}
+}
+
+// connListed reports whether the response's Connection header names k.
+func connListed(hd *h1Head, k string) bool {
+	for _, i := range hd.conn {
+		fl := hd.fields[i]
+		v := hd.raw[fl.v0:fl.v1]
+		for len(v) > 0 {
+			var item []byte
+			item, v, _ = bytes.Cut(v, []byte{','})
+			if strings.EqualFold(string(bytes.Trim(item, " \t")), k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// copyN copies n bytes (n < 0: until EOF) from br to w straight out of br's buffer. When streaming
+// it flushes whenever it is about to wait for the upstream, so events reach the client at once.
+func copyN(w io.Writer, br *bufio.Reader, n int64, stream bool, fl http.Flusher) error {
+	for n != 0 {
+		if br.Buffered() == 0 {
+			if stream {
+				fl.Flush()
+			}
+			if _, err := br.Peek(1); err != nil {
+				if n < 0 && errors.Is(err, io.EOF) {
+					return nil
+				}
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return err
+			}
+		}
+		k := br.Buffered()
+		if n > 0 && int64(k) > n {
+			k = int(n)
+		}
+		b, _ := br.Peek(k)
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		_, _ = br.Discard(k)
+		if n > 0 {
+			n -= int64(k)
+		}
+	}
+	if stream {
+		fl.Flush()
+	}
+	return nil
+}
+
+var errTrailer = errors.New("bad upstream trailer")
+
+// copyChunked copies a chunked body, then its trailer fields as response trailers.
+func (f *h1Forwarder) copyChunked(w http.ResponseWriter, c *h1Conn, x *h1Exchange, stream bool, fl http.Flusher) error {
+	cr := chunkedReader(c)
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	for {
+		n, err := cr.Read(*buf)
+		if n > 0 {
+			if _, werr := w.Write((*buf)[:n]); werr != nil {
+				return werr
+			}
+			if stream && c.br.Buffered() == 0 {
+				fl.Flush()
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	hd := &x.head
+	hd.raw, hd.fields, hd.conn, hd.trailer = hd.raw[:0], hd.fields[:0], hd.conn[:0], true
+	if err := hd.readFields(c.br); err != nil {
+		return errors.Join(errTrailer, err)
+	}
+	copyFields(w.Header(), hd, http.TrailerPrefix)
+	return nil
+}
