@@ -175,7 +175,7 @@ func tlsGreeting(addr, sni string, wrap func(net.Conn) net.Conn) (cn, line strin
 	}
 	defer raw.Close()
 	_ = raw.SetDeadline(time.Now().Add(10 * time.Second))
-	var c net.Conn = raw
+	c := raw
 	if wrap != nil {
 		c = wrap(raw)
 	}
