@@ -97,6 +97,12 @@ func TestTLSRoute(t *testing.T) {
 	t.Run("silence times out", func(t *testing.T) {
 		expectDropped(t, addr, nil, 5*time.Second)
 	})
+	t.Run("dropped connections are counted", func(t *testing.T) {
+		// unknown SNI, no SNI, split-free garbage, half a hello, silence: at least five drops.
+		eventually(t, "drops counted", func() bool {
+			return p.ListenerStats()[l.Name]["stream_connections_dropped"] >= 5
+		})
+	})
 	t.Run("the passthrough stream is spliced both ways", func(t *testing.T) {
 		raw, err := net.Dial("tcp", addr)
 		if err != nil {

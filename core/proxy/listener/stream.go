@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -27,9 +28,14 @@ type streamServer struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+
+	accepted, dropped atomic.Int64
 }
 
-var _ proxy.ConnServer = (*streamServer)(nil)
+var (
+	_ proxy.ConnServer    = (*streamServer)(nil)
+	_ proxy.StatsReporter = (*streamServer)(nil)
+)
 
 func newStreamServer(sc proxy.ServeContext, handle func(context.Context, net.Conn, *proxy.ListenerState)) *streamServer {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -54,6 +60,7 @@ func (s *streamServer) Serve(l net.Listener) error {
 			_ = c.Close()
 			return net.ErrClosed
 		}
+		s.accepted.Add(1)
 		go s.serve(c)
 	}
 }
@@ -127,8 +134,27 @@ func (s *streamServer) Close() error {
 	return nil
 }
 
-// dropped logs a connection closed without being served, at debug: scanners and misdirected
-// clients are not the operator's problem.
+// Stats implements proxy.StatsReporter.
+func (s *streamServer) Stats() map[string]int64 {
+	s.mu.Lock()
+	active := int64(len(s.conns))
+	s.mu.Unlock()
+	return map[string]int64{
+		"stream_connections_active":   active,
+		"stream_connections_accepted": s.accepted.Load(),
+		"stream_connections_dropped":  s.dropped.Load(),
+	}
+}
+
+// drop closes a connection the listener could not route (no route, no ClientHello, a failed
+// handshake), counting it and logging at debug: scanners and misdirected clients are not the
+// operator's problem.
+func (s *streamServer) drop(c net.Conn, why string, err error) {
+	s.dropped.Add(1)
+	dropped(s.sc.Log, c, why, err)
+}
+
+// dropped logs a connection closed without being served, at debug.
 func dropped(log *zap.Logger, c net.Conn, why string, err error) {
 	if ce := log.Check(zap.DebugLevel, "connection dropped"); ce != nil {
 		ce.Write(zap.Stringer("client", c.RemoteAddr()), zap.String("reason", why), zap.Error(err))

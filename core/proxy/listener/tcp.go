@@ -55,12 +55,14 @@ func checkPortKeyed(l *irv1.Listener) error {
 // NewServer implements proxy.StreamListener.
 func (*TCP) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	idle := proxy.Positive(sc.Limits.StreamIdleTimeout)
-	return newStreamServer(sc, func(ctx context.Context, c net.Conn, ls *proxy.ListenerState) {
+	var s *streamServer
+	s = newStreamServer(sc, func(ctx context.Context, c net.Conn, ls *proxy.ListenerState) {
 		t, ok := ls.StreamRoute("")
 		if !ok {
-			dropped(sc.Log, c, "no route", nil)
+			s.drop(c, "no route", nil)
 			return
 		}
 		t.Route.ServeStream(ctx, &core.Stream{Conn: c, Upstream: t.Upstream, IdleTimeout: idle})
 	})
+	return s
 }

@@ -77,10 +77,12 @@ func (*TLS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 			return rc.target.Certificate(hello)
 		},
 	}
-	return newStreamServer(sc, t.handle)
+	t.srv = newStreamServer(sc, t.handle)
+	return t.srv
 }
 
 type tlsServer struct {
+	srv       *streamServer
 	sc        proxy.ServeContext
 	timeout   time.Duration
 	idle      time.Duration
@@ -93,12 +95,12 @@ func (t *tlsServer) handle(ctx context.Context, c net.Conn, ls *proxy.ListenerSt
 	}
 	sni, hello, err := peekClientHello(c)
 	if err != nil {
-		dropped(t.sc.Log, c, "no TLS ClientHello", err)
+		t.srv.drop(c, "no TLS ClientHello", err)
 		return
 	}
 	target, ok := ls.StreamRoute(sni)
 	if !ok {
-		dropped(t.sc.Log, c, "no route for SNI "+quote(sni), nil)
+		t.srv.drop(c, "no route for SNI "+quote(sni), nil)
 		return
 	}
 	s := &core.Stream{Conn: c, ServerName: sni, Upstream: target.Upstream, IdleTimeout: t.idle}
@@ -114,12 +116,12 @@ func (t *tlsServer) handle(ctx context.Context, c net.Conn, ls *proxy.ListenerSt
 			defer cancel()
 		}
 		if err := tc.HandshakeContext(hctx); err != nil {
-			dropped(t.sc.Log, c, "TLS handshake failed", err)
+			t.srv.drop(c, "TLS handshake failed", err)
 			return
 		}
 		s.Conn = tc
 	default:
-		dropped(t.sc.Log, c, "route "+target.Name+" is on a server without TLS", nil)
+		t.srv.drop(c, "route "+target.Name+" is on a server without TLS", nil)
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})

@@ -74,6 +74,9 @@ func (*UDP) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 // maxDatagram is the largest UDP payload.
 const maxDatagram = 64 << 10
 
+// socketBuffer is the receive and send buffer size asked for the listener socket.
+const socketBuffer = 7 << 20
+
 type udpServer struct {
 	sc      proxy.ServeContext
 	pc      *net.UDPConn
@@ -117,6 +120,10 @@ func (s *udpServer) Serve(l net.Listener) error {
 	if s.pc == nil {
 		return errors.New("listener.udp needs a UDP socket")
 	}
+	// Large socket buffers absorb bursts the single read loop cannot take at once (quic-go does
+	// the same); the kernel caps them at net.core.rmem_max / wmem_max, which is fine.
+	_ = s.pc.SetReadBuffer(socketBuffer)
+	_ = s.pc.SetWriteBuffer(socketBuffer)
 	buf := make([]byte, maxDatagram)
 	lastSweep := time.Now()
 	_ = s.pc.SetReadDeadline(lastSweep.Add(s.sweep))
