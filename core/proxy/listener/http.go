@@ -45,8 +45,9 @@ func (*HTTP) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	var p http.Protocols
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
-	srv := newHTTPServer(sc, p, nil)
-	return &server{srv: srv}
+	// HTTP/1.1 goes through the engine's own server (lean per request, small per idle connection);
+	// net/http serves the connections that open with the HTTP/2 preface.
+	return proxy.NewHTTP1Server(sc, newHTTPServer(sc, p, nil))
 }
 
 func quote(h string) string {

@@ -1,0 +1,488 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// NewHTTP1Server returns the engine's own HTTP/1.1 server for a cleartext socket, which a listener
+// module may use instead of net/http's: it parses each request into a *http.Request that is reused
+// for the life of the connection (header map, URL and body reader included), so a keep-alive
+// request costs a few allocations instead of net/http's two dozen, and it sheds an idle
+// connection's buffers and goroutine stack after ReadHeaderTimeout of silence, so an idle
+// keep-alive connection costs a few KiB. Connections that open with the HTTP/2 preface (cleartext
+// HTTP/2 with prior knowledge) are handed to h2, which must serve unencrypted HTTP/2; h2 may be nil.
+//
+// Handlers must not keep the request or its header after returning (the next request reuses
+// them); the request's context is the connection's, cancelled when the connection ends.
+func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
+	s := &h1Server{
+		sc:         sc,
+		h2:         h2,
+		maxHeader:  sc.Limits.MaxHeaderBytes,
+		readHeader: Positive(sc.Limits.ReadHeaderTimeout),
+		idle:       Positive(sc.Limits.IdleTimeout),
+		write:      Positive(sc.Limits.WriteTimeout),
+		conns:      map[*h1sConn]struct{}{},
+	}
+	if s.maxHeader <= 0 {
+		s.maxHeader = DefaultLimits.MaxHeaderBytes
+	}
+	if h2 != nil {
+		s.h2ln = newChanListener(nil)
+	}
+	return s
+}
+
+type h1Server struct {
+	sc         ServeContext
+	h2         *http.Server
+	h2ln       *chanListener
+	maxHeader  int
+	readHeader time.Duration
+	idle       time.Duration
+	write      time.Duration
+
+	closing atomic.Bool
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[*h1sConn]struct{}
+	h2done  chan struct{}
+}
+
+var _ ConnServer = (*h1Server)(nil)
+
+func (s *h1Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	s.ln = l
+	if s.h2 != nil {
+		s.h2ln.addr = l.Addr()
+		s.h2done = make(chan struct{})
+		go func() {
+			defer close(s.h2done)
+			_ = s.h2.Serve(s.h2ln)
+		}()
+	}
+	s.mu.Unlock()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return http.ErrServerClosed
+			}
+			return err
+		}
+		if !s.track(nil, nc) {
+			_ = nc.Close()
+			return http.ErrServerClosed
+		}
+	}
+}
+
+// track registers a new connection and starts serving it; false once the server is closing.
+func (s *h1Server) track(_ *h1sConn, nc net.Conn) bool {
+	c := &h1sConn{srv: s, nc: nc}
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	go c.start()
+	return true
+}
+
+func (s *h1Server) untrack(c *h1sConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, closes idle connections, lets active ones finish their request (each
+// answers with "Connection: close"), and waits for them until ctx is done.
+func (s *h1Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.closeListeners()
+	var h2err chan error
+	if s.h2 != nil {
+		h2err = make(chan error, 1)
+		go func() { h2err <- s.h2.Shutdown(ctx) }()
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		n := len(s.conns)
+		for c := range s.conns {
+			if c.idle.Load() {
+				_ = c.nc.SetReadDeadline(aLongTimeAgo)
+			}
+		}
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	if h2err != nil {
+		return <-h2err
+	}
+	return nil
+}
+
+// Close closes every connection now.
+func (s *h1Server) Close() error {
+	s.closing.Store(true)
+	s.closeListeners()
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.nc.Close()
+	}
+	s.mu.Unlock()
+	if s.h2 != nil {
+		return s.h2.Close()
+	}
+	return nil
+}
+
+func (s *h1Server) closeListeners() {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+	if s.h2ln != nil {
+		_ = s.h2ln.Close()
+	}
+}
+
+// h1sConn is one client connection and everything reused across its requests.
+type h1sConn struct {
+	srv      *h1Server
+	nc       net.Conn
+	br       *bufio.Reader // nil while the connection idles without buffers
+	bw       *bufio.Writer
+	ctx      context.Context
+	cancel   context.CancelFunc
+	remote   string
+	idle     atomic.Bool // waiting for a request (Shutdown may close it)
+	hijacked bool
+
+	head h1ReqHead
+	req  *http.Request
+	hdr  http.Header
+	u    url.URL
+	body h1Body
+	w    h1Writer
+}
+
+const h1BufSize = 4 << 10
+
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, h1BufSize) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, h1BufSize) }}
+)
+
+func (c *h1sConn) buffers() {
+	c.br = readers.Get().(*bufio.Reader)
+	c.br.Reset(c.nc)
+	c.bw = writers.Get().(*bufio.Writer)
+	c.bw.Reset(c.nc)
+}
+
+func (c *h1sConn) releaseBuffers() {
+	if c.br != nil {
+		c.br.Reset(nil)
+		readers.Put(c.br)
+		c.br = nil
+	}
+	if c.bw != nil {
+		c.bw.Reset(nil)
+		writers.Put(c.bw)
+		c.bw = nil
+	}
+}
+
+func (c *h1sConn) start() {
+	s := c.srv
+	c.remote = c.nc.RemoteAddr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	if s.sc.ConnContext != nil {
+		ctx = s.sc.ConnContext(ctx, c.nc)
+	}
+	c.ctx, c.cancel = ctx, cancel
+	c.req = (&http.Request{}).WithContext(ctx)
+	c.hdr = make(http.Header, 16)
+	c.buffers()
+	if s.readHeader > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
+	}
+	if s.h2 != nil && c.isH2Preface() {
+		c.handToH2()
+		return
+	}
+	c.run()
+}
+
+// isH2Preface reports whether the connection opens with the HTTP/2 client preface. It peeks three
+// bytes first, since an HTTP/1.1 request can be shorter than the preface.
+func (c *h1sConn) isH2Preface() bool {
+	const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	b, err := c.br.Peek(3)
+	if err != nil || string(b) != preface[:3] {
+		return false
+	}
+	b, err = c.br.Peek(len(preface))
+	return err == nil && string(b) == preface
+}
+
+// handToH2 gives the connection, with the bytes already read, to the HTTP/2 server.
+func (c *h1sConn) handToH2() {
+	s := c.srv
+	s.untrack(c)
+	_ = c.nc.SetReadDeadline(time.Time{})
+	rc := &replayConn{Conn: c.nc, r: c.br}
+	c.bw.Reset(nil)
+	writers.Put(c.bw)
+	c.cancel()
+	if !s.h2ln.deliver(rc) {
+		_ = c.nc.Close()
+	}
+}
+
+// replayConn reads what was buffered before the connection was handed over, then the socket.
+type replayConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *replayConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// run serves requests until the connection closes, is hijacked, or idles long enough to be parked
+// without buffers (park).
+func (c *h1sConn) run() {
+	for {
+		switch c.wait() {
+		case waitReady:
+		case waitPark:
+			c.park()
+			return
+		default:
+			c.close()
+			return
+		}
+		if err := c.head.read(c.br, c.srv.maxHeader); err != nil {
+			c.replyError(err)
+			c.close()
+			return
+		}
+		if !c.serve() {
+			if c.hijacked {
+				c.cancel() // the handler owns the connection (and its buffers) now
+			} else {
+				c.close()
+			}
+			return
+		}
+	}
+}
+
+type waitResult int
+
+const (
+	waitReady waitResult = iota
+	waitPark
+	waitClose
+)
+
+// wait waits for the first byte of the next request under the header timeout (armed when the
+// previous request was read or at park). If the connection stays silent that long it is parked; a
+// request that starts late in the window gets a fresh window for its header.
+func (c *h1sConn) wait() waitResult {
+	s := c.srv
+	if s.closing.Load() {
+		return waitClose
+	}
+	if c.br.Buffered() > 0 {
+		return waitReady
+	}
+	start := time.Now()
+	c.idle.Store(true)
+	_, err := c.br.Peek(1)
+	c.idle.Store(false)
+	switch {
+	case err == nil:
+		if s.readHeader > 0 && time.Since(start) > s.readHeader/2 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
+		}
+		return waitReady
+	case s.closing.Load():
+		return waitClose
+	case isTimeout(err) && c.br.Buffered() == 0 && (s.idle == 0 || s.idle > s.readHeader):
+		return waitPark
+	}
+	return waitClose
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// park releases the connection's buffers and lets its goroutine (and the stack it grew serving
+// requests) go: a fresh goroutine with a small stack waits for the socket to become readable, then
+// serves on.
+func (c *h1sConn) park() {
+	c.releaseBuffers()
+	var deadline time.Time
+	if s := c.srv; s.idle > 0 {
+		deadline = time.Now().Add(s.idle - s.readHeader)
+	}
+	_ = c.nc.SetReadDeadline(deadline)
+	go c.parked()
+}
+
+func (c *h1sConn) parked() {
+	c.idle.Store(true)
+	err := waitReadable(c.nc)
+	c.idle.Store(false)
+	if err != nil || c.srv.closing.Load() {
+		c.close()
+		return
+	}
+	c.buffers()
+	if s := c.srv; s.readHeader > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
+	} else {
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
+	c.run()
+}
+
+// waitReadable blocks until nc has data (or EOF, or an error), under its read deadline, without a
+// buffer: it peeks with MSG_PEEK|MSG_DONTWAIT and otherwise waits on the poller.
+func waitReadable(nc net.Conn) error {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		_, err := nc.Read(nil)
+		return err
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var opErr error
+	err = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case errors.Is(e, syscall.EAGAIN) || errors.Is(e, syscall.EINTR):
+			return false
+		case e != nil:
+			opErr = e
+		case n == 0:
+			opErr = errReqNone
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return opErr
+}
+
+func (c *h1sConn) close() {
+	c.cancel()
+	c.srv.untrack(c)
+	_ = c.nc.Close()
+	c.releaseBuffers()
+}
+
+// replyError answers a request the parser refused, then the connection closes. I/O errors and
+// timeouts close without an answer, as net/http does.
+func (c *h1sConn) replyError(err error) {
+	var re *h1ReqError
+	if !errors.As(err, &re) {
+		return
+	}
+	text := strconv.Itoa(re.status) + " " + http.StatusText(re.status)
+	_, _ = c.bw.WriteString("HTTP/1.1 " + text + "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" + text)
+	_ = c.bw.Flush()
+	if ce := c.srv.sc.Log.Check(zap.DebugLevel, "bad request"); ce != nil {
+		ce.Write(zap.String("remote", c.remote), zap.Error(err))
+	}
+}
+
+// drainLimit is how much of an unread request body is read to keep the connection; beyond it the
+// connection closes.
+const drainLimit = 256 << 10
+
+// serve runs one parsed request through the handler and completes its response. It reports whether
+// the connection carries on.
+func (c *h1sConn) serve() bool {
+	s := c.srv
+	h := &c.head
+	r := c.req
+	if err := c.fillRequest(r, h); err != nil {
+		c.replyError(err)
+		return false
+	}
+	if h.chunked || h.length > 0 {
+		// The body is read under the handler's own limits, not the header timeout.
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
+	if s.write > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(s.write))
+	}
+	c.body.reset(c, h)
+	r.Body = requestBody(&c.body, h)
+	c.w.reset(c, h.minor, r.Method == http.MethodHead, h.close || s.closing.Load())
+	if c.handle(r) {
+		return false
+	}
+	if c.hijacked {
+		return false
+	}
+	ok := c.w.finish()
+	if ok && !c.body.drain(drainLimit) {
+		ok = false
+	}
+	if ok && s.readHeader > 0 {
+		// One timer per request: it bounds both the wait for the next request (after which the
+		// connection is parked) and the reading of its header.
+		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
+	}
+	return ok
+}
+
+// handle calls the handler, reporting whether it panicked (http.ErrAbortHandler is how a handler
+// aborts a response it cannot complete; anything else is logged). Either way the connection closes.
+func (c *h1sConn) handle(r *http.Request) (aborted bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			aborted = true
+			if p != http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http does
+				c.srv.sc.Log.Error("handler panic", zap.Any("panic", p), zap.Stack("stack"))
+			}
+		}
+	}()
+	c.srv.sc.HTTP.ServeHTTP(&c.w, r)
+	return false
+}

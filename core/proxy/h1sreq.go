@@ -1,0 +1,344 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// h1ReqError is a request the server refuses before any handler sees it, with the status it
+// answers (then it closes the connection: after a framing error nothing that follows can be
+// trusted).
+type h1ReqError struct {
+	status int
+	msg    string
+}
+
+func (e *h1ReqError) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &h1ReqError{status: http.StatusBadRequest, msg: msg} }
+
+var (
+	errReqHeaderTooLarge = &h1ReqError{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large"}
+	errReqUnsupportedTE  = &h1ReqError{status: http.StatusNotImplemented, msg: "unsupported transfer encoding"}
+	errReqVersion        = &h1ReqError{status: http.StatusHTTPVersionNotSupported, msg: "unsupported HTTP version"}
+	errReqNone           = errors.New("connection closed between requests")
+)
+
+// h1ReqHead is the parsed request line and fields of one request; like h1Head, names and values are
+// offsets into raw, which becomes one string per request.
+type h1ReqHead struct {
+	raw     []byte
+	fields  []h1Field
+	m0, m1  int // method
+	t0, t1  int // request target
+	minor   int
+	length  int64
+	chunked bool
+	host    int // index in fields of the Host field, -1 when absent
+	close   bool
+	keep10  bool // HTTP/1.0 asked for keep-alive
+	expect  bool // Expect: 100-continue
+}
+
+// readReqLine reads one line into raw (CRLF or LF stripped) under the header size limit.
+func (h *h1ReqHead) readLine(br *bufio.Reader, limit int) (int, int, error) {
+	start := len(h.raw)
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(h.raw)+len(frag) > limit {
+			return 0, 0, errReqHeaderTooLarge
+		}
+		h.raw = append(h.raw, frag...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			if len(h.raw) == 0 && (errors.Is(err, io.EOF) || isConnReset(err)) {
+				return 0, 0, errReqNone
+			}
+			return 0, 0, err
+		}
+	}
+	end := len(h.raw) - 1
+	if end > start && h.raw[end-1] == '\r' {
+		end--
+	}
+	return start, end, nil
+}
+
+// read parses a request header: "METHOD SP request-target SP HTTP/1.x", then fields. It refuses
+// everything that lets two parsers disagree about where a request ends (RFC 9112 §6.3, §11.2):
+// Content-Length with Transfer-Encoding, differing or non-numeric lengths, a transfer coding other
+// than a lone "chunked", obs-fold, white space before a colon, control characters, a missing or
+// repeated Host on HTTP/1.1.
+func (h *h1ReqHead) read(br *bufio.Reader, limit int) error {
+	*h = h1ReqHead{raw: h.raw[:0], fields: h.fields[:0], length: -1, host: -1}
+	var s, e int
+	var err error
+	for {
+		// RFC 9112 §2.2: ignore at least one empty line before the request line.
+		if s, e, err = h.readLine(br, limit); err != nil {
+			return err
+		}
+		if s != e {
+			break
+		}
+		h.raw = h.raw[:0]
+	}
+	if err := h.requestLine(s, e); err != nil {
+		return err
+	}
+	for {
+		s, e, err := h.readLine(br, limit)
+		if err != nil {
+			if errors.Is(err, errReqNone) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if s == e {
+			h.raw = h.raw[:s]
+			break
+		}
+		f, err := parseField(h.raw, s, e)
+		if err != nil {
+			return badRequest("malformed header field")
+		}
+		if err := h.apply(f); err != nil {
+			return err
+		}
+		h.fields = append(h.fields, f)
+	}
+	return h.check()
+}
+
+func (h *h1ReqHead) requestLine(s, e int) error {
+	line := h.raw[s:e]
+	sp1 := bytes.IndexByte(line, ' ')
+	if sp1 <= 0 {
+		return badRequest("malformed request line")
+	}
+	sp2 := bytes.IndexByte(line[sp1+1:], ' ')
+	if sp2 <= 0 {
+		return badRequest("malformed request line")
+	}
+	sp2 += sp1 + 1
+	for _, c := range line[:sp1] {
+		if !isTokenByte(c) {
+			return badRequest("malformed method")
+		}
+	}
+	for _, c := range line[sp1+1 : sp2] {
+		if c <= ' ' || c == 0x7f {
+			return badRequest("malformed request target")
+		}
+	}
+	switch string(line[sp2+1:]) {
+	case "HTTP/1.1":
+		h.minor = 1
+	case "HTTP/1.0":
+		h.minor = 0
+	default:
+		if bytes.HasPrefix(line[sp2+1:], []byte("HTTP/")) {
+			return errReqVersion
+		}
+		return badRequest("malformed request line")
+	}
+	h.m0, h.m1, h.t0, h.t1 = s, s+sp1, s+sp1+1, s+sp2
+	return nil
+}
+
+func (h *h1ReqHead) apply(f h1Field) error {
+	name, value := h.raw[f.k0:f.k1], h.raw[f.v0:f.v1]
+	switch string(name) {
+	case "Host":
+		if h.host >= 0 {
+			return badRequest("repeated Host")
+		}
+		h.host = len(h.fields)
+	case "Content-Length":
+		n, ok := parseLength(value)
+		if !ok || (h.length >= 0 && n != h.length) {
+			return badRequest("bad Content-Length")
+		}
+		h.length = n
+	case "Transfer-Encoding":
+		if h.chunked {
+			return badRequest("repeated Transfer-Encoding")
+		}
+		if !bytes.EqualFold(value, []byte("chunked")) {
+			return errReqUnsupportedTE
+		}
+		h.chunked = true
+	case "Connection":
+		if hasToken(value, "close") {
+			h.close = true
+		}
+		if hasToken(value, "keep-alive") {
+			h.keep10 = true
+		}
+	case "Expect":
+		if bytes.EqualFold(value, []byte("100-continue")) {
+			h.expect = true
+		}
+	}
+	return nil
+}
+
+func (h *h1ReqHead) check() error {
+	switch {
+	case h.chunked && h.length >= 0:
+		return badRequest("both Content-Length and Transfer-Encoding")
+	case h.chunked && h.minor == 0:
+		return badRequest("Transfer-Encoding on HTTP/1.0")
+	case h.host < 0 && h.minor == 1:
+		return badRequest("missing Host")
+	}
+	if h.host >= 0 {
+		f := h.fields[h.host]
+		if !httpguts.ValidHostHeader(string(h.raw[f.v0:f.v1])) {
+			return badRequest("malformed Host")
+		}
+	}
+	if h.minor == 0 && !h.keep10 {
+		h.close = true
+	}
+	return nil
+}
+
+// method returns common methods as constants, so they cost no allocation.
+func method(s string) string {
+	switch s {
+	case http.MethodGet:
+		return http.MethodGet
+	case http.MethodHead:
+		return http.MethodHead
+	case http.MethodPost:
+		return http.MethodPost
+	case http.MethodPut:
+		return http.MethodPut
+	case http.MethodDelete:
+		return http.MethodDelete
+	case http.MethodOptions:
+		return http.MethodOptions
+	case http.MethodPatch:
+		return http.MethodPatch
+	}
+	return s
+}
+
+// parseTarget fills u from an origin-form target ("/path?query") without allocating when the path
+// has no escapes and nothing net/url would re-escape; anything else (percent escapes, absolute
+// form, "*") goes through url.ParseRequestURI, which is what net/http does for every request.
+func parseTarget(u *url.URL, target string) error {
+	*u = url.URL{}
+	if len(target) > 0 && target[0] == '/' {
+		path, query, hasQuery := cutByte(target, '?')
+		if plainPath(path) {
+			u.Path, u.RawQuery, u.ForceQuery = path, query, hasQuery && query == ""
+			return nil
+		}
+	}
+	pu, err := url.ParseRequestURI(target)
+	if err != nil {
+		return badRequest("malformed request target")
+	}
+	*u = *pu
+	return nil
+}
+
+func cutByte(s string, c byte) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// plainPath reports whether p has only characters net/url keeps unescaped in a path (so it would
+// give Path == p and an empty RawPath).
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c >= 0x80 || !pathTable[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var pathTable = func() (t [128]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	// What net/url's shouldEscape(c, encodePath) leaves alone: it escapes "!'()*" in a path, so
+	// a raw path with them gets a RawPath and goes the slow way.
+	for _, c := range "-._~$&+,;=:@/" {
+		t[c] = true
+	}
+	return t
+}()
+
+var chunkedTE = []string{"chunked"}
+
+// fillRequest turns the parsed head into c's reused request: one string for the whole header block,
+// one slice for the field values, the reused header map and URL.
+func (c *h1sConn) fillRequest(r *http.Request, h *h1ReqHead) error {
+	s := string(h.raw)
+	target := s[h.t0:h.t1]
+	if err := parseTarget(&c.u, target); err != nil {
+		return err
+	}
+	clear(c.hdr)
+	vals := make([]string, len(h.fields))
+	host := ""
+	for i, f := range h.fields {
+		k, v := s[f.k0:f.k1], s[f.v0:f.v1]
+		if i == h.host {
+			host = v
+			continue
+		}
+		vals[i] = v
+		if prev, ok := c.hdr[k]; ok {
+			c.hdr[k] = append(prev, v)
+		} else {
+			c.hdr[k] = vals[i : i+1 : i+1]
+		}
+	}
+	if c.u.Host != "" {
+		host = c.u.Host // absolute form: the target's authority wins (RFC 9112 §3.2.2)
+	}
+	// Every exported field is set: the request is reused, its context (the connection's) stays.
+	r.Method = method(s[h.m0:h.m1])
+	r.URL = &c.u
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	if h.minor == 0 {
+		r.Proto, r.ProtoMinor = "HTTP/1.0", 0
+	}
+	r.Header = c.hdr
+	r.Body, r.GetBody = nil, nil
+	r.ContentLength, r.TransferEncoding = h.length, nil
+	switch {
+	case h.chunked:
+		r.ContentLength, r.TransferEncoding = -1, chunkedTE
+	case h.length < 0:
+		r.ContentLength = 0
+	}
+	r.Close = h.close
+	r.Host = host
+	r.Form, r.PostForm, r.MultipartForm, r.Trailer = nil, nil, nil, nil
+	r.RemoteAddr = c.remote
+	r.RequestURI = target
+	r.TLS, r.Response, r.Pattern = nil, nil, ""
+	return nil
+}

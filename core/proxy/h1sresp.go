@@ -1,0 +1,349 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// h1Writer is the http.ResponseWriter of the HTTP/1.1 server. Like net/http's, it holds the start
+// of the body back: a handler that finishes having written at most pendingMax bytes gets a
+// Content-Length, a longer or flushed body goes out chunked. It also implements http.Flusher and
+// http.Hijacker (for Upgrade tunnels through the stdlib reverse proxy).
+type h1Writer struct {
+	c       *h1sConn
+	hdr     http.Header
+	status  int
+	head    bool // HEAD request: no body on the wire
+	minor   int
+	close   bool // close the connection after this response
+	wrote   bool // handler called WriteHeader or Write
+	sent    bool // status line and header are on the wire (in bw)
+	chunked bool
+	length  int64 // declared Content-Length, -1 if none
+	written int64
+	pending []byte
+	trailer []string // names declared in the Trailer header
+	hijack  bool
+	err     error
+}
+
+const pendingMax = 4 << 10
+
+var (
+	_ http.ResponseWriter = (*h1Writer)(nil)
+	_ http.Flusher        = (*h1Writer)(nil)
+	_ http.Hijacker       = (*h1Writer)(nil)
+)
+
+func (w *h1Writer) reset(c *h1sConn, minor int, head, closeAfter bool) {
+	clear(w.hdr)
+	*w = h1Writer{c: c, hdr: w.hdr, status: http.StatusOK, head: head, minor: minor, close: closeAfter,
+		length: -1, pending: w.pending[:0], trailer: w.trailer[:0]}
+	if w.hdr == nil {
+		w.hdr = make(http.Header, 8)
+	}
+}
+
+func (w *h1Writer) Header() http.Header { return w.hdr }
+
+func (w *h1Writer) WriteHeader(code int) {
+	if w.wrote || w.hijack {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic("invalid WriteHeader code " + strconv.Itoa(code))
+	}
+	if code < 200 && code != http.StatusSwitchingProtocols {
+		w.interim(code)
+		return
+	}
+	w.wrote, w.status = true, code
+}
+
+// interim writes a 1xx response at once with the header as it is now (103 Early Hints).
+func (w *h1Writer) interim(code int) {
+	if code == http.StatusContinue || w.minor == 0 {
+		return
+	}
+	bw := w.c.bw
+	writeStatusLine(bw, code)
+	writeHeaderFields(bw, w.hdr)
+	_, _ = bw.WriteString("\r\n")
+	w.err = bw.Flush()
+}
+
+func (w *h1Writer) bodyAllowed() bool {
+	return !w.head && w.status != http.StatusNoContent && w.status != http.StatusNotModified
+}
+
+func (w *h1Writer) Write(p []byte) (int, error) {
+	if w.hijack {
+		return 0, http.ErrHijacked
+	}
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.bodyAllowed() {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.length >= 0 && w.written+int64(len(p)) > w.length {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if !w.sent {
+		if len(w.pending)+len(p) <= pendingMax {
+			w.pending = append(w.pending, p...)
+			return len(p), nil
+		}
+		w.commit(false)
+	}
+	w.body(p)
+	return len(p), w.err
+}
+
+// commit writes the status line and header, choosing the framing: the handler's Content-Length,
+// else (final) the length of what was written, else chunked; HTTP/1.0 without a length closes.
+func (w *h1Writer) commit(final bool) {
+	if w.sent {
+		return
+	}
+	w.sent = true
+	if !w.wrote {
+		w.wrote = true
+	}
+	h := w.hdr
+	if cl := h["Content-Length"]; len(cl) > 0 {
+		n, ok := parseLength([]byte(strings.TrimSpace(cl[0])))
+		if ok {
+			w.length = n
+		} else {
+			delete(h, "Content-Length")
+		}
+	}
+	delete(h, "Transfer-Encoding")
+	bodyOK := w.bodyAllowed()
+	if !bodyOK && !w.head {
+		delete(h, "Content-Length")
+	}
+	switch {
+	case w.status == http.StatusSwitchingProtocols:
+	case w.length >= 0 || !bodyOK:
+	case final && !hasTrailers(h):
+		w.length = int64(len(w.pending))
+		h["Content-Length"] = []string{strconv.Itoa(len(w.pending))}
+	case w.minor == 1:
+		w.chunked = true
+	default:
+		w.close = true
+	}
+	if t := h["Trailer"]; len(t) > 0 && w.chunked {
+		for _, v := range t {
+			for _, name := range strings.Split(v, ",") {
+				if name = strings.TrimSpace(name); name != "" {
+					w.trailer = append(w.trailer, http.CanonicalHeaderKey(name))
+				}
+			}
+		}
+	}
+	if w.c.srv.closing.Load() {
+		w.close = true
+	}
+	bw := w.c.bw
+	writeStatusLine(bw, w.status)
+	writeHeaderFields(bw, h)
+	if _, ok := h["Date"]; !ok {
+		_, _ = bw.WriteString("Date: ")
+		_, _ = bw.WriteString(httpDate())
+		_, _ = bw.WriteString("\r\n")
+	}
+	if w.chunked {
+		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	if w.close {
+		_, _ = bw.WriteString("Connection: close\r\n")
+	} else if w.minor == 0 {
+		_, _ = bw.WriteString("Connection: keep-alive\r\n")
+	}
+	_, _ = bw.WriteString("\r\n")
+	if len(w.pending) > 0 {
+		p := w.pending
+		w.pending = w.pending[:0]
+		w.body(p)
+		w.pending = p[:0]
+	}
+}
+
+// hasTrailers reports whether the handler declared trailers or set some already: then the body
+// goes chunked even when short, or they would be lost.
+func hasTrailers(h http.Header) bool {
+	if _, ok := h["Trailer"]; ok {
+		return true
+	}
+	for k := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// body writes p with the chosen framing.
+func (w *h1Writer) body(p []byte) {
+	if len(p) == 0 || w.err != nil {
+		return
+	}
+	bw := w.c.bw
+	if w.chunked {
+		_, _ = bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
+		_, _ = bw.WriteString("\r\n")
+		_, _ = bw.Write(p)
+		_, w.err = bw.WriteString("\r\n")
+		return
+	}
+	_, w.err = bw.Write(p)
+}
+
+func (w *h1Writer) Flush() { _ = w.FlushError() }
+
+// FlushError sends what the handler wrote so far (http.ResponseController uses it).
+func (w *h1Writer) FlushError() error {
+	if w.hijack {
+		return http.ErrHijacked
+	}
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	w.commit(false)
+	if w.err == nil {
+		w.err = w.c.bw.Flush()
+	}
+	return w.err
+}
+
+// finish completes the response after the handler returned: header if still held, last chunk and
+// trailers, flush. It reports whether the connection can carry another request.
+func (w *h1Writer) finish() bool {
+	if w.hijack {
+		return false
+	}
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	w.commit(true)
+	bw := w.c.bw
+	if w.chunked && w.err == nil {
+		_, _ = bw.WriteString("0\r\n")
+		w.writeTrailers(bw)
+		_, w.err = bw.WriteString("\r\n")
+	}
+	if w.err == nil {
+		w.err = bw.Flush()
+	}
+	if w.length >= 0 && w.written < w.length && w.bodyAllowed() {
+		return false // the client waits for bytes that will never come: close
+	}
+	return w.err == nil && !w.close
+}
+
+func (w *h1Writer) writeTrailers(bw *bufio.Writer) {
+	for k, vv := range w.hdr {
+		name, ok := strings.CutPrefix(k, http.TrailerPrefix)
+		if !ok {
+			continue
+		}
+		writeField(bw, http.CanonicalHeaderKey(name), vv)
+	}
+	for _, k := range w.trailer {
+		if vv, ok := w.hdr[k]; ok {
+			writeField(bw, k, vv)
+		}
+	}
+}
+
+// Hijack hands the connection to the handler (an Upgrade tunnel). Buffered request bytes stay in the
+// returned reader.
+func (w *h1Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijack {
+		return nil, nil, http.ErrHijacked
+	}
+	if w.sent {
+		return nil, nil, errors.New("hijack after the response started")
+	}
+	w.hijack = true
+	c := w.c
+	c.hijacked = true
+	c.srv.untrack(c) // Shutdown no longer waits for it, as with net/http
+	_ = c.nc.SetDeadline(time.Time{})
+	return c.nc, bufio.NewReadWriter(c.br, c.bw), nil
+}
+
+func writeStatusLine(bw *bufio.Writer, code int) {
+	if code == http.StatusOK {
+		_, _ = bw.WriteString("HTTP/1.1 200 OK\r\n")
+		return
+	}
+	_, _ = bw.WriteString("HTTP/1.1 ")
+	_, _ = bw.WriteString(strconv.Itoa(code))
+	_ = bw.WriteByte(' ')
+	text := http.StatusText(code)
+	if text == "" {
+		text = "status code " + strconv.Itoa(code)
+	}
+	_, _ = bw.WriteString(text)
+	_, _ = bw.WriteString("\r\n")
+}
+
+// writeHeaderFields writes the header except trailers-to-be; names that are not tokens are skipped
+// and values sanitized (writeValue), so no handler can split the response.
+func writeHeaderFields(bw *bufio.Writer, h http.Header) {
+	for k, vv := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			continue
+		}
+		writeField(bw, k, vv)
+	}
+}
+
+func writeField(bw *bufio.Writer, k string, vv []string) {
+	if k == "" {
+		return
+	}
+	for i := 0; i < len(k); i++ {
+		if !isTokenByte(k[i]) {
+			return
+		}
+	}
+	for _, v := range vv {
+		_, _ = bw.WriteString(k)
+		_, _ = bw.WriteString(": ")
+		writeValue(bw, strings.TrimSpace(v))
+		_, _ = bw.WriteString("\r\n")
+	}
+}
+
+// httpDate is the Date header value, formatted once per second.
+func httpDate() string {
+	now := time.Now().Unix()
+	if d := dateCache.Load(); d != nil && d.sec == now {
+		return d.s
+	}
+	d := &cachedDate{sec: now, s: time.Unix(now, 0).UTC().Format(http.TimeFormat)}
+	dateCache.Store(d)
+	return d.s
+}
+
+type cachedDate struct {
+	sec int64
+	s   string
+}
+
+var dateCache atomic.Pointer[cachedDate]
