@@ -3,11 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/features"
@@ -54,18 +56,12 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, fmt.Errorf("controller options: %w", err)
 	}
-	c := &Controller{
+	return &Controller{
 		opts:     opts,
 		log:      opts.Log,
 		trigger:  newCoalescer(opts.Holdoff, opts.MaxDelay),
 		features: features.Supported(opts.Registry),
-	}
-	w, err := newWatch(opts.Kube, opts.Gateway, events{changed: c.changed, touched: c.touched})
-	if err != nil {
-		return nil, err
-	}
-	c.watch = w
-	return c, nil
+	}, nil
 }
 
 // Synced reports whether the informer caches have been filled once.
@@ -96,12 +92,21 @@ func (c *Controller) touched(k status.Key) {
 // Run watches until ctx is done, leading whenever it holds the Lease. It returns nil on a clean
 // shutdown, after the leadership term's publisher is closed and the Lease released.
 func (c *Controller) Run(ctx context.Context) error {
+	kinds, err := c.routeKinds()
+	if err != nil {
+		return err
+	}
+	c.watch, err = newWatch(c.opts.Kube, c.opts.Gateway, kinds, events{changed: c.changed, touched: c.touched})
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
 		c.watch.shutdown()
 	}()
-	c.log.Info("starting", zap.String("controllerName", c.opts.ControllerName), zap.Int("supportedFeatures", len(c.features)))
+	c.log.Info("starting", zap.String("controllerName", c.opts.ControllerName), zap.Strings("routeKinds", kinds),
+		zap.Int("supportedFeatures", len(c.features)))
 	if !c.watch.start(ctx) {
 		return ctx.Err()
 	}
@@ -126,7 +131,7 @@ func (c *Controller) lead(ctx context.Context) {
 		Log: c.log.Named("status"), Client: c.opts.Gateway,
 		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
 		Addresses:      c.opts.StatusAddresses, Features: c.features,
-		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, HTTPRoutes: c.watch.routes,
+		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(),
 		Workers: c.opts.StatusWorkers,
 	})
 	var wg sync.WaitGroup
@@ -191,7 +196,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 		} else {
 			res := translator.Translate(ctx, store, opts)
 			c.stats.Translations.Add(1)
-			w.Desire(status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, HTTPRoutes: res.HTTPRoutes})
+			w.Desire(desired(res))
 			last = res.Snapshot
 			if len(res.Problems) > 0 {
 				c.log.Debug("translation problems", zap.Int("count", len(res.Problems)))
@@ -219,4 +224,48 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 		c.stats.PublishedAt.Store(time.Now().UnixNano())
 		c.log.Info("published", zap.String("version", published), zap.Int("gateways", len(last.GetGateways())))
 	}
+}
+
+// desired is the status part of a translation, as the writer takes it.
+func desired(res *translator.Result) status.Desired {
+	routes := make(map[status.Key]*gwapiv1.RouteStatus, len(res.Routes))
+	for k, st := range res.Routes {
+		routes[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
+	}
+	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes}
+}
+
+// routeKinds are the route kinds to watch: those the build translates (its translate.route.*
+// modules) and the API server serves. A kind whose CRD is not installed is left out with a
+// warning rather than waited for, so a cluster with an older Gateway API bundle still works;
+// installing it later needs a restart.
+func (c *Controller) routeKinds() ([]string, error) {
+	gv := gwapiv1.GroupVersion.String()
+	res, err := c.opts.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		return nil, fmt.Errorf("discovering %s (are the Gateway API CRDs installed?): %w", gv, err)
+	}
+	served := map[string]bool{}
+	for _, r := range res.APIResources {
+		served[r.Name] = true
+	}
+	for _, need := range []string{"gatewayclasses", "gateways"} {
+		if !served[need] {
+			return nil, fmt.Errorf("%s is not served in %s: install the Gateway API CRDs", need, gv)
+		}
+	}
+	var kinds []string
+	for _, kind := range routeKindsOf(c.opts.Registry) {
+		rk, ok := knownRouteKinds[kind]
+		switch {
+		case !ok:
+			c.log.Warn("route kind is translated but not watched: the controller has no informer for it", zap.String("kind", kind))
+		case !served[rk.resource]:
+			c.log.Warn("route kind not served by the API server: not watching it", zap.String("kind", kind), zap.String("resource", rk.resource))
+		default:
+			kinds = append(kinds, kind)
+		}
+	}
+	sort.Strings(kinds)
+	return kinds, nil
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -41,7 +42,7 @@ type watch struct {
 
 	classes   gwlisters.GatewayClassLister
 	gateways  gwlisters.GatewayLister
-	routes    gwlisters.HTTPRouteLister
+	routes    []routeWatch
 	grants    gwlistersv1b1.ReferenceGrantLister
 	services  corelisters.ServiceLister
 	slices    discoverylisters.EndpointSliceLister
@@ -62,7 +63,8 @@ type events struct {
 // other Secret of the cluster out of the controller's memory.
 const tlsSecrets = "type=" + string(corev1.SecretTypeTLS)
 
-func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, ev events) (*watch, error) {
+// newWatch sets up the informers of every kind a translation reads, route kinds as given.
+func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, routeKinds []string, ev events) (*watch, error) {
 	strip := informers.WithTransform(stripManagedFields)
 	w := &watch{
 		kube: informers.NewSharedInformerFactoryWithOptions(kube, 0, strip),
@@ -71,26 +73,34 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, ev events) (*
 		gw: gwinformers.NewSharedInformerFactoryWithOptions(gw, 0, gwinformers.WithTransform(stripManagedFields)),
 	}
 	gwv1, gwv1b1 := w.gw.Gateway().V1(), w.gw.Gateway().V1beta1()
-	classes, gateways, routes := gwv1.GatewayClasses(), gwv1.Gateways(), gwv1.HTTPRoutes()
-	grants := gwv1b1.ReferenceGrants()
+	classes, gateways, grants := gwv1.GatewayClasses(), gwv1.Gateways(), gwv1b1.ReferenceGrants()
 	services, slices := w.kube.Core().V1().Services(), w.kube.Discovery().V1().EndpointSlices()
 	spaces, secrets := w.kube.Core().V1().Namespaces(), w.tls.Core().V1().Secrets()
-	w.classes, w.gateways, w.routes = classes.Lister(), gateways.Lister(), routes.Lister()
-	w.grants, w.services, w.slices = grants.Lister(), services.Lister(), slices.Lister()
+	w.classes, w.gateways, w.grants = classes.Lister(), gateways.Lister(), grants.Lister()
+	w.services, w.slices = services.Lister(), slices.Lister()
 	w.spaces, w.secrets = spaces.Lister(), secrets.Lister()
 
-	handlers := []struct {
+	type handler struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
-	}{
+	}
+	handlers := []handler{
 		{classes.Informer(), ownedHandler(status.GatewayClassKind, ev)},
 		{gateways.Informer(), ownedHandler(status.GatewayKind, ev)},
-		{routes.Informer(), ownedHandler(status.HTTPRouteKind, ev)},
 		{grants.Informer(), changeHandler(changeConfig, ev, generationChanged)},
 		{services.Informer(), changeHandler(changeConfig, ev, serviceChanged)},
 		{slices.Informer(), changeHandler(changeEndpoints, ev, resourceVersionChanged)},
 		{spaces.Informer(), changeHandler(changeConfig, ev, labelsChanged)},
 		{secrets.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)},
+	}
+	for _, kind := range routeKinds {
+		rk, ok := knownRouteKinds[kind]
+		if !ok {
+			return nil, fmt.Errorf("route kind %s is translated but the controller cannot watch it", kind)
+		}
+		rw := rk.watch(w.gw, gw)
+		w.routes = append(w.routes, rw)
+		handlers = append(handlers, handler{rw.informer, ownedHandler(status.Kind(kind), ev)})
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -99,6 +109,15 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, ev events) (*
 		w.informers = append(w.informers, h.inf)
 	}
 	return w, nil
+}
+
+// routeStatus gives the status writer its access to every watched route kind.
+func (w *watch) routeStatus() []status.Routes {
+	out := make([]status.Routes, len(w.routes))
+	for i, r := range w.routes {
+		out[i] = r.status
+	}
+	return out
 }
 
 // start runs the informers until ctx is done and waits for their first list. It reports false
@@ -125,19 +144,19 @@ func (w *watch) shutdown() {
 func (w *watch) store() (*translator.Store, error) {
 	all := labels.Everything()
 	var s translator.Store
-	var errs [8]error
+	errs := make([]error, 7, 7+len(w.routes))
 	s.GatewayClasses, errs[0] = w.classes.List(all)
 	s.Gateways, errs[1] = w.gateways.List(all)
-	s.HTTPRoutes, errs[2] = w.routes.List(all)
-	s.ReferenceGrants, errs[3] = w.grants.List(all)
-	s.Services, errs[4] = w.services.List(all)
-	s.EndpointSlices, errs[5] = w.slices.List(all)
-	s.Secrets, errs[6] = w.secrets.List(all)
-	s.Namespaces, errs[7] = w.spaces.List(all)
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("listing the caches: %w", err)
-		}
+	s.ReferenceGrants, errs[2] = w.grants.List(all)
+	s.Services, errs[3] = w.services.List(all)
+	s.EndpointSlices, errs[4] = w.slices.List(all)
+	s.Secrets, errs[5] = w.secrets.List(all)
+	s.Namespaces, errs[6] = w.spaces.List(all)
+	for _, r := range w.routes {
+		errs = append(errs, r.fill(&s))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("listing the caches: %w", err)
 	}
 	return &s, nil
 }

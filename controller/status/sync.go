@@ -115,43 +115,6 @@ func (w *Writer) syncGateway(ctx context.Context, nn types.NamespacedName) error
 		}))
 }
 
-func (w *Writer) syncRoute(ctx context.Context, nn types.NamespacedName) error {
-	w.mu.Lock()
-	desired := w.routes[nn]
-	w.mu.Unlock()
-	cached, err := w.opts.HTTPRoutes.HTTPRoutes(nn.Namespace).Get(nn.Name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var ours []gwapiv1.RouteParentStatus
-	if desired != nil {
-		ours = desired.Parents
-	} else if !hasParentsOf(cached.Status.Parents, w.opts.ControllerName) {
-		return nil // not ours and never was
-	}
-	client := w.opts.Client.GatewayV1().HTTPRoutes(nn.Namespace)
-	return w.count(update(ctx, cached,
-		func(ctx context.Context) (*gwapiv1.HTTPRoute, error) {
-			return client.Get(ctx, nn.Name, metav1.GetOptions{})
-		},
-		func(live *gwapiv1.HTTPRoute) (*gwapiv1.HTTPRoute, bool) {
-			parents := routeParents(live.Status.Parents, ours, w.opts.ControllerName)
-			if Equal(live.Status.Parents, parents) {
-				return nil, false
-			}
-			out := *live
-			out.Status.Parents = parents
-			return &out, true
-		},
-		func(ctx context.Context, r *gwapiv1.HTTPRoute) error {
-			_, err := client.UpdateStatus(ctx, r, metav1.UpdateOptions{})
-			return err
-		}))
-}
-
 // generationOf is the generation a translated status describes: the newest observedGeneration of
 // its conditions.
 func generationOf(conds []metav1.Condition) int64 {

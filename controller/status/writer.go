@@ -2,14 +2,12 @@ package status
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -19,27 +17,15 @@ import (
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
-// Kind is the kind of object whose status the writer owns.
-type Kind uint8
+// Kind is the Kubernetes kind of an object whose status the writer owns: GatewayClassKind,
+// GatewayKind, or a route kind ("HTTPRoute", "TCPRoute", ...).
+type Kind string
 
-// The kinds the writer writes.
+// The kinds the writer writes besides routes.
 const (
-	GatewayClassKind Kind = iota + 1
-	GatewayKind
-	HTTPRouteKind
+	GatewayClassKind Kind = "GatewayClass"
+	GatewayKind      Kind = "Gateway"
 )
-
-func (k Kind) String() string {
-	switch k {
-	case GatewayClassKind:
-		return "GatewayClass"
-	case GatewayKind:
-		return "Gateway"
-	case HTTPRouteKind:
-		return "HTTPRoute"
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
 
 // Key names one object in the writer's queue.
 type Key struct {
@@ -61,7 +47,8 @@ type Options struct {
 	// object from the API server instead.
 	GatewayClasses gwlisters.GatewayClassLister
 	Gateways       gwlisters.GatewayLister
-	HTTPRoutes     gwlisters.HTTPRouteLister
+	// Routes are the route kinds whose status the writer owns.
+	Routes []Routes
 	// Workers is the number of objects written concurrently; 1 when zero.
 	Workers int
 	// Now stamps the conditions the writer makes up itself; metav1.Now when nil.
@@ -79,10 +66,12 @@ type Writer struct {
 	opts  Options
 	queue workqueue.TypedRateLimitingInterface[Key]
 
+	routeKinds map[Kind]Routes
+
 	mu       sync.Mutex
 	classes  map[types.NamespacedName]*gwapiv1.GatewayClassStatus
 	gateways map[types.NamespacedName]*gwapiv1.GatewayStatus
-	routes   map[types.NamespacedName]*gwapiv1.HTTPRouteStatus
+	routes   map[Key]*gwapiv1.RouteStatus
 	applied  map[types.NamespacedName]int64
 	desired  bool // Desire has run once
 
@@ -97,13 +86,18 @@ func NewWriter(opts Options) *Writer {
 	if opts.Now == nil {
 		opts.Now = func() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }
 	}
+	kinds := map[Kind]Routes{}
+	for _, r := range opts.Routes {
+		kinds[Kind(r.Kind())] = r
+	}
 	return &Writer{
-		opts: opts,
+		opts:       opts,
+		routeKinds: kinds,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
 		classes:  map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
 		gateways: map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-		routes:   map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{},
+		routes:   map[Key]*gwapiv1.RouteStatus{},
 		applied:  map[types.NamespacedName]int64{},
 	}
 }
@@ -112,11 +106,11 @@ func NewWriter(opts Options) *Writer {
 func (w *Writer) Writes() int64 { return w.writes.Load() }
 
 // Desired is the status one translation computed (the maps of a translator.Result). Route
-// statuses hold only this controller's parent entries.
+// statuses, keyed by their route kind, hold only this controller's parent entries.
 type Desired struct {
 	GatewayClasses map[types.NamespacedName]*gwapiv1.GatewayClassStatus
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
-	HTTPRoutes     map[types.NamespacedName]*gwapiv1.HTTPRouteStatus
+	Routes         map[Key]*gwapiv1.RouteStatus
 }
 
 // Desire records the status a translation computed and queues every object whose desired status
@@ -126,10 +120,10 @@ type Desired struct {
 func (w *Writer) Desire(res Desired) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	diff(GatewayClassKind, w.classes, res.GatewayClasses, w.queue.Add)
-	diff(GatewayKind, w.gateways, res.Gateways, w.queue.Add)
-	diff(HTTPRouteKind, w.routes, res.HTTPRoutes, w.queue.Add)
-	w.classes, w.gateways, w.routes = res.GatewayClasses, res.Gateways, res.HTTPRoutes
+	diff(w.classes, res.GatewayClasses, func(nn types.NamespacedName) Key { return Key{GatewayClassKind, nn} }, w.queue.Add)
+	diff(w.gateways, res.Gateways, func(nn types.NamespacedName) Key { return Key{GatewayKind, nn} }, w.queue.Add)
+	diff(w.routes, res.Routes, func(k Key) Key { return k }, w.queue.Add)
+	w.classes, w.gateways, w.routes = res.GatewayClasses, res.Gateways, res.Routes
 	for nn := range w.applied {
 		if _, ok := w.gateways[nn]; !ok {
 			delete(w.applied, nn) // a Gateway that is gone, or no longer ours
@@ -141,15 +135,15 @@ func (w *Writer) Desire(res Desired) {
 	}
 }
 
-func diff[S any](kind Kind, old, cur map[types.NamespacedName]*S, add func(Key)) {
-	for nn, s := range cur {
-		if o, ok := old[nn]; !ok || !Equal(o, s) {
-			add(Key{kind, nn})
+func diff[K comparable, S any](old, cur map[K]*S, key func(K) Key, add func(Key)) {
+	for k, s := range cur {
+		if o, ok := old[k]; !ok || !Equal(o, s) {
+			add(key(k))
 		}
 	}
-	for nn := range old {
-		if _, ok := cur[nn]; !ok {
-			add(Key{kind, nn})
+	for k := range old {
+		if _, ok := cur[k]; !ok {
+			add(key(k))
 		}
 	}
 }
@@ -157,15 +151,16 @@ func diff[S any](kind Kind, old, cur map[types.NamespacedName]*S, add func(Key))
 // queueStaleRoutes queues routes carrying our entries that no translation of this term produced:
 // left behind by an earlier leader, or by a route that stopped naming our Gateways meanwhile.
 func (w *Writer) queueStaleRoutes() {
-	routes, err := w.opts.HTTPRoutes.List(labels.Everything())
-	if err != nil {
-		w.opts.Log.Warn("listing HTTPRoutes for stale status", zap.Error(err))
-		return
-	}
-	for _, r := range routes {
-		nn := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
-		if _, ok := w.routes[nn]; !ok && hasParentsOf(r.Status.Parents, w.opts.ControllerName) {
-			w.queue.Add(Key{HTTPRouteKind, nn})
+	for kind, rk := range w.routeKinds {
+		stale, err := rk.stale(w.opts.ControllerName)
+		if err != nil {
+			w.opts.Log.Warn("listing routes for stale status", zap.String("kind", string(kind)), zap.Error(err))
+			continue
+		}
+		for _, nn := range stale {
+			if k := (Key{kind, nn}); w.routes[k] == nil {
+				w.queue.Add(k)
+			}
 		}
 	}
 }
@@ -215,7 +210,7 @@ func (w *Writer) next(ctx context.Context) bool {
 		w.queue.Forget(key)
 	case ctx.Err() != nil:
 	default:
-		w.opts.Log.Warn("writing status", zap.Stringer("kind", key.Kind), zap.String("object", key.String()), zap.Error(err))
+		w.opts.Log.Warn("writing status", zap.String("kind", string(key.Kind)), zap.String("object", key.String()), zap.Error(err))
 		w.queue.AddRateLimited(key)
 	}
 	return true
@@ -227,8 +222,13 @@ func (w *Writer) sync(ctx context.Context, key Key) error {
 		return w.syncClass(ctx, key.Name)
 	case GatewayKind:
 		return w.syncGateway(ctx, key.NamespacedName)
-	case HTTPRouteKind:
-		return w.syncRoute(ctx, key.NamespacedName)
 	}
-	return fmt.Errorf("unknown kind %v", key.Kind)
+	rk := w.routeKinds[key.Kind]
+	if rk == nil {
+		return nil // a kind this controller does not watch
+	}
+	w.mu.Lock()
+	desired := w.routes[key]
+	w.mu.Unlock()
+	return w.count(rk.sync(ctx, key.NamespacedName, desired, w.opts.ControllerName))
 }

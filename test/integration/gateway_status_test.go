@@ -134,15 +134,16 @@ func TestGatewayStatus(t *testing.T) {
 	})
 
 	t.Run("unsupported protocol", func(t *testing.T) {
-		udp := gwapiv1.Listener{Name: "udp", Port: 18103, Protocol: gwapiv1.UDPProtocolType}
-		createGateway(t, e, ns, "mixed", "coxswain", httpListener("http", 18102), udp)
-		createGateway(t, e, ns, "allbad", "coxswain", udp)
+		// A domain-prefixed protocol is valid for the API server and served by no Coxswain build.
+		custom := gwapiv1.Listener{Name: "custom", Port: 18103, Protocol: "example.com/custom"}
+		createGateway(t, e, ns, "mixed", "coxswain", httpListener("http", 18102), custom)
+		createGateway(t, e, ns, "allbad", "coxswain", custom)
 		badListener := cond{"Accepted", "False", "UnsupportedProtocol"}
 		waitGateway(t, e, ns, "mixed", func(gw *gwapiv1.Gateway) error {
 			if err := checkConds(gw.Status.Conditions, gw.Generation, cond{"Accepted", "True", "ListenersNotValid"}, programmed); err != nil {
 				return err
 			}
-			if err := listenerConds(gw, "udp", badListener, cond{"Programmed", "False", "Invalid"}); err != nil {
+			if err := listenerConds(gw, "custom", badListener, cond{"Programmed", "False", "Invalid"}); err != nil {
 				return err
 			}
 			return listenerConds(gw, "http", listenerHealthy...)
@@ -152,7 +153,7 @@ func TestGatewayStatus(t *testing.T) {
 				cond{"Accepted", "False", "ListenersNotValid"}, cond{"Programmed", "False", "Invalid"}); err != nil {
 				return err
 			}
-			return listenerConds(gw, "udp", badListener)
+			return listenerConds(gw, "custom", badListener)
 		})
 	})
 

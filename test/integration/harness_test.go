@@ -23,8 +23,11 @@ import (
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
-	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate" // the route kinds of the stock binary
 	_ "github.com/coxswain-labs/coxswain/modules/standard"
+	_ "github.com/coxswain-labs/coxswain/modules/tcproute/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/tlsroute/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/udproute/translate"
 	"github.com/coxswain-labs/coxswain/test/integration/env"
 )
 
