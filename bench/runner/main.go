@@ -33,7 +33,11 @@ type options struct {
 	bodies      []string
 	conns       []int
 	coxswainEnv []string
+	variants    []variant
 }
+
+// variant is another Coxswain build measured as if it were a peer (before/after comparisons).
+type variant struct{ name, bin string }
 
 var bgCtx = context.Background()
 
@@ -51,6 +55,7 @@ func main() {
 	bodies := flag.String("bodies", "12,1k,16k", "B1 body sizes")
 	conns := flag.String("conns", "16,64,256", "B1 connection counts")
 	coxEnv := flag.String("coxswain-env", "", "extra environment for coxswain, comma-separated (e.g. GOGC=200)")
+	variants := flag.String("variants", "", "other coxswain builds to run as peers, name=binary,... (before/after)")
 	proxyCPU := flag.String("proxy-cpu", "0", "CPU set of the proxies")
 	loadCPU := flag.String("load-cpu", "1", "CPU set of the backend and the load generator")
 	flag.Parse()
@@ -61,6 +66,13 @@ func main() {
 		var n int
 		_, _ = fmt.Sscan(c, &n)
 		o.conns = append(o.conns, n)
+	}
+	for _, v := range strings.Split(*variants, ",") {
+		if name, bin, ok := strings.Cut(v, "="); ok {
+			abs, _ := filepath.Abs(bin)
+			o.variants = append(o.variants, variant{name: name, bin: abs})
+			o.peers = append(o.peers, name)
+		}
 	}
 	if *coxEnv != "" {
 		o.coxswainEnv = strings.Split(*coxEnv, ",")

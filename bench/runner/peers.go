@@ -56,6 +56,19 @@ func (e *env) newPeers() map[string]*peer {
 		"caddy": {name: "caddy", http: url(pt.CaddyHTTP), https: tlsURL(pt.CaddyTLS), h2c: url(pt.CaddyHTTP),
 			startF: e.startCaddy},
 	}
+	// Other Coxswain builds (-variants name=binary), each on ports of its own: before/after tables.
+	for i, v := range e.opts.variants {
+		pt := e.data.Ports
+		pt.CoxswainHTTP, pt.CoxswainTLS, pt.CoxswainAdm = 18140+i, 18150+i, 18160+i
+		dir := filepath.Join(e.dir, "variant-"+v.name)
+		all[v.name] = &peer{name: v.name, http: url(pt.CoxswainHTTP), https: tlsURL(pt.CoxswainTLS), h2c: url(pt.CoxswainHTTP),
+			startF: func() (*proc, error) {
+				if err := e.coxswainDirPorts(dir, pt, nil, nil); err != nil {
+					return nil, err
+				}
+				return e.startCoxswainBin(v.name, dir, v.bin, pt.CoxswainAdm)
+			}}
+	}
 	out := map[string]*peer{"coxswain": all["coxswain"]}
 	for _, n := range e.opts.peers {
 		if pe, ok := all[n]; ok {
@@ -73,9 +86,13 @@ func (e *env) startCoxswain(name, dir string) (*proc, error) {
 			return nil, err
 		}
 	}
-	adm := "127.0.0.1:" + strconv.Itoa(e.data.Ports.CoxswainAdm)
+	return e.startCoxswainBin(name, dir, e.bin.coxswain, e.data.Ports.CoxswainAdm)
+}
+
+func (e *env) startCoxswainBin(name, dir, bin string, admPort int) (*proc, error) {
+	adm := "127.0.0.1:" + strconv.Itoa(admPort)
 	env := append([]string{"GOMAXPROCS=1"}, e.opts.coxswainEnv...)
-	p, err := start(e.dir, name, e.proxyCPU, env, e.bin.coxswain, "serve", "-f", dir,
+	p, err := start(e.dir, name, e.proxyCPU, env, bin, "serve", "-f", dir,
 		"--admin-address", adm, "--log-level", "warn")
 	if err != nil {
 		return nil, err

@@ -138,10 +138,15 @@ type binaries struct {
 
 // coxswainDir renders a Coxswain manifest directory; extra listeners and the churn route are B7's.
 func (e *env) coxswainDir(dir string, extra []int, churn *churnState) error {
+	return e.coxswainDirPorts(dir, e.data.Ports, extra, churn)
+}
+
+func (e *env) coxswainDirPorts(dir string, pt ports, extra []int, churn *churnState) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	d := e.data
+	d.Ports = pt
 	d.ExtraListeners, d.Churn = extra, churn
 	d.Backends = []backendSvc{
 		{Name: "be", Port: e.data.Ports.Backend},
