@@ -57,8 +57,12 @@ func validate(args []string, e *env) int {
 		}
 		return 1
 	}
-	fmt.Fprintf(e.stderr, "valid: %d GatewayClass(es), %d Gateway(s), %d HTTPRoute(s); snapshot version %s\n",
-		len(rep.GatewayClasses), len(rep.Gateways), len(rep.HTTPRoutes), rep.Version)
+	others := ""
+	if n := len(rep.Routes); n > 0 {
+		others = fmt.Sprintf(", %d other route(s)", n)
+	}
+	fmt.Fprintf(e.stderr, "valid: %d GatewayClass(es), %d Gateway(s), %d HTTPRoute(s)%s; snapshot version %s\n",
+		len(rep.GatewayClasses), len(rep.Gateways), len(rep.HTTPRoutes), others, rep.Version)
 	return 0
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +201,14 @@ spec:
 			t.Errorf("attachedRoutes %v", attached)
 		}
 	})
+}
+
+// TestL4Example keeps examples/l4 valid.
+func TestL4Example(t *testing.T) {
+	out, errOut, code := runCLI(t, "validate", "-f", filepath.Join("..", "..", "examples", "l4"))
+	if code != 0 || !strings.Contains(errOut, "4 other route(s)") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
 }
 
 func l4ServiceYAML(name, protocol string, port, target int) string {
