@@ -172,7 +172,8 @@ func (t *translation) translateListener(g *gatewayState, i int) *listenerState {
 		resolved:   condState{ok: true, reason: string(gwapiv1.ListenerReasonResolvedRefs), msg: "All references are resolved"},
 		conflicted: condState{reason: string(gwapiv1.ListenerReasonNoConflicts), msg: "No conflicts"},
 	}
-	if spec.Hostname != nil {
+	if spec.Hostname != nil && distinguishesByHostname(spec.Protocol) {
+		// TCP and UDP listeners ignore their hostname: nothing on the wire carries one.
 		l.hostname = string(*spec.Hostname)
 	}
 	l.supportedKinds = []gwapiv1.RouteGroupKind{}
