@@ -13,6 +13,9 @@
 // route's filter chain (compiled once per table), a lock-free weighted backend choice, the cluster's
 // balancer, and the forwarder.
 //
-// Listener modules ("listener.http", "listener.https", see package listener) implement
-// StreamListener: they turn a bound socket into served connections. The engine owns the socket.
+// Listener modules ("listener.http", "listener.https", "listener.tcp", "listener.tls",
+// "listener.udp", see package listener) implement StreamListener: they turn a bound socket into
+// served connections. The engine owns the socket. Layer-4 routes (l4.go) are compiled by the
+// interface their match module implements (core.StreamRoute, core.DatagramRoute), and their
+// connections and sessions hold a reference on the table they started with for their whole life.
 package proxy
