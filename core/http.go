@@ -19,6 +19,17 @@ type HTTPErrorWriter interface {
 	WriteError(w http.ResponseWriter, r *http.Request, status int, msg string)
 }
 
+// HTTPProtocolErrorWriter is optionally implemented by an HTTPErrorWriter matcher whose protocol
+// needs its own error form even when no route matched: a gRPC client cannot read a plain 404, it
+// expects a grpc-status. The engine answers a request that no route of its listener matches with
+// 404; when a route module of the table claims the request (ClaimsRequest, e.g. content-type
+// application/grpc), that module's WriteError answers the 404 instead. ClaimsRequest runs on the
+// hot path of unrouted requests: no allocation.
+type HTTPProtocolErrorWriter interface {
+	HTTPErrorWriter
+	ClaimsRequest(r *http.Request) bool
+}
+
 // A filter module ("filter.http.*", "filter.ext.*") implements at least one of HTTPRequestFilter,
 // HTTPResponseFilter and HTTPMiddleware. The engine compiles a rule's filters into a chain once per
 // snapshot; per request it only calls them.

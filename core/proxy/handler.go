@@ -1,6 +1,10 @@
 package proxy
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/coxswain-labs/coxswain/core"
+)
 
 // serveHTTP routes r: Server by Host (exact, most specific wildcard, catch-all; never falling back
 // to a less specific Server, which would break Gateway listener isolation), then the virtual hosts of
@@ -10,10 +14,34 @@ import "net/http"
 func (ls *ListenerState) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := ls.route(r)
 	if rt == nil {
-		plainErrors{}.WriteError(w, r, http.StatusNotFound, "no route for this request")
+		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusNotFound, "no route for this request")
 		return
 	}
 	rt.ServeHTTP(w, r)
+}
+
+// noRouteWriter is the error writer for an unrouted request: the first route module of the
+// table that claims it as its protocol (a gRPC request gets a grpc-status), else plain text.
+func (t *table) noRouteWriter(r *http.Request) core.HTTPErrorWriter {
+	for _, pw := range t.noRoute {
+		if pw.ClaimsRequest(r) {
+			return pw
+		}
+	}
+	return plainErrors{}
+}
+
+// addNoRoute records the first loaded instance of a route module that writes its protocol's
+// errors; any instance will do, since claiming a request does not depend on a route's match.
+func (t *table) addNoRoute(id string, pw core.HTTPProtocolErrorWriter) {
+	if t.noRouteIDs[id] {
+		return
+	}
+	if t.noRouteIDs == nil {
+		t.noRouteIDs = map[string]bool{}
+	}
+	t.noRouteIDs[id] = true
+	t.noRoute = append(t.noRoute, pw)
 }
 
 // route finds the route for r; it does not allocate when the Host is lower case and the matchers

@@ -94,6 +94,9 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	if ew, ok := m.(core.HTTPErrorWriter); ok {
 		rt.errw = ew
 	}
+	if pw, ok := m.(core.HTTPProtocolErrorWriter); ok {
+		b.t.addNoRoute(r.GetMatch().GetId(), pw)
+	}
 	ruleFilters, err := b.filters(r.GetFilters())
 	if err != nil {
 		return nil, err

@@ -23,6 +23,10 @@ type table struct {
 	bc        *core.BuildContext
 	listeners []*builtListener // in snapshot order
 	certKeys  map[certKey]struct{}
+	// noRoute answers, in their own protocol, the unrouted requests they claim (gRPC); one per
+	// route module ID the table loaded that implements core.HTTPProtocolErrorWriter.
+	noRoute    []core.HTTPProtocolErrorWriter
+	noRouteIDs map[string]bool
 
 	refs      atomic.Int64
 	closeOnce sync.Once

@@ -19,6 +19,7 @@ import (
 	_ "github.com/coxswain-labs/coxswain/core/proxy/listener"
 
 	// Route kinds.
+	_ "github.com/coxswain-labs/coxswain/modules/grpcroute"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute"
 	_ "github.com/coxswain-labs/coxswain/modules/tcproute"
 	_ "github.com/coxswain-labs/coxswain/modules/tlsroute"
@@ -36,6 +37,7 @@ import (
 // Packages is the import path of every package this bundle imports, in the order above.
 var Packages = []string{
 	"github.com/coxswain-labs/coxswain/core/proxy/listener",
+	"github.com/coxswain-labs/coxswain/modules/grpcroute",
 	"github.com/coxswain-labs/coxswain/modules/httproute",
 	"github.com/coxswain-labs/coxswain/modules/tcproute",
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",

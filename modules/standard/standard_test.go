@@ -26,6 +26,7 @@ func TestStockModules(t *testing.T) {
 		"listener.tcp",
 		"listener.tls",
 		"listener.udp",
+		"route.grpc",
 		"route.http",
 		"route.tcp",
 		"route.tls",
