@@ -12,6 +12,8 @@ import (
 //	/readyz   200 once the first snapshot is applied, 503 before
 //	/status   JSON: the version serving, the last reload's error, and the Report (the status the
 //	          controller would write, the problems and the documents left out)
+//	/stats    JSON: the counters of the listeners that keep some, by listener (UDP sessions and
+//	          datagrams dropped by the session cap, stream connections accepted and dropped)
 //
 // It is meant for a loopback address: it exposes the configuration, not secrets.
 func AdminHandler(r *Runner) http.Handler {
@@ -42,6 +44,18 @@ func AdminHandler(r *Runner) http.Handler {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(body)
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		stats := map[string]map[string]int64{}
+		if sr, ok := r.opts.Engine.(interface {
+			ListenerStats() map[string]map[string]int64
+		}); ok {
+			stats = sr.ListenerStats()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(stats)
 	})
 	return mux
 }

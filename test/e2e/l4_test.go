@@ -134,6 +134,21 @@ spec:
 			}
 		}
 	})
+	t.Run("listener counters", func(t *testing.T) {
+		body, code, err := s.adminGet("/stats")
+		if err != nil || code != 200 {
+			t.Fatalf("/stats: %d %v", code, err)
+		}
+		var stats map[string]map[string]int64
+		if err := json.Unmarshal([]byte(body), &stats); err != nil {
+			t.Fatal(err)
+		}
+		udp := stats[fmt.Sprintf("127.0.0.1:%d/UDP", udpPort)]
+		tls := stats[fmt.Sprintf("127.0.0.1:%d/TLS", tlsPort)]
+		if udp["udp_sessions_opened"] != 1 || tls["stream_connections_dropped"] < 1 {
+			t.Errorf("counters %s", body)
+		}
+	})
 	t.Run("status", func(t *testing.T) {
 		body, _, err := s.adminGet("/status")
 		if err != nil {
