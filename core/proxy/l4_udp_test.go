@@ -1,8 +1,10 @@
 package proxy_test
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -160,5 +162,54 @@ func TestUDPSessionCap(t *testing.T) {
 	st := p.ListenerStats()[l.Name]
 	if st["udp_sessions"] != 4 || st["udp_datagrams_dropped_cap"] != 3 {
 		t.Fatalf("stats %v, want 4 sessions and 3 datagrams dropped", st)
+	}
+}
+
+// TestTCPAndUDPOnOnePort binds a TCP and a UDP listener on the same port number: different
+// sockets, each with its own route kind.
+func TestTCPAndUDPOnOnePort(t *testing.T) {
+	ta, ua := newTCPEcho(t, "tcp"), newUDPEcho(t, "udp")
+	port := closedPort(t)
+	p := newL4Proxy(t, proxy.Limits{})
+	apply(t, p, snapshot(t, []*irv1.Listener{
+		portKeyed("TCP", port, l4Route("route.tcp", "t", backend("t", 1))),
+		portKeyed("UDP", port, l4Route("route.udp", "u", backend("u", 1))),
+	}, []*irv1.Cluster{l4Cluster("t", irv1.Cluster_TCP, ta.port), l4Cluster("u", irv1.Cluster_UDP, ua)}))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+	if g := greeting(t, addr); g != "tcp" {
+		t.Errorf("TCP greeting %q", g)
+	}
+	paddr, _ := net.ResolveUDPAddr("udp", addr)
+	if be, _, _ := udpAsk(t, udpClient(t), paddr, "x"); be != "udp" {
+		t.Errorf("UDP backend %q", be)
+	}
+}
+
+// TestL4RouteOnTheWrongListener: a snapshot pairing a listener with the wrong kind of route is
+// rejected whole, before anything is bound.
+func TestL4RouteOnTheWrongListener(t *testing.T) {
+	cases := []struct {
+		name string
+		l    *irv1.Listener
+		c    *irv1.Cluster
+		want string
+	}{
+		{"UDP route on TCP", portKeyed("TCP", 0, l4Route("route.udp", "r", backend("c", 1))), l4Cluster("c", irv1.Cluster_UDP, 1), "core.DatagramRoute"},
+		{"TCP route on UDP", portKeyed("UDP", 0, l4Route("route.tcp", "r", backend("c", 1))), l4Cluster("c", irv1.Cluster_TCP, 1), "core.StreamRoute"},
+		{"TCP route on HTTP", httpListener(0, server("", vhost("", l4Route("route.tcp", "r", backend("c", 1))))), l4Cluster("c", irv1.Cluster_TCP, 1), "core.StreamRoute"},
+		{"HTTP route on TCP", portKeyed("TCP", 0, route("r", "/", backend("c", 1))), cluster("c"), "core.HTTPMatcher"},
+		{"TCP route to a UDP cluster", portKeyed("TCP", 0, l4Route("route.tcp", "r", backend("c", 1))), l4Cluster("c", irv1.Cluster_UDP, 1), "speaks UDP"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newL4Proxy(t, proxy.Limits{})
+			err := p.Apply(context.Background(), snapshot(t, []*irv1.Listener{tc.l}, []*irv1.Cluster{tc.c}))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Apply: %v, want an error mentioning %q", err, tc.want)
+			}
+			if len(p.Bound()) != 0 {
+				t.Errorf("bound %v after a rejected snapshot", p.Bound())
+			}
+		})
 	}
 }
