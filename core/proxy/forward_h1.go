@@ -113,38 +113,53 @@ func staleConn(err error) bool {
 func isConnReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
 // roundTrip writes the request and reads the response header, under the response-header timeout
-// and the request's deadline; a cancelled request (the client went away) unblocks it at once.
+// and the request's deadline; a request whose context is cancelled (an HTTP/2 stream reset, a
+// client gone from a net/http connection) unblocks it at once. The response-header timeout is
+// re-armed lazily: a deadline still at least half the timeout away is left as it is, so that a
+// busy connection does not touch its timer on every request (the wait is bounded by between half
+// and all of the timeout).
 func (f *h1Forwarder) roundTrip(ctx context.Context, r *http.Request, c *h1Conn, x *h1Exchange) error {
-	deadline, hasDeadline := ctx.Deadline()
-	if f.rht > 0 {
-		if d := time.Now().Add(f.rht); !hasDeadline || d.Before(deadline) {
-			deadline, hasDeadline = d, true
+	ctxDeadline, hasCtx := ctx.Deadline()
+	now := time.Now()
+	switch {
+	case hasCtx && (f.rht == 0 || ctxDeadline.Before(now.Add(f.rht))):
+		c.setDeadline(ctxDeadline)
+	case f.rht > 0:
+		if c.deadline.IsZero() || c.deadline.Before(now.Add(f.rht/2)) {
+			c.setDeadline(now.Add(f.rht))
 		}
+	case !c.deadline.IsZero():
+		c.setDeadline(time.Time{})
 	}
-	if hasDeadline {
-		_ = c.nc.SetDeadline(deadline)
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	writeRequest(c.bw, r)
 	err := c.bw.Flush()
 	if err == nil {
 		err = x.head.read(c.br)
 	}
-	if !stop() {
+	if stop != nil && !stop() {
 		return ctx.Err()
 	}
-	if err != nil {
-		return err
+	return err
+}
+
+// bodyDeadline sets the deadline the body is read under before it is copied: the request's own, or
+// none (a download may outlast the response-header timeout). A body already buffered whole needs
+// no read and no timer.
+func bodyDeadline(ctx context.Context, c *h1Conn, hd *h1Head, method string) {
+	if hd.bodyless(method) || (hd.length >= 0 && int64(c.br.Buffered()) >= hd.length) {
+		return
 	}
-	// The body is read under the request's own deadline only.
 	if d, ok := ctx.Deadline(); ok {
-		if d != deadline {
-			_ = c.nc.SetDeadline(d)
+		if !d.Equal(c.deadline) {
+			c.setDeadline(d)
 		}
-	} else if hasDeadline {
-		_ = c.nc.SetDeadline(time.Time{})
+	} else if !c.deadline.IsZero() {
+		c.setDeadline(time.Time{})
 	}
-	return nil
 }
 
 var aLongTimeAgo = time.Unix(1, 0)

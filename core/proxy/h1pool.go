@@ -100,7 +100,14 @@ type h1Conn struct {
 	bw       *bufio.Writer
 	pool     *h1Pool
 	idleFrom time.Time
-	reused   bool // served a request before this one
+	reused   bool      // served a request before this one
+	deadline time.Time // armed on nc; zero when none
+}
+
+// setDeadline arms (or with a zero t, clears) the connection's deadline and remembers it.
+func (c *h1Conn) setDeadline(t time.Time) {
+	c.deadline = t
+	_ = c.nc.SetDeadline(t)
 }
 
 const (
@@ -128,7 +135,8 @@ func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), bw: bufio.NewWriterSize(nc, h1WriteBuf), pool: p}, nil
+	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), bw: bufio.NewWriterSize(nc, h1WriteBuf), pool: p}
+	return c, nil
 }
 
 // put returns a connection whose last exchange completed cleanly.

@@ -145,6 +145,7 @@ func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x
 		fl.FilterResponse(r, hd.status, h)
 	}
 	w.WriteHeader(hd.status)
+	bodyDeadline(r.Context(), c, hd, r.Method)
 	if hd.bodyless(r.Method) {
 		f.done(c, hd)
 		return

@@ -180,7 +180,6 @@ type h1sConn struct {
 	br       *bufio.Reader // nil while the connection idles without buffers
 	bw       *bufio.Writer
 	ctx      context.Context
-	cancel   context.CancelFunc
 	remote   string
 	idle     atomic.Bool // waiting for a request (Shutdown may close it)
 	hijacked bool
@@ -223,11 +222,14 @@ func (c *h1sConn) releaseBuffers() {
 func (c *h1sConn) start() {
 	s := c.srv
 	c.remote = c.nc.RemoteAddr().String()
-	ctx, cancel := context.WithCancel(context.Background())
+	// The requests' context is the connection's and is never cancelled: a request ends when its
+	// handler returns, and the forwarder bounds its upstream wait with timeouts and deadlines, not
+	// with a per-request cancellation (which would cost a context and a callback per request).
+	ctx := context.Background()
 	if s.sc.ConnContext != nil {
 		ctx = s.sc.ConnContext(ctx, c.nc)
 	}
-	c.ctx, c.cancel = ctx, cancel
+	c.ctx = ctx
 	c.req = (&http.Request{}).WithContext(ctx)
 	c.hdr = make(http.Header, 16)
 	c.buffers()
@@ -261,7 +263,6 @@ func (c *h1sConn) handToH2() {
 	rc := &replayConn{Conn: c.nc, r: c.br}
 	c.bw.Reset(nil)
 	writers.Put(c.bw)
-	c.cancel()
 	if !s.h2ln.deliver(rc) {
 		_ = c.nc.Close()
 	}
@@ -294,9 +295,7 @@ func (c *h1sConn) run() {
 			return
 		}
 		if !c.serve() {
-			if c.hijacked {
-				c.cancel() // the handler owns the connection (and its buffers) now
-			} else {
+			if !c.hijacked { // else the handler owns the connection (and its buffers) now
 				c.close()
 			}
 			return
@@ -409,7 +408,6 @@ func waitReadable(nc net.Conn) error {
 }
 
 func (c *h1sConn) close() {
-	c.cancel()
 	c.srv.untrack(c)
 	_ = c.nc.Close()
 	c.releaseBuffers()
