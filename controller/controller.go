@@ -179,6 +179,10 @@ func (c *Controller) startPublisher(ctx context.Context, applied AppliedFunc) Pu
 func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer) {
 	c.changed(changeConfig) // a new term starts from a full translation
 	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry}
+	var pool *addressPool
+	if c.opts.AddressPool.IsValid() {
+		pool = newAddressPool(c.opts.AddressPool)
+	}
 	var last *irv1.Snapshot // the latest snapshot made, published or not
 	var published string
 	retry := publishRetry
@@ -194,6 +198,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 			last = translator.RefreshEndpoints(ctx, last, store, opts)
 			c.stats.EndpointRefreshes.Add(1)
 		} else {
+			if pool != nil {
+				opts.GatewayAddresses = pool.assign(store.Gateways, c.ourClasses(store))
+			}
 			res := translator.Translate(ctx, store, opts)
 			c.stats.Translations.Add(1)
 			w.Desire(desired(res))
@@ -268,4 +275,15 @@ func (c *Controller) routeKinds() ([]string, error) {
 	}
 	sort.Strings(kinds)
 	return kinds, nil
+}
+
+// ourClasses are the names of the GatewayClasses this controller answers to.
+func (c *Controller) ourClasses(store *translator.Store) map[string]bool {
+	out := map[string]bool{}
+	for _, gc := range store.GatewayClasses {
+		if string(gc.Spec.ControllerName) == c.opts.ControllerName {
+			out[gc.Name] = true
+		}
+	}
+	return out
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// StatusAddresses are published in every Gateway's status.addresses (see ParseAddresses).
 	// Without them no Gateway is Programmed: reason AddressNotAssigned.
 	StatusAddresses []gwapiv1.GatewayStatusAddress
+	// AddressPool, when valid, gives every Gateway that asks for no address one of its own from
+	// this range: its listeners bind it and its status publishes it. The range must be routed to
+	// the proxies' hosts. It excludes StatusAddresses.
+	AddressPool netip.Prefix
 
 	// Holdoff is how long the world must be quiet before a burst of changes is translated (75ms
 	// when zero); MaxDelay bounds how long a change waits in a busy world (1s when zero).
@@ -76,6 +80,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.NewPublisher == nil {
 		errs = append(errs, errors.New("no publisher"))
+	}
+	if o.AddressPool.IsValid() && len(o.StatusAddresses) > 0 {
+		errs = append(errs, errors.New("status addresses and an address pool are exclusive"))
 	}
 	if o.ControllerName == "" {
 		o.ControllerName = translator.DefaultControllerName

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -46,6 +47,7 @@ type controllerFlags struct {
 	burst          int
 	controllerName string
 	statusAddress  stringList
+	addressPool    string
 	holdoff        time.Duration
 	maxDelay       time.Duration
 	statusWorkers  int
@@ -63,6 +65,8 @@ func (c *controllerFlags) register(fs *flag.FlagSet) {
 		"the GatewayClass spec.controllerName this coxswain answers to")
 	fs.Var(&c.statusAddress, "status-address",
 		"address published in every Gateway's status.addresses: an IP or a hostname (repeatable, or comma-separated)")
+	fs.StringVar(&c.addressPool, "gateway-address-pool", "",
+		"CIDR range: give each Gateway that asks for no address one of its own from it, bound by the proxy and published in status (the range must be routed to this host); excludes --status-address")
 	fs.DurationVar(&c.holdoff, "holdoff", 75*time.Millisecond, "how long changes must settle before a translation")
 	fs.DurationVar(&c.maxDelay, "max-delay", time.Second, "the longest a change waits for a translation in a busy cluster")
 	fs.IntVar(&c.statusWorkers, "status-workers", 4, "objects whose status is written concurrently")
@@ -92,6 +96,17 @@ func runController(args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "coxswain controller: --status-address: %v\n", err)
 		return 2
 	}
+	var pool netip.Prefix
+	if cf.addressPool != "" {
+		if pool, err = netip.ParsePrefix(cf.addressPool); err != nil {
+			fmt.Fprintf(e.stderr, "coxswain controller: --gateway-address-pool: %v\n", err)
+			return 2
+		}
+		if len(addrs) > 0 {
+			fmt.Fprintln(e.stderr, "coxswain controller: --gateway-address-pool and --status-address are exclusive")
+			return 2
+		}
+	}
 	log, err := newLogger(lf.format, lf.level, e.stderr)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "coxswain controller: %v\n", err)
@@ -101,14 +116,14 @@ func runController(args []string, e *env) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cf.run(ctx, log, e, addrs); err != nil {
+	if err := cf.run(ctx, log, e, addrs, pool); err != nil {
 		log.Error("coxswain controller failed", zap.Error(err))
 		return 1
 	}
 	return 0
 }
 
-func (cf *controllerFlags) run(ctx context.Context, log *zap.Logger, e *env, addrs []gwapiv1.GatewayStatusAddress) error {
+func (cf *controllerFlags) run(ctx context.Context, log *zap.Logger, e *env, addrs []gwapiv1.GatewayStatusAddress, pool netip.Prefix) error {
 	cfg, err := restConfig(cf.kubeconfig)
 	if err != nil {
 		return err
@@ -128,7 +143,7 @@ func (cf *controllerFlags) run(ctx context.Context, log *zap.Logger, e *env, add
 	ctrl, err := controller.New(controller.Options{
 		Log: log.Named("controller"), Kube: kube, Gateway: gw, Registry: e.reg,
 		NewPublisher:   inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: e.reg}),
-		ControllerName: cf.controllerName, StatusAddresses: addrs,
+		ControllerName: cf.controllerName, StatusAddresses: addrs, AddressPool: pool,
 		Holdoff: cf.holdoff, MaxDelay: cf.maxDelay, StatusWorkers: cf.statusWorkers, ShutdownTimeout: cf.drain,
 		LeaderElection: le,
 	})

@@ -126,7 +126,8 @@ func infraParams(gw *gwapiv1.Gateway) string {
 }
 
 // gatewayAddresses validates spec.addresses: only IP addresses are supported, each becomes a
-// bind address. An empty IPAddress value asks for any address, which here means all of them.
+// bind address. An empty IPAddress value asks for any address, which here means all of them. A
+// Gateway that asks for none binds the address the controller gave it, if any, else all of them.
 func (t *translation) gatewayAddresses(g *gatewayState) {
 	seen := map[string]bool{}
 	for i, a := range g.gw.Spec.Addresses {
@@ -156,6 +157,10 @@ func (t *translation) gatewayAddresses(g *gatewayState) {
 			seen[addr] = true
 			g.addresses = append(g.addresses, addr)
 		}
+	}
+	if a, ok := t.opts.GatewayAddresses[g.key]; ok && len(g.gw.Spec.Addresses) == 0 {
+		g.addresses = []string{a.Unmap().String()}
+		return
 	}
 	if seen[""] || len(g.addresses) == 0 {
 		g.addresses = []string{""}

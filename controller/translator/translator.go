@@ -3,6 +3,7 @@ package translator
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +28,10 @@ type Options struct {
 	Now func() metav1.Time
 	// Registry holds the translate.route.* modules; core.Freeze() when nil.
 	Registry *core.Registry
+	// GatewayAddresses are IP addresses the controller gave Gateways that ask for none in
+	// spec.addresses (controller --gateway-address-pool). Such a Gateway's listeners bind its
+	// address and its status publishes it, exactly as if the spec had asked for it.
+	GatewayAddresses map[types.NamespacedName]netip.Addr
 }
 
 // Result is one translation: the snapshot every proxy should run and the status the controller
