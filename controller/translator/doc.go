@@ -55,6 +55,17 @@
 // a newer one wants with another protocol (ProtocolConflict) or other certificates
 // (HostnameConflict), and a port bound on all addresses excludes a specific one
 // (PortUnavailable). Only IPAddress Gateway addresses are supported; they are bind addresses.
+// Listeners of different protocols never share a port (HTTPS and TLS included: one socket is
+// served by one listener module); TLS listeners in Passthrough and Terminate mode do (mixed
+// mode, SNI tells them apart). TCP and UDP listeners ignore their hostname.
+//
+// # Route kinds without matches
+//
+// TCPRoute, TLSRoute and UDPRoute implement ExclusiveKind: the oldest route of a virtual host
+// (a TCP or UDP listener, a TLS hostname) is the only one placed in the snapshot; the others
+// stay Accepted, count in attachedRoutes and get Conflicted=True (ShadowedByOlderRoute). They
+// implement ClusterKind too: their backendRefs resolve to TCP or UDP clusters of their own.
+// SingleRule builds their one entry.
 //
 // # Determinism
 //
