@@ -100,3 +100,13 @@ BENCH_ARGS ?=
 .PHONY: bench
 bench:
 	bash bench/run.sh $(BENCH_ARGS)
+
+# The upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance) against the
+# whole stack, with no container runtime (test/conformance/run.sh): builds what is missing, runs
+# the profiles and features the GatewayClass claims, writes the report to conformance/reports/,
+# fails on any failed test. Pass suite flags with CONFORMANCE_ARGS, e.g.
+#   make conformance CONFORMANCE_ARGS="-run-test=HTTPRouteWeight"
+CONFORMANCE_ARGS ?=
+.PHONY: conformance
+conformance:
+	bash test/conformance/run.sh $(CONFORMANCE_ARGS)

@@ -1,0 +1,131 @@
+package conformance
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/apis/v1alpha2"
+	"sigs.k8s.io/gateway-api/apis/v1alpha3"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	upstream "sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/flags"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/coxswain-labs/coxswain/test/conformance/harness"
+	"github.com/coxswain-labs/coxswain/test/integration/netns"
+)
+
+// Environment variables run.sh sets.
+const (
+	// EnvReport is where the upstream-format report goes; the artifacts directory when unset.
+	EnvReport = "COXSWAIN_CONFORMANCE_REPORT"
+	// EnvVersion is the implementation version the report names.
+	EnvVersion = "COXSWAIN_VERSION"
+)
+
+// gatewayClassName is the GatewayClass the suite's Gateways use.
+const gatewayClassName = "coxswain"
+
+// gatewayProfiles are the profiles a Gateway implementation can claim. A profile runs when the
+// build claims every one of its core features; the mesh profiles are not for a Gateway.
+var gatewayProfiles = []suite.ConformanceProfile{
+	suite.GatewayHTTPConformanceProfile,
+	suite.GatewayGRPCConformanceProfile,
+	suite.GatewayTLSConformanceProfile,
+	suite.GatewayTCPConformanceProfile,
+	suite.GatewayUDPConformanceProfile,
+}
+
+func TestMain(m *testing.M) { os.Exit(netns.Run(m)) }
+
+// TestConformance runs the upstream suite against the whole stack. The features under test are
+// the ones the GatewayClass status claims (the suite reads them itself), and the profiles are the
+// ones whose core features are all claimed: what is advertised is what is tested.
+func TestConformance(t *testing.T) {
+	c := harness.Start(t)
+	gc := c.GatewayClass(t, gatewayClassName)
+	claimed := sets.New[features.FeatureName]()
+	for _, f := range gc.Status.SupportedFeatures {
+		claimed.Insert(features.FeatureName(f.Name))
+	}
+	profiles := profilesFor(claimed)
+	t.Logf("GatewayClass %s claims %d features: %v", gc.Name, claimed.Len(), sets.List(claimed))
+	t.Logf("conformance profiles: %v", profiles)
+	if len(profiles) == 0 {
+		t.Fatal("the build claims no complete Gateway conformance profile")
+	}
+	upstream.RunConformanceWithOptions(t, suiteOptions(t, c, profiles))
+}
+
+func profilesFor(claimed sets.Set[features.FeatureName]) []suite.ConformanceProfileName {
+	var out []suite.ConformanceProfileName
+	for _, p := range gatewayProfiles {
+		if claimed.IsSuperset(p.CoreFeatures) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// suiteOptions are upstream's DefaultOptions with the harness's client and the report settings;
+// the suite's own flags (-run-test, -skip-tests, -debug, ...) still apply when given.
+func suiteOptions(t *testing.T, c *harness.Cluster, profiles []suite.ConformanceProfileName) suite.ConformanceOptions {
+	t.Helper()
+	cl, err := client.New(c.Env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, install := range []func(*runtime.Scheme) error{
+		v1alpha3.Install, v1alpha2.Install, xv1alpha1.Install, gwapiv1.Install, apiextensionsv1.AddToScheme,
+	} {
+		if err := install(cl.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := os.Getenv(EnvReport)
+	if report == "" {
+		report = filepath.Join(c.Artifacts, "report.yaml")
+	}
+	version := os.Getenv(EnvVersion)
+	if version == "" {
+		version = "dev"
+	}
+	opts := suite.ConfigurableOptions{
+		GatewayClassName:     gatewayClassName,
+		CleanupBaseResources: true,
+		CleanupTestResources: true,
+		Mode:                 flags.DefaultMode,
+		TimeoutConfig:        config.DefaultTimeoutConfig(),
+		ConformanceProfiles:  profiles,
+		ReportOutputPath:     report,
+		Implementation: confv1.Implementation{
+			Organization: "coxswain-labs",
+			Project:      "coxswain",
+			URL:          "https://github.com/coxswain-labs/coxswain",
+			Version:      version,
+			Contact:      []string{"https://github.com/coxswain-labs/coxswain/issues"},
+		},
+	}
+	flags.ApplyAll(&opts)
+	if !slices.Equal(opts.ConformanceProfiles, profiles) {
+		t.Logf("profiles overridden by -conformance-profiles: %v", opts.ConformanceProfiles)
+	}
+	return suite.ConformanceOptions{
+		ConfigurableOptions: opts,
+		Client:              cl,
+		Clientset:           c.Env.Kube,
+		RestConfig:          c.Env.Config,
+		ManifestFS:          []fs.FS{&upstream.Manifests},
+	}
+}

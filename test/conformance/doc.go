@@ -1,0 +1,2 @@
+// Package conformance runs the upstream Gateway API conformance suite against Coxswain.
+package conformance

@@ -1,0 +1,119 @@
+// Package harness brings up the whole stack the conformance suite runs against, with no container
+// runtime, inside the private network namespace of the test binary (test/integration/netns):
+// etcd and kube-apiserver (test/integration/env), kube-controller-manager, the process kubelet
+// (../kubelet) and Coxswain's `controller` process, plus a GatewayClass it has accepted.
+//
+// Addresses, all local to the namespace:
+//
+//	10.99.255.254        the node: kubelet API (:10250) and the node's InternalIP
+//	10.244.0.0/16        pods, behind the bridge cxpods0 (10.244.0.1), one network namespace each
+//	10.250.0.0/24        Gateway addresses: routed to lo, so Coxswain can bind any of them
+package harness
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/coxswain-labs/coxswain/test/conformance/kubelet"
+	"github.com/coxswain-labs/coxswain/test/integration/env"
+	"github.com/coxswain-labs/coxswain/test/integration/netns"
+)
+
+// The cluster's fixed addresses and names.
+const (
+	PodRange    = "10.244.0.0/16"
+	GatewayPool = "10.250.0.0/24"
+	ServiceCIDR = "10.96.0.0/16"
+	NodeName    = "conformance-node"
+	KubeletPort = 10250
+	podBridge   = "cxpods0"
+)
+
+// EnvArtifacts names the directory that receives the logs of a run (kube-controller-manager,
+// kubelet, coxswain); a temp dir when unset.
+const EnvArtifacts = "COXSWAIN_CONFORMANCE_ARTIFACTS"
+
+// Cluster is a running stack.
+type Cluster struct {
+	Env        *env.Env
+	Kubeconfig string
+	Artifacts  string
+	Binaries   Binaries
+	Coxswain   *process
+}
+
+// Start brings up the control plane, the node and Coxswain; everything stops when t ends.
+func Start(t *testing.T) *Cluster {
+	t.Helper()
+	began := time.Now()
+	artifacts := os.Getenv(EnvArtifacts)
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Artifacts: artifacts, Binaries: binaries(t)}
+	t.Logf("harness: binaries ready (%s)", time.Since(began).Round(time.Millisecond))
+	if err := localRoute(GatewayPool); err != nil {
+		t.Fatal(err)
+	}
+	c.Env = env.Start(t, env.WithAPIServerFlag("service-cluster-ip-range", ServiceCIDR))
+	c.Kubeconfig = c.Env.WriteKubeConfig(t)
+	startKCM(t, c)
+	startKubelet(t, c)
+	c.Coxswain = startCoxswain(t, c)
+	t.Logf("harness: cluster up in %s; logs in %s", time.Since(began).Round(time.Millisecond), artifacts)
+	return c
+}
+
+func startKubelet(t *testing.T, c *Cluster) {
+	t.Helper()
+	log := fileLogger(t, filepath.Join(c.Artifacts, "kubelet.log"))
+	nw := &kubelet.Network{Bridge: podBridge, Prefix: netip.MustParsePrefix(PodRange)}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := nw.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k, err := kubelet.New(kubelet.Config{
+		Client: c.Env.Kube, Log: log, NodeName: NodeName, NodeIP: netip.MustParseAddr(netns.HostIP), Port: KubeletPort,
+		Network: nw,
+		Workloads: kubelet.Catalog{
+			"registry.k8s.io/gateway-api/echo-basic": kubelet.EchoBasic(c.Binaries.EchoBasic),
+			"registry.k8s.io/coredns/coredns":        kubelet.DNSResponder(c.Binaries.DNSResponder),
+		},
+		Dir: filepath.Join(c.Artifacts, "pods"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, err := k.Run(ctx, 8)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		wait()
+		_ = log.Sync()
+	})
+}
+
+// fileLogger writes JSON lines to path.
+func fileLogger(t testing.TB, path string) *zap.Logger {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	enc := zap.NewDevelopmentEncoderConfig()
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(f), zap.DebugLevel))
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# run.sh runs the upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance)
+# against Coxswain, with no container runtime: `make conformance` calls it.
+#
+# It builds what is missing (kube-apiserver, etcd and kube-controller-manager into .cache/k8s-bin
+# via test/integration/env/build.sh; coxswain, echo-basic, the DNS responder and the test binary
+# into .cache/conformance/bin), then runs TestConformance, which starts the whole stack inside a
+# private network namespace and runs the suite with the features the GatewayClass claims.
+#
+# The upstream-format report goes to conformance/reports/<gateway-api version>/coxswain/; logs
+# of every process (kube-controller-manager, kubelet, coxswain, the test) to
+# .cache/conformance/run-<time>/. Exits non-zero when any test fails.
+#
+# Usage: run.sh [suite flags...]
+#   Extra arguments go to the suite, e.g. -run-test=HTTPRouteWeight or -skip-tests=A,B or -debug.
+#   With any, the report is written to the run's directory instead of conformance/reports/.
+#   CONFORMANCE_PARALLEL (default 4) sets go test -parallel; CONFORMANCE_TIMEOUT (default 45m).
+set -euo pipefail
+
+GATEWAY_API_VERSION=v1.6.3
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+mod=$repo/test/conformance
+bin=$repo/.cache/conformance/bin
+run=$repo/.cache/conformance/run-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$bin" "$run"
+export GOWORK=off
+
+log() { printf '[conformance %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+command -v ip >/dev/null || { apt-get update && apt-get install -y --no-install-recommends iproute2; }
+command -v nsenter >/dev/null || { echo "run.sh: nsenter (util-linux) is required" >&2; exit 1; }
+
+start=$(date +%s)
+bash "$repo/test/integration/env/build.sh" --with-kcm
+
+version=$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo dev)
+log "building coxswain $version, echo-basic, dnsresponder and the test binary"
+(cd "$repo" && go build -ldflags "-X main.version=$version" -o "$bin/coxswain" ./cmd/coxswain)
+(
+	cd "$mod"
+	go mod download
+	go build -o "$bin/echo-basic" sigs.k8s.io/gateway-api/conformance/echo-basic
+	go build -o "$bin/dnsresponder" ./cmd/dnsresponder
+	go test -c -o "$bin/conformance.test" .
+)
+log "built in $(($(date +%s) - start))s"
+
+report=$run/report.yaml
+if [[ $# == 0 ]]; then
+	report=$repo/conformance/reports/$GATEWAY_API_VERSION/coxswain/standard-main-default-report.yaml
+	mkdir -p "$(dirname "$report")"
+fi
+
+export COXSWAIN_CONFORMANCE_BIN=$bin
+export COXSWAIN_CONFORMANCE_ARTIFACTS=$run
+export COXSWAIN_CONFORMANCE_REPORT=$report
+export COXSWAIN_VERSION=$version
+
+log "running the suite; logs in $run"
+suite_start=$(date +%s)
+set +e
+(
+	cd "$mod"
+	"$bin/conformance.test" -test.run '^TestConformance$' -test.v -test.count=1 \
+		-test.timeout "${CONFORMANCE_TIMEOUT:-45m}" -test.parallel "${CONFORMANCE_PARALLEL:-4}" "$@"
+) 2>&1 | tee "$run/test.log"
+status=${PIPESTATUS[0]}
+set -e
+
+log "suite finished in $(($(date +%s) - suite_start))s (total $(($(date +%s) - start))s), exit status $status"
+if [[ -f $report ]]; then
+	log "report: $report"
+fi
+grep -E '^\s*--- FAIL' "$run/test.log" >&2 || true
+exit "$status"
