@@ -16,6 +16,8 @@ func applyDefaults(o object) {
 		defaultGateway(o)
 	case *gwapiv1.HTTPRoute:
 		defaultHTTPRoute(o)
+	case *gwapiv1.GRPCRoute:
+		defaultGRPCRoute(o)
 	case *gwapiv1.TCPRoute:
 		defaultL4Route(&o.Spec.CommonRouteSpec, len(o.Spec.Rules), func(i int) []gwapiv1.BackendRef { return o.Spec.Rules[i].BackendRefs })
 	case *gwapiv1.TLSRoute:
@@ -114,6 +116,43 @@ func defaultHTTPRoute(r *gwapiv1.HTTPRoute) {
 				b.Weight = ptr.To[int32](1)
 			}
 			defaultFilters(b.Filters)
+		}
+	}
+}
+
+func defaultGRPCRoute(r *gwapiv1.GRPCRoute) {
+	for i := range r.Spec.ParentRefs {
+		defaultParentRef(&r.Spec.ParentRefs[i])
+	}
+	for i := range r.Spec.Rules {
+		rule := &r.Spec.Rules[i]
+		for j := range rule.Matches {
+			m := &rule.Matches[j]
+			if m.Method != nil && m.Method.Type == nil {
+				m.Method.Type = ptr.To(gwapiv1.GRPCMethodMatchExact)
+			}
+			for k := range m.Headers {
+				if m.Headers[k].Type == nil {
+					m.Headers[k].Type = ptr.To(gwapiv1.GRPCHeaderMatchExact)
+				}
+			}
+		}
+		defaultGRPCFilters(rule.Filters)
+		for j := range rule.BackendRefs {
+			b := &rule.BackendRefs[j]
+			defaultBackendObjectRef(&b.BackendObjectReference)
+			if b.Weight == nil {
+				b.Weight = ptr.To[int32](1)
+			}
+			defaultGRPCFilters(b.Filters)
+		}
+	}
+}
+
+func defaultGRPCFilters(fs []gwapiv1.GRPCRouteFilter) {
+	for i := range fs {
+		if m := fs[i].RequestMirror; m != nil {
+			defaultBackendObjectRef(&m.BackendRef)
 		}
 	}
 }

@@ -67,6 +67,9 @@ var kinds = []kind{
 	{gatewayV1beta1, gatewayV1, "HTTPRoute", true, decodeAs[gwapiv1.HTTPRoute], func(s *translator.Store, o object) {
 		s.HTTPRoutes = append(s.HTTPRoutes, o.(*gwapiv1.HTTPRoute))
 	}},
+	{gatewayV1, gatewayV1, "GRPCRoute", true, decodeAs[gwapiv1.GRPCRoute], func(s *translator.Store, o object) {
+		s.GRPCRoutes = append(s.GRPCRoutes, o.(*gwapiv1.GRPCRoute))
+	}},
 	l4Kind(gatewayV1, "TCPRoute"), l4Kind(gatewayV1alpha2, "TCPRoute"),
 	l4Kind(gatewayV1, "TLSRoute"), l4Kind(gatewayV1alpha2, "TLSRoute"), l4Kind(gatewayV1alpha3, "TLSRoute"),
 	l4Kind(gatewayV1, "UDPRoute"), l4Kind(gatewayV1alpha2, "UDPRoute"),

@@ -44,6 +44,10 @@ type parentStatus struct {
 	accepted condState
 	// shadowed says where an older route of an ExclusiveKind takes this route's traffic.
 	shadowed []string
+	// listeners counts the listeners this parentRef placed the route on; kindConflicts says
+	// which of them an older route of the other kind took (HTTPRoute/GRPCRoute, kindconflict.go).
+	listeners     int
+	kindConflicts []string
 }
 
 func (ps *parentStatus) shadow(msg string) {
@@ -230,6 +234,7 @@ func (t *translation) place(st *routeState, ps *parentStatus, l *listenerState, 
 	}
 	l.placed[st] = true
 	l.attached++
+	ps.listeners++
 	a := &attachment{route: st, parent: ps, hostnames: hosts}
 	l.routes = append(l.routes, a)
 	if !l.programmed() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -98,8 +99,11 @@ func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectRefe
 		}
 		return "", backendErr(gwapiv1.RouteReasonBackendNotFound, "Service %s/%s has no %s %d", ns, ref.Name, what, *ref.Port)
 	}
+	if proto == irv1.Cluster_H2C && !h2cAppProtocol(sp.AppProtocol) {
+		return "", backendErr(gwapiv1.RouteReasonUnsupportedProtocol, "Service %s/%s port %d has appProtocol %q; this route kind needs cleartext HTTP/2 (%s)", ns, ref.Name, *ref.Port, *sp.AppProtocol, AppProtocolH2C)
+	}
 	name := fmt.Sprintf("%s/%s:%d", ns, ref.Name, *ref.Port)
-	if suffix := clusterSuffix(proto); suffix != "" {
+	if suffix := clusterSuffix(proto, sp); suffix != "" {
 		name += "/" + suffix
 	}
 	if emit {
@@ -193,14 +197,40 @@ func clusterProtocol(kind RouteKind) irv1.Cluster_Protocol {
 	return irv1.Cluster_HTTP1
 }
 
-// clusterSuffix tells the clusters of non-HTTP kinds apart from the HTTP cluster of the same
-// Service port.
-func clusterSuffix(p irv1.Cluster_Protocol) string {
+// clusterSuffix tells apart the clusters of one Service port that are reached differently from
+// the HTTP cluster an HTTPRoute makes of it: a layer-4 kind's TCP or UDP cluster, and the h2c
+// cluster of a kind that needs HTTP/2 (GRPCRoute) when the port's appProtocol does not already
+// say h2c (an HTTPRoute reaches such a port over HTTP/1.1).
+func clusterSuffix(p irv1.Cluster_Protocol, sp *corev1.ServicePort) string {
+	if p == irv1.Cluster_H2C && sp.AppProtocol != nil && *sp.AppProtocol == AppProtocolH2C {
+		return ""
+	}
+	return protocolSuffix(p)
+}
+
+// protocolSuffix is the cluster name suffix of protocol p, when it has one.
+func protocolSuffix(p irv1.Cluster_Protocol) string {
 	switch p {
 	case irv1.Cluster_TCP:
 		return "tcp"
 	case irv1.Cluster_UDP:
 		return "udp"
+	case irv1.Cluster_H2C:
+		return "h2c"
 	}
 	return ""
+}
+
+// h2cAppProtocol reports whether a Service port may be reached over cleartext HTTP/2 by a kind
+// that needs it: its appProtocol says so (kubernetes.io/h2c, or the common "h2c", "grpc" and
+// "http2"), or says nothing, and then the route kind is what tells, as Gateway API allows.
+func h2cAppProtocol(ap *string) bool {
+	if ap == nil {
+		return true
+	}
+	switch strings.ToLower(*ap) {
+	case "", AppProtocolH2C, "h2c", "grpc", "http2":
+		return true
+	}
+	return false
 }

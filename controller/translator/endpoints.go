@@ -46,10 +46,11 @@ func (t *translation) refreshCluster(c *irv1.Cluster) *irv1.Cluster {
 }
 
 // servicePort finds the Service port a cluster named "<namespace>/<service>:<port>" (with a
-// "/tcp" or "/udp" suffix for the clusters of layer-4 routes) was made of.
+// "/tcp" or "/udp" suffix for the clusters of layer-4 routes, "/h2c" for some of GRPCRoute's)
+// was made of.
 func (t *translation) servicePort(name string, proto irv1.Cluster_Protocol) (*corev1.Service, *corev1.ServicePort) {
 	transport := corev1.ProtocolTCP
-	if suffix := clusterSuffix(proto); suffix != "" {
+	if suffix := protocolSuffix(proto); suffix != "" {
 		name = strings.TrimSuffix(name, "/"+suffix)
 		if proto == irv1.Cluster_UDP {
 			transport = corev1.ProtocolUDP

@@ -171,6 +171,10 @@ func (t *translation) routeStatus(st *routeState) *gwapiv1.RouteStatus {
 		if ps.accepted.ok && len(st.dropped) > 0 {
 			conds = append(conds, t.cond(string(gwapiv1.RouteConditionPartiallyInvalid), true, string(st.dropFirst), st.droppedSummary(), gen))
 		}
+		if ps.accepted.ok && len(ps.kindConflicts) > 0 {
+			conds = append(conds, t.cond(RouteConditionConflicted, true, RouteReasonHostnameConflict,
+				"not served on some listeners: "+strings.Join(ps.kindConflicts, "; "), gen))
+		}
 		if ps.accepted.ok && len(ps.shadowed) > 0 {
 			msgs := append([]string(nil), ps.shadowed...)
 			sort.Strings(msgs)

@@ -14,6 +14,7 @@ type Store struct {
 	GatewayClasses  []*gwapiv1.GatewayClass
 	Gateways        []*gwapiv1.Gateway
 	HTTPRoutes      []*gwapiv1.HTTPRoute
+	GRPCRoutes      []*gwapiv1.GRPCRoute
 	TCPRoutes       []*gwapiv1.TCPRoute
 	TLSRoutes       []*gwapiv1.TLSRoute
 	UDPRoutes       []*gwapiv1.UDPRoute

@@ -92,6 +92,7 @@ func (t *translation) run() *Result {
 	t.translateClasses()
 	t.translateGateways()
 	t.translateRoutes()
+	t.hostnameKindConflicts()
 	return t.result()
 }
 
