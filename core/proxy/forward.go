@@ -84,12 +84,18 @@ func (f *forwarders) closeIdle() {
 // and its route's error writer. HTTP/1.1 clusters get the fast path (forward_h1.go) in front of the
 // stdlib reverse proxy, which keeps what the fast path leaves to it.
 func (f *forwarders) newForwarder(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) forwarder {
-	rp := f.reverseProxy(cl, resp, errw)
 	if cl.protocol != irv1.Cluster_HTTP1 {
-		return rp
+		return f.reverseProxy(cl, resp, errw)
 	}
-	fw := &h1Forwarder{pools: make(map[*core.Endpoint]*h1Pool, len(cl.eps)), fallback: rp, resp: resp,
-		errw: errw, log: f.log, rht: f.rht}
+	fw := &h1Forwarder{resp: resp, errw: errw, log: f.log, rht: f.rht,
+		newFallback: func() *reverseProxy { return f.reverseProxy(cl, resp, errw) }}
+	// Most clusters have one endpoint: no map for them (a table of 10,000 routes has as many
+	// forwarders).
+	if len(cl.eps) == 1 {
+		fw.ep, fw.pool = cl.eps[0], f.pools.pool(cl.eps[0].HostPort)
+		return fw
+	}
+	fw.pools = make(map[*core.Endpoint]*h1Pool, len(cl.eps))
 	for _, ep := range cl.eps {
 		fw.pools[ep] = f.pools.pool(ep.HostPort)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,12 +26,15 @@ import (
 // proxy everything it does not do: request bodies (which need the body written while the response
 // is read, and 100-continue), Upgrade (WebSocket) and requests carrying trailers.
 type h1Forwarder struct {
-	pools    map[*core.Endpoint]*h1Pool // built once per table; read-only
-	fallback *reverseProxy
-	resp     []core.HTTPResponseFilter
-	errw     core.HTTPErrorWriter
-	log      *zap.Logger
-	rht      time.Duration // response header timeout; 0 means none
+	ep          *core.Endpoint             // the endpoint of a one-endpoint cluster, and its pool
+	pool        *h1Pool                    //
+	pools       map[*core.Endpoint]*h1Pool // otherwise; built once per table, read-only
+	fallback    atomic.Pointer[reverseProxy]
+	newFallback func() *reverseProxy // made on first use: most routes never need it
+	resp        []core.HTTPResponseFilter
+	errw        core.HTTPErrorWriter
+	log         *zap.Logger
+	rht         time.Duration // response header timeout; 0 means none
 }
 
 var _ forwarder = (*h1Forwarder)(nil)
@@ -46,9 +50,12 @@ var exchanges = sync.Pool{New: func() any { return &h1Exchange{} }}
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) {
-	pool := f.pools[ep]
+	pool := f.pool
+	if ep != f.ep {
+		pool = f.pools[ep]
+	}
 	if pool == nil || !fastPathable(r) {
-		f.fallback.forward(w, r, ep)
+		f.slowPath().forward(w, r, ep)
 		return
 	}
 	x := exchanges.Get().(*h1Exchange)
@@ -60,6 +67,17 @@ func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.E
 		return
 	}
 	f.relay(w, r, c, x)
+}
+
+// slowPath is the stdlib reverse proxy, made on first use (two requests racing may both make one;
+// either serves).
+func (f *h1Forwarder) slowPath() *reverseProxy {
+	if rp := f.fallback.Load(); rp != nil {
+		return rp
+	}
+	rp := f.newFallback()
+	f.fallback.Store(rp)
+	return rp
 }
 
 // fastPathable reports whether the fast path handles r.
