@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,5 +212,35 @@ func TestL4RouteOnTheWrongListener(t *testing.T) {
 				t.Errorf("bound %v after a rejected snapshot", p.Bound())
 			}
 		})
+	}
+}
+
+// TestUDPFloodIsBounded sends one datagram from each of many new source addresses: the session
+// table, its upstream sockets and its goroutines stop growing at the cap, and the rest is counted.
+func TestUDPFloodIsBounded(t *testing.T) {
+	const maxSessions, sources = 50, 600
+	a := newUDPEcho(t, "a")
+	l := portKeyed("UDP", 0, l4Route("route.udp", "r", backend("a", 1)))
+	p := newL4Proxy(t, proxy.Limits{UDPSessionTimeout: time.Minute, UDPMaxSessions: maxSessions})
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("a", irv1.Cluster_UDP, a)}))
+	paddr, _ := net.ResolveUDPAddr("udp", addrOf(t, p, l.Name))
+	before := runtime.NumGoroutine()
+	for range sources {
+		c := udpClient(t)
+		if _, err := c.WriteToUDP([]byte("flood"), paddr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every datagram accounted for", func() bool {
+		st := p.ListenerStats()[l.Name]
+		return st["udp_sessions_opened"]+st["udp_datagrams_dropped_cap"] == sources
+	})
+	st := p.ListenerStats()[l.Name]
+	if st["udp_sessions"] != maxSessions || st["udp_datagrams_dropped_cap"] != sources-maxSessions {
+		t.Fatalf("stats %v, want %d sessions and %d drops", st, maxSessions, sources-maxSessions)
+	}
+	// One relay goroutine per session, none per dropped client (slack for the runtime's own).
+	if grown := runtime.NumGoroutine() - before; grown > maxSessions+10 {
+		t.Errorf("%d more goroutines for %d sessions", grown, maxSessions)
 	}
 }
