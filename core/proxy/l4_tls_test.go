@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"crypto/tls"
 	"io"
 	"net"
@@ -185,4 +186,49 @@ func (c *dribbleConn) Write(b []byte) (int, error) {
 		time.Sleep(time.Millisecond)
 	}
 	return len(b), nil
+}
+
+// TestTLSTerminateIdle: the idle timeout on a terminated stream (copied through buffers, with read
+// deadlines on the TLS connection) keeps a trickle and cuts silence.
+func TestTLSTerminateIdle(t *testing.T) {
+	be := newTCPEcho(t, "term")
+	l := l4Listener("TLS", 0, tlsServer("t.example.com", []string{"ns/t"}, vhost("t.example.com", l4Route("route.tls", "r", backend("b", 1)))))
+	p := newL4Proxy(t, proxy.Limits{StreamIdleTimeout: 300 * time.Millisecond})
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("b", irv1.Cluster_TCP, be.port)},
+		secret(t, "ns/t", "t", "t.example.com")))
+	dial := func() (*tls.Conn, *bufio.Reader) {
+		c, err := tls.Dial("tcp", addrOf(t, p, l.Name), &tls.Config{ServerName: "t.example.com", InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(c)
+		if g, err := r.ReadString('\n'); err != nil || g != "term\n" {
+			t.Fatalf("greeting %q %v", g, err)
+		}
+		return c, r
+	}
+	t.Run("a trickle keeps the connection", func(t *testing.T) {
+		c, r := dial()
+		for i := range 10 { // 1s, three idle timeouts
+			if _, err := c.Write([]byte{'x'}); err != nil {
+				t.Fatalf("write %d: %v", i, err)
+			}
+			if _, err := r.ReadByte(); err != nil {
+				t.Fatalf("echo %d: %v", i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	t.Run("silence closes it", func(t *testing.T) {
+		_, r := dial()
+		start := time.Now()
+		if rest, err := io.ReadAll(r); len(rest) > 0 || (err != nil && !isReset(err)) {
+			t.Fatalf("read %q %v, want the proxy to end the stream", rest, err)
+		}
+		if d := time.Since(start); d < 250*time.Millisecond {
+			t.Fatalf("closed after %v, before the idle timeout", d)
+		}
+	})
 }
