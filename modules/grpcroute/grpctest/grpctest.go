@@ -145,8 +145,12 @@ func (v *service) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*
 	return &testgrpc.SimpleResponse{Hostname: v.s.Name, Payload: req.GetPayload()}, nil
 }
 
-// EmptyCall answers nothing, quickly: the benchmark's call.
-func (v *service) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, error) {
+// EmptyCall answers nothing, quickly (the benchmark's call), with only the backend's name in
+// the response header.
+func (v *service) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.Empty, error) {
+	if err := grpc.SetHeader(ctx, metadata.Pairs(BackendKey, v.s.Name)); err != nil {
+		return nil, err
+	}
 	return &testgrpc.Empty{}, nil
 }
 
