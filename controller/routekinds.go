@@ -49,6 +49,18 @@ var knownRouteKinds = map[string]routeKind{
 				return err
 			})
 	}},
+	"GRPCRoute": {"grpcroutes", func(f gwinformers.SharedInformerFactory, c gwclientset.Interface) routeWatch {
+		return newRouteWatch("GRPCRoute", f.Gateway().V1().GRPCRoutes().Informer(),
+			func(s *translator.Store, l []*gwapiv1.GRPCRoute) { s.GRPCRoutes = l },
+			func(r *gwapiv1.GRPCRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus },
+			func(ctx context.Context, ns, name string) (*gwapiv1.GRPCRoute, error) {
+				return c.GatewayV1().GRPCRoutes(ns).Get(ctx, name, metav1.GetOptions{})
+			},
+			func(ctx context.Context, r *gwapiv1.GRPCRoute) error {
+				_, err := c.GatewayV1().GRPCRoutes(r.Namespace).UpdateStatus(ctx, r, metav1.UpdateOptions{})
+				return err
+			})
+	}},
 	"TCPRoute": {"tcproutes", func(f gwinformers.SharedInformerFactory, c gwclientset.Interface) routeWatch {
 		return newRouteWatch("TCPRoute", f.Gateway().V1().TCPRoutes().Informer(),
 			func(s *translator.Store, l []*gwapiv1.TCPRoute) { s.TCPRoutes = l },
