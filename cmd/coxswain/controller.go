@@ -55,6 +55,7 @@ type controllerFlags struct {
 	drain          time.Duration
 	le             controller.LeaderElection
 	leaderElect    bool
+	proxy          proxyFlags // the in-process proxy's limits
 }
 
 func (c *controllerFlags) register(fs *flag.FlagSet) {
@@ -79,6 +80,7 @@ func (c *controllerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.le.LeaseDuration, "lease-duration", 15*time.Second, "how long a standby waits before taking an unrenewed Lease")
 	fs.DurationVar(&c.le.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&c.le.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
+	c.proxy.register(fs)
 }
 
 // runController runs `coxswain controller` until SIGINT or SIGTERM.
@@ -142,7 +144,7 @@ func (cf *controllerFlags) run(ctx context.Context, log *zap.Logger, e *env, add
 	le.Disabled = !cf.leaderElect
 	ctrl, err := controller.New(controller.Options{
 		Log: log.Named("controller"), Kube: kube, Gateway: gw, Registry: e.reg,
-		NewPublisher:   inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: e.reg}),
+		NewPublisher:   inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: e.reg, Limits: cf.proxy.limits()}),
 		ControllerName: cf.controllerName, StatusAddresses: addrs, AddressPool: pool,
 		Holdoff: cf.holdoff, MaxDelay: cf.maxDelay, StatusWorkers: cf.statusWorkers, ShutdownTimeout: cf.drain,
 		LeaderElection: le,
