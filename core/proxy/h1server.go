@@ -181,6 +181,7 @@ type h1sConn struct {
 	bw       *bufio.Writer
 	ctx      context.Context
 	remote   string
+	rw       readWaiter
 	idle     atomic.Bool // waiting for a request (Shutdown may close it)
 	hijacked bool
 
@@ -231,7 +232,8 @@ func (c *h1sConn) start() {
 	}
 	c.ctx = ctx
 	c.req = (&http.Request{}).WithContext(ctx)
-	c.hdr = make(http.Header, 16)
+	c.hdr = make(http.Header)
+	c.rw.init(c.nc)
 	c.buffers()
 	if s.readHeader > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
@@ -322,19 +324,23 @@ func (c *h1sConn) wait() waitResult {
 	if c.br.Buffered() > 0 {
 		return waitReady
 	}
+	// Between requests the connection holds no buffer: they go back to the pools while it waits
+	// (the response was flushed), and are taken again when the next request arrives.
+	c.releaseBuffers()
 	start := time.Now()
 	c.idle.Store(true)
-	_, err := c.br.Peek(1)
+	err := c.rw.wait()
 	c.idle.Store(false)
 	switch {
 	case err == nil:
+		c.buffers()
 		if s.readHeader > 0 && time.Since(start) > s.readHeader/2 {
 			_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
 		}
 		return waitReady
 	case s.closing.Load():
 		return waitClose
-	case isTimeout(err) && c.br.Buffered() == 0 && (s.idle == 0 || s.idle > s.readHeader):
+	case isTimeout(err) && (s.idle == 0 || s.idle > s.readHeader):
 		return waitPark
 	}
 	return waitClose
@@ -349,7 +355,6 @@ func isTimeout(err error) bool {
 // requests) go: a fresh goroutine with a small stack waits for the socket to become readable, then
 // serves on.
 func (c *h1sConn) park() {
-	c.releaseBuffers()
 	var deadline time.Time
 	if s := c.srv; s.idle > 0 {
 		deadline = time.Now().Add(s.idle - s.readHeader)
@@ -360,7 +365,7 @@ func (c *h1sConn) park() {
 
 func (c *h1sConn) parked() {
 	c.idle.Store(true)
-	err := waitReadable(c.nc)
+	err := c.rw.wait()
 	c.idle.Store(false)
 	if err != nil || c.srv.closing.Load() {
 		c.close()
@@ -375,36 +380,57 @@ func (c *h1sConn) parked() {
 	c.run()
 }
 
-// waitReadable blocks until nc has data (or EOF, or an error), under its read deadline, without a
-// buffer: it peeks with MSG_PEEK|MSG_DONTWAIT and otherwise waits on the poller.
-func waitReadable(nc net.Conn) error {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		_, err := nc.Read(nil)
-		return err
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var opErr error
-	err = rc.Read(func(fd uintptr) bool {
-		var b [1]byte
-		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case errors.Is(e, syscall.EAGAIN) || errors.Is(e, syscall.EINTR):
-			return false
-		case e != nil:
-			opErr = e
-		case n == 0:
-			opErr = errReqNone
+// readWaiter waits until a socket has data (or EOF, or an error) under its read deadline, without
+// a buffer. The first check peeks with MSG_PEEK|MSG_DONTWAIT, because the poller forgets a readiness
+// it saw before the wait began; after the poller reports readable it trusts it without another
+// syscall (a stale report only makes the next read wait as usual). So a wait costs the same one
+// EAGAIN a buffered read would.
+type readWaiter struct {
+	nc     net.Conn
+	rc     syscall.RawConn
+	polled bool
+	err    error
+	fn     func(uintptr) bool // step, bound once so that waiting allocates nothing
+}
+
+func (w *readWaiter) init(nc net.Conn) {
+	w.nc = nc
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			w.rc = rc
+			w.fn = w.step
 		}
+	}
+}
+
+func (w *readWaiter) step(fd uintptr) bool {
+	if w.polled {
 		return true
-	})
-	if err != nil {
+	}
+	w.polled = true
+	var b [1]byte
+	n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	switch {
+	case errors.Is(e, syscall.EAGAIN) || errors.Is(e, syscall.EINTR):
+		return false
+	case e != nil:
+		w.err = e
+	case n == 0:
+		w.err = errReqNone
+	}
+	return true
+}
+
+func (w *readWaiter) wait() error {
+	if w.rc == nil {
+		_, err := w.nc.Read(nil)
 		return err
 	}
-	return opErr
+	w.polled, w.err = false, nil
+	if err := w.rc.Read(w.fn); err != nil {
+		return err
+	}
+	return w.err
 }
 
 func (c *h1sConn) close() {
