@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -16,13 +17,16 @@ import (
 	"go.uber.org/zap"
 )
 
-// NewHTTP1Server returns the engine's own HTTP/1.1 server for a cleartext socket, which a listener
-// module may use instead of net/http's: it parses each request into a *http.Request that is reused
+// NewHTTP1Server returns the engine's own HTTP/1.1 server, which a listener module may use instead
+// of net/http's: it parses each request into a *http.Request that is reused
 // for the life of the connection (header map, URL and body reader included), so a keep-alive
 // request costs a few allocations instead of net/http's two dozen, and it sheds an idle
 // connection's buffers and goroutine stack after ReadHeaderTimeout of silence, so an idle
-// keep-alive connection costs a few KiB. Connections that open with the HTTP/2 preface (cleartext
-// HTTP/2 with prior knowledge) are handed to h2, which must serve unencrypted HTTP/2; h2 may be nil.
+// keep-alive connection costs a few KiB. HTTP/2 goes to h2 (which may be nil): cleartext
+// connections that open with the HTTP/2 preface (prior knowledge; h2 must serve unencrypted
+// HTTP/2), and *tls.Conn connections, already handshaken, that negotiated "h2" by ALPN. A TLS
+// connection serving HTTP/1.1 keeps its buffers between requests (the poller cannot tell whether
+// TLS has a whole record) and is not parked.
 //
 // Handlers must not keep the request or its header after returning (the next request reuses
 // them); the request's context is the connection's, cancelled when the connection ends.
@@ -181,6 +185,7 @@ type h1sConn struct {
 	bw       *bufio.Writer
 	ctx      context.Context
 	remote   string
+	tls      *tls.ConnectionState // nil on cleartext
 	rw       readWaiter
 	idle     atomic.Bool // waiting for a request (Shutdown may close it)
 	hijacked bool
@@ -238,8 +243,16 @@ func (c *h1sConn) start() {
 	if s.readHeader > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
 	}
-	if s.h2 != nil && c.isH2Preface() {
-		c.handToH2()
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		if st.NegotiatedProtocol == "h2" && s.h2 != nil {
+			c.releaseBuffers()
+			c.handToH2(tc)
+			return
+		}
+		c.tls = &st
+	} else if s.h2 != nil && c.isH2Preface() {
+		c.handToH2(&replayConn{Conn: c.nc, r: c.br})
 		return
 	}
 	c.run()
@@ -257,15 +270,18 @@ func (c *h1sConn) isH2Preface() bool {
 	return err == nil && string(b) == preface
 }
 
-// handToH2 gives the connection, with the bytes already read, to the HTTP/2 server.
-func (c *h1sConn) handToH2() {
+// handToH2 gives the connection to the HTTP/2 server: a TLS connection that negotiated h2, or a
+// cleartext one with the bytes already read (the reader goes with it).
+func (c *h1sConn) handToH2(nc net.Conn) {
 	s := c.srv
 	s.untrack(c)
 	_ = c.nc.SetReadDeadline(time.Time{})
-	rc := &replayConn{Conn: c.nc, r: c.br}
-	c.bw.Reset(nil)
-	writers.Put(c.bw)
-	if !s.h2ln.deliver(rc) {
+	if c.bw != nil {
+		c.bw.Reset(nil)
+		writers.Put(c.bw)
+		c.bw = nil
+	}
+	if !s.h2ln.deliver(nc) {
 		_ = c.nc.Close()
 	}
 }
@@ -324,10 +340,13 @@ func (c *h1sConn) wait() waitResult {
 	if c.br.Buffered() > 0 {
 		return waitReady
 	}
+	start := time.Now()
+	if c.rw.rc == nil {
+		return c.waitBuffered(start)
+	}
 	// Between requests the connection holds no buffer: they go back to the pools while it waits
 	// (the response was flushed), and are taken again when the next request arrives.
 	c.releaseBuffers()
-	start := time.Now()
 	c.idle.Store(true)
 	err := c.rw.wait()
 	c.idle.Store(false)
@@ -344,6 +363,26 @@ func (c *h1sConn) wait() waitResult {
 		return waitPark
 	}
 	return waitClose
+}
+
+// waitBuffered is wait for a connection the poller cannot be asked about (TLS): it waits in a
+// buffered read, first for the header timeout, then until the idle timeout, and is never parked.
+func (c *h1sConn) waitBuffered(start time.Time) waitResult {
+	s := c.srv
+	c.idle.Store(true)
+	_, err := c.br.Peek(1)
+	if err != nil && isTimeout(err) && !s.closing.Load() && s.idle > s.readHeader && s.readHeader > 0 {
+		_ = c.nc.SetReadDeadline(start.Add(s.idle))
+		_, err = c.br.Peek(1)
+	}
+	c.idle.Store(false)
+	if err != nil || s.closing.Load() {
+		return waitClose
+	}
+	if s.readHeader > 0 && time.Since(start) > s.readHeader/2 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
+	}
+	return waitReady
 }
 
 func isTimeout(err error) bool {

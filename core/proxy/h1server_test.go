@@ -243,3 +243,21 @@ func TestH1ServerHeaderTimeout(t *testing.T) {
 		t.Fatalf("connection lived %s", d)
 	}
 }
+
+// HTTP/1.1 over TLS goes through the same server, with the TLS state on the request.
+func TestH1ServerOverTLS(t *testing.T) {
+	be := newBackend(t, "be", nil)
+	p := newProxy(t)
+	l := httpsListener(0, tlsServer("", []string{"ns/c"}, vhost("", route("r", "/", backend("be", 1)))))
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("be", be)}, secret(t, "ns/c", "c", "example.com")))
+	c := newClient(addrOf(t, p, l.Name), nil)
+	for range 3 {
+		r := must(t, c.get(hostURL("https", "example.com", "/")))
+		if r.status != 200 || r.proto != 1 || r.header.Get("X-Got-XF-Proto") != "https" {
+			t.Fatalf("status %d proto %d X-Forwarded-Proto %q", r.status, r.proto, r.header.Get("X-Got-XF-Proto"))
+		}
+	}
+	if n := c.dials.Load(); n != 1 {
+		t.Fatalf("%d connections for 3 keep-alive requests", n)
+	}
+}

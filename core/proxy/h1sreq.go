@@ -339,6 +339,6 @@ func (c *h1sConn) fillRequest(r *http.Request, h *h1ReqHead) error {
 	r.Form, r.PostForm, r.MultipartForm, r.Trailer = nil, nil, nil, nil
 	r.RemoteAddr = c.remote
 	r.RequestURI = target
-	r.TLS, r.Response, r.Pattern = nil, nil, ""
+	r.TLS, r.Response, r.Pattern = c.tls, nil, ""
 	return nil
 }

@@ -77,10 +77,20 @@ func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	srv := newHTTPServer(sc, p, cfg)
 	hsLog := sc.Log
 	timeout := proxy.Positive(sc.Limits.TLSHandshakeTimeout)
-	return &server{srv: srv, wrap: func(l net.Listener) net.Listener {
+	// HTTP/1.1 over TLS goes through the engine's own server; connections that negotiated h2 are
+	// handed to net/http's.
+	return &wrapped{ConnServer: proxy.NewHTTP1Server(sc, srv), wrap: func(l net.Listener) net.Listener {
 		return newHandshakeListener(l, cfg, timeout, hsLog)
 	}}
 }
+
+// wrapped serves the connections of a wrapping listener (the TLS handshakes).
+type wrapped struct {
+	proxy.ConnServer
+	wrap func(net.Listener) net.Listener
+}
+
+func (w *wrapped) Serve(l net.Listener) error { return w.ConnServer.Serve(w.wrap(l)) }
 
 // handshakeListener completes each TLS handshake in its own goroutine, bounded by the handshake
 // timeout, before the HTTP server sees the connection: a slow or silent client costs one goroutine

@@ -1,10 +1,8 @@
 package listener
 
 import (
-	"context"
 	"crypto/tls"
 	"log"
-	"net"
 	"net/http"
 	"strings"
 
@@ -30,22 +28,6 @@ func newHTTPServer(sc proxy.ServeContext, protos http.Protocols, tlsCfg *tls.Con
 		ErrorLog:          log.New(errorLog(sc.Log), "", 0),
 	}
 }
-
-// server adapts http.Server to proxy.ConnServer; wrap turns the raw connections into TLS ones.
-type server struct {
-	srv  *http.Server
-	wrap func(net.Listener) net.Listener
-}
-
-func (s *server) Serve(l net.Listener) error {
-	if s.wrap != nil {
-		l = s.wrap(l)
-	}
-	return s.srv.Serve(l)
-}
-
-func (s *server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
-func (s *server) Close() error                       { return s.srv.Close() }
 
 // errorLog routes net/http's log lines to zap: handshake and preface failures (scanners, clients
 // that hang up) at debug, anything else (panics in handlers, accept errors) at warn.
