@@ -144,7 +144,9 @@ func (e *env) idle(pe *peer) (map[string]float64, error) {
 			}
 		}
 	}()
-	time.Sleep(3 * time.Second)
+	// Coxswain parks an idle connection (drops its buffers and the goroutine that served it) after
+	// ReadHeaderTimeout, 10 s by default: measure after that, for every proxy alike.
+	time.Sleep(12 * time.Second)
 	after := rssKiB(pe.p.pid())
 	open := n - failures
 	fmt.Printf("  %s: %d idle connections, RSS %.1f → %.1f MiB\n", pe.name, open, float64(before)/1024, float64(after)/1024)
