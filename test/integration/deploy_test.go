@@ -284,7 +284,7 @@ func checkAccess(t *testing.T, e *env.Env) {
 	}
 	gw := gwapiv1.GroupName
 	var checks []access
-	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "tcproutes", "tlsroutes", "udproutes"} {
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tcproutes", "tlsroutes", "udproutes"} {
 		for _, v := range []string{"get", "list", "watch"} {
 			checks = append(checks, access{"", gw, r, "", v, true})
 		}

@@ -50,7 +50,7 @@ type Deadline struct {
 // Server is one running backend.
 type Server struct {
 	Name string
-	// Addr is "127.0.0.1:<port>".
+	// Addr is the bound "host:port".
 	Addr string
 	Port uint32
 	// Deadlines receives one entry per UnaryCall that carried WaitKey.
@@ -62,7 +62,13 @@ type Server struct {
 // Start serves the test service as name on a fresh loopback port until the test ends.
 func Start(t testing.TB, name string) *Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return StartAt(t, name, "127.0.0.1:0")
+}
+
+// StartAt serves the test service as name on addr ("host:port", port 0 for any).
+func StartAt(t testing.TB, name, addr string) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
