@@ -1,0 +1,65 @@
+package grpcroute_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/grpcroute"
+	"github.com/coxswain-labs/coxswain/modules/grpcroute/grpctest"
+)
+
+// BenchmarkGRPCUnary measures unary gRPC calls (grpc.testing.TestService/EmptyCall) from one
+// grpc-go client connection, with 8 calls in flight per GOMAXPROCS, straight to the grpc-go
+// backend and through the proxy (route.grpc matching service and method, h2c both sides). It
+// reports calls per second and the median and 99th percentile latency.
+func BenchmarkGRPCUnary(b *testing.B) {
+	be := grpctest.Start(b, "a")
+	addrs := startProxy(b, []*irv1.Listener{plainListener("l", server("", vhost("",
+		grpcRoute("r", methodMatch(grpcroute.MatchExact, grpctest.Service, "EmptyCall"), backend("a", 1)))))},
+		[]*irv1.Cluster{h2cCluster("a", be)})
+	for _, bc := range []struct{ name, addr string }{{"direct", be.Addr}, {"proxy", addrs[0]}} {
+		b.Run(bc.name, func(b *testing.B) { benchUnary(b, grpctest.Dial(b, bc.addr)) })
+	}
+}
+
+func benchUnary(b *testing.B, c testgrpc.TestServiceClient) {
+	ctx := context.Background()
+	if _, err := c.EmptyCall(ctx, &testgrpc.Empty{}); err != nil { // connect outside the timing
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var all []time.Duration
+	b.SetParallelism(8)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		lat := make([]time.Duration, 0, 1024)
+		for pb.Next() {
+			t0 := time.Now()
+			if _, err := c.EmptyCall(ctx, &testgrpc.Empty{}); err != nil {
+				b.Error(err)
+				return
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		mu.Lock()
+		all = append(all, lat...)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if len(all) == 0 {
+		return
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
