@@ -143,7 +143,7 @@ func (c *Controller) lead(ctx context.Context) {
 		wg.Wait()
 	}()
 
-	pub := c.startPublisher(ctx, w.Applied)
+	pub := c.startPublisher(ctx, w)
 	if pub == nil {
 		return
 	}
@@ -157,9 +157,9 @@ func (c *Controller) lead(ctx context.Context) {
 	c.drive(ctx, pub, w)
 }
 
-func (c *Controller) startPublisher(ctx context.Context, applied AppliedFunc) Publisher {
+func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publisher {
 	for {
-		pub, err := c.opts.NewPublisher(ctx, applied)
+		pub, err := c.opts.NewPublisher(ctx, report)
 		if err == nil {
 			return pub
 		}

@@ -10,8 +10,9 @@
 // keeps its caches warm and takes over when the lease expires or is released. A leadership term
 // owns its Publisher and status Writer: both are created when it starts and closed when it ends.
 //
-// The Publisher is the seam between the controller and the data plane. Today it is an in-process
-// proxy (controller/inprocess) so the whole path runs in one process; the discovery gRPC server
-// will implement the same interface. A Publisher reports through AppliedFunc which Gateway
-// generations the data plane has bound and acknowledged, and only those are stamped Programmed.
+// The Publisher is the seam between the controller and the data plane: the discovery gRPC server
+// (controller/discovery) that streams snapshots to separate proxy processes, or an in-process
+// proxy (controller/inprocess) for single-process setups and tests. A Publisher tells its
+// Reporter which Gateway generations the data plane has bound and acknowledged, and only those
+// are stamped Programmed; until then it says what they wait for.
 package controller

@@ -9,16 +9,23 @@ import (
 // Publisher hands snapshots to the data plane. The leader owns one per leadership term.
 type Publisher interface {
 	// Publish makes snap the data plane's desired state. It may return before proxies have
-	// applied it; they report that through the AppliedFunc the Publisher was made with. An error
+	// applied it; they report that through the Reporter the Publisher was made with. An error
 	// means the snapshot was not handed over; the controller publishes again later.
 	Publish(ctx context.Context, snap *irv1.Snapshot) error
 	// Close stops publishing and releases what the Publisher holds (sockets, streams).
 	Close(ctx context.Context) error
 }
 
-// AppliedFunc is how a Publisher reports that the data plane has bound the listeners of a
-// snapshot and acknowledged it: the Gateways it carries are programmed at those generations.
-type AppliedFunc func(gateways []*irv1.GatewayGeneration)
+// Reporter is how a Publisher tells the status writer what the data plane did with the
+// snapshots (status.Writer implements it). Calls may come from any goroutine.
+type Reporter interface {
+	// Applied says every relevant proxy has bound the listeners of a snapshot carrying these
+	// Gateway generations and acknowledged it: they are programmed.
+	Applied(gateways []*irv1.GatewayGeneration)
+	// Pending says a Gateway's generation is not programmed yet, and what it waits for, in words
+	// fit for a condition message ("proxy a to acknowledge, proxy b to bind port 80").
+	Pending(gateway *irv1.GatewayGeneration, awaiting string)
+}
 
 // NewPublisher starts the Publisher of one leadership term. ctx ends with the term.
-type NewPublisher func(ctx context.Context, applied AppliedFunc) (Publisher, error)
+type NewPublisher func(ctx context.Context, report Reporter) (Publisher, error)

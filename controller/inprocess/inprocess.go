@@ -25,17 +25,17 @@ type Options struct {
 
 // New returns the controller.NewPublisher that starts a fresh proxy for each leadership term.
 func New(opts Options) controller.NewPublisher {
-	return func(_ context.Context, applied controller.AppliedFunc) (controller.Publisher, error) {
+	return func(_ context.Context, report controller.Reporter) (controller.Publisher, error) {
 		px := proxy.New(proxy.Options{Log: opts.Log, Registry: opts.Registry, Limits: opts.Limits})
-		return &publisher{proxy: px, applied: applied}, nil
+		return &publisher{proxy: px, report: report}, nil
 	}
 }
 
 // publisher applies snapshots synchronously, so a nil error means the listeners are bound and
 // the table is serving: that is the acknowledgement Programmed waits for.
 type publisher struct {
-	proxy   *proxy.Proxy
-	applied controller.AppliedFunc
+	proxy  *proxy.Proxy
+	report controller.Reporter
 }
 
 var _ controller.Publisher = (*publisher)(nil)
@@ -44,7 +44,7 @@ func (p *publisher) Publish(ctx context.Context, snap *irv1.Snapshot) error {
 	if err := p.proxy.Apply(ctx, snap); err != nil {
 		return fmt.Errorf("applying snapshot %s: %w", snap.GetVersion(), err)
 	}
-	p.applied(snap.GetGateways())
+	p.report.Applied(snap.GetGateways())
 	return nil
 }
 

@@ -52,6 +52,8 @@ type gate struct {
 	Generation int64
 	// Applied is the newest generation the data plane has bound and acknowledged; 0 for none.
 	Applied int64
+	// Awaiting is what the data plane said this generation waits for, when it said so.
+	Awaiting string
 	// Addresses are the addresses this controller publishes for a Gateway that asks for none.
 	Addresses []gwapiv1.GatewayStatusAddress
 	// Now stamps conditions the writer makes up itself.
@@ -63,8 +65,8 @@ type gate struct {
 // lastTransitionTimes carried over from live, and Programmed held back (on the Gateway and on each
 // listener) until the data plane has applied this generation and live already shows the addresses.
 // Held back means a live Programmed=True stays as it is, stamped for an older generation (so
-// Programmed never flips back while a new generation rolls out); otherwise Programmed is Unknown
-// with reason Pending.
+// Programmed never flips back while a new generation rolls out, and its observedGeneration
+// trails); otherwise Programmed is False with reason Pending and a message naming what is awaited.
 func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g gate) gwapiv1.GatewayStatus {
 	addrs := desired.Addresses // the Gateway's own spec.addresses, when it asked for some
 	if len(addrs) == 0 {
@@ -100,7 +102,7 @@ func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g
 }
 
 // holdProgrammed replaces a Programmed=True condition in conds (in place) by the one live has, or
-// by Unknown/Pending when live has none.
+// by False/Pending when live has none.
 func holdProgrammed(conds, live []metav1.Condition, pending string, g gate) {
 	for i := range conds {
 		c := &conds[i]
@@ -112,10 +114,21 @@ func holdProgrammed(conds, live []metav1.Condition, pending string, g gate) {
 			return
 		}
 		*c = metav1.Condition{
-			Type: c.Type, Status: metav1.ConditionUnknown, Reason: pending,
-			Message:            "Waiting for the data plane to apply this generation and for the address to be published",
+			Type: c.Type, Status: metav1.ConditionFalse, Reason: pending, Message: g.awaitingMessage(),
 			ObservedGeneration: g.Generation, LastTransitionTime: g.Now,
 		}
+	}
+}
+
+// awaitingMessage says what a held Programmed condition waits for.
+func (g gate) awaitingMessage() string {
+	switch {
+	case g.Applied >= g.Generation:
+		return "Waiting for the address to be published in status"
+	case g.Awaiting != "":
+		return "Waiting for " + g.Awaiting
+	default:
+		return "Waiting for the data plane to bind the listeners and acknowledge this generation"
 	}
 }
 

@@ -82,7 +82,7 @@ func (w *Writer) syncClass(ctx context.Context, name string) error {
 
 func (w *Writer) syncGateway(ctx context.Context, nn types.NamespacedName) error {
 	w.mu.Lock()
-	desired, applied := w.gateways[nn], w.applied[nn]
+	desired, applied, awaiting := w.gateways[nn], w.applied[nn], w.awaiting[nn]
 	w.mu.Unlock()
 	if desired == nil {
 		return nil
@@ -96,6 +96,9 @@ func (w *Writer) syncGateway(ctx context.Context, nn types.NamespacedName) error
 	}
 	client := w.opts.Client.GatewayV1().Gateways(nn.Namespace)
 	g := gate{Generation: generationOf(desired.Conditions), Applied: applied, Addresses: w.opts.Addresses, Now: w.opts.Now()}
+	if awaiting.generation == g.Generation {
+		g.Awaiting = awaiting.what
+	}
 	return w.count(update(ctx, cached,
 		func(ctx context.Context) (*gwapiv1.Gateway, error) {
 			return client.Get(ctx, nn.Name, metav1.GetOptions{})

@@ -73,7 +73,8 @@ type Writer struct {
 	gateways map[types.NamespacedName]*gwapiv1.GatewayStatus
 	routes   map[Key]*gwapiv1.RouteStatus
 	applied  map[types.NamespacedName]int64
-	desired  bool // Desire has run once
+	awaiting map[types.NamespacedName]awaited // what a pending generation waits for
+	desired  bool                             // Desire has run once
 
 	writes atomic.Int64
 }
@@ -99,7 +100,14 @@ func NewWriter(opts Options) *Writer {
 		gateways: map[types.NamespacedName]*gwapiv1.GatewayStatus{},
 		routes:   map[Key]*gwapiv1.RouteStatus{},
 		applied:  map[types.NamespacedName]int64{},
+		awaiting: map[types.NamespacedName]awaited{},
 	}
+}
+
+// awaited is what the data plane said a Gateway generation waits for.
+type awaited struct {
+	generation int64
+	what       string
 }
 
 // Writes counts the status updates the writer has made.
@@ -127,6 +135,11 @@ func (w *Writer) Desire(res Desired) {
 	for nn := range w.applied {
 		if _, ok := w.gateways[nn]; !ok {
 			delete(w.applied, nn) // a Gateway that is gone, or no longer ours
+		}
+	}
+	for nn := range w.awaiting {
+		if _, ok := w.gateways[nn]; !ok {
+			delete(w.awaiting, nn)
 		}
 	}
 	if !w.desired {
@@ -177,6 +190,20 @@ func (w *Writer) Applied(gateways []*irv1.GatewayGeneration) {
 			w.queue.Add(Key{GatewayKind, nn})
 		}
 	}
+}
+
+// Pending records what a Gateway generation the data plane has not applied yet waits for; it
+// becomes the message of the Gateway's Programmed=False (reason Pending) condition.
+func (w *Writer) Pending(g *irv1.GatewayGeneration, what string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	nn := types.NamespacedName{Namespace: g.GetNamespace(), Name: g.GetName()}
+	a := awaited{generation: g.GetGeneration(), what: what}
+	if w.applied[nn] >= a.generation || w.awaiting[nn] == a {
+		return
+	}
+	w.awaiting[nn] = a
+	w.queue.Add(Key{GatewayKind, nn})
 }
 
 // Touch queues an object whose live copy changed, so a status someone else changed (or an address

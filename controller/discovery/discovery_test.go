@@ -1,0 +1,179 @@
+package discovery_test
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/filters/headers"
+)
+
+const gwA = "apps/a"
+
+// TestPushAckProgrammed: two shared proxies get the snapshot and serve it; a Gateway generation is
+// applied only once both have bound its listener and acknowledged a snapshot carrying it.
+func TestPushAckProgrammed(t *testing.T) {
+	s := startServer(t)
+	s.lead(t)
+	host, port := backendServer(t, "v1")
+	host2, port2 := backendServer(t, "v2")
+	clusters := []cluster{{"apps/v1:80", host, port}, {"apps/v2:80", host2, port2}}
+	ln := listenerName("127.0.0.1", 0)
+
+	s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 1, address: "127.0.0.1",
+		routes: []route{{prefix: "/", cluster: "apps/v1:80"}}}}, clusters...))
+	if got := s.report.lastPending(gwA); !strings.Contains(got, "a proxy serving this Gateway to connect") {
+		t.Fatalf("pending with no proxy = %q", got)
+	}
+
+	p1 := startProxy(t, s, proxyOpts{node: "p1", token: "shared-token"})
+	s.waitApplied(t, gwA, 1)
+	p1.waitServes(t, ln, "/x", 200, "v1 /x")
+	p2 := startProxy(t, s, proxyOpts{node: "p2", token: "shared-token"})
+	p2.waitServes(t, ln, "/x", 200, "v1 /x")
+
+	t.Run("a route change reaches both proxies; applied after both acknowledged", func(t *testing.T) {
+		snap := snapshot(t, []gw{{ns: "apps", name: "a", gen: 2, address: "127.0.0.1",
+			routes: []route{{prefix: "/new", cluster: "apps/v2:80"}, {prefix: "/", cluster: "apps/v1:80"}}}}, clusters...)
+		s.publish(t, snap)
+		s.waitApplied(t, gwA, 2)
+		for _, p := range []*testProxy{p1, p2} {
+			if p.Version() != snap.GetVersion() {
+				t.Fatalf("applied generation 2 while a proxy serves %s, not %s", p.Version(), snap.GetVersion())
+			}
+			p.waitServes(t, ln, "/new/y", 200, "v2 /new/y")
+		}
+		f := s.Fleet()
+		if !f.Leader || len(f.Proxies) != 2 {
+			t.Fatalf("fleet = %+v", f)
+		}
+		for _, pv := range f.Proxies {
+			if pv.AckedVersion != snap.GetVersion() || len(pv.Bound) != 1 || pv.Bound[0].Name != ln {
+				t.Fatalf("fleet proxy %+v", pv)
+			}
+		}
+	})
+
+	t.Run("a proxy that rejects a snapshot keeps its table; the generation waits", func(t *testing.T) {
+		busy, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer busy.Close()
+		busyPort := uint32(busy.Addr().(*net.TCPAddr).Port)
+		// Generation 3 adds a listener on a port something else holds: every proxy here rejects it.
+		s.publish(t, snapshot(t, []gw{
+			{ns: "apps", name: "a", gen: 3, address: "127.0.0.1", routes: []route{{prefix: "/", cluster: "apps/v2:80"}}},
+			{ns: "apps", name: "busy", gen: 1, address: "127.0.0.1", port: busyPort, routes: []route{{prefix: "/", cluster: "apps/v2:80"}}},
+		}, clusters...))
+		eventually(t, "rejection reported", func() error {
+			if m := s.report.lastPending(gwA); !strings.Contains(m, "rejected snapshot") || !strings.Contains(m, "address already in use") {
+				return fmt.Errorf("pending %q", m)
+			}
+			return nil
+		})
+		p1.waitServes(t, ln, "/new/y", 200, "v2 /new/y") // still the old table
+		if got := s.report.appliedGen(gwA); got != 2 {
+			t.Fatalf("generation %d applied after a rejection", got)
+		}
+		for _, pv := range s.Fleet().Proxies {
+			if pv.LastRejection == nil {
+				t.Fatalf("proxy %s: no rejection in the fleet view", pv.Node)
+			}
+		}
+		busy.Close()
+		s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 4, address: "127.0.0.1",
+			routes: []route{{prefix: "/", cluster: "apps/v2:80"}}}}, clusters...))
+		s.waitApplied(t, gwA, 4)
+		p2.waitServes(t, ln, "/new/y", 200, "v2 /new/y")
+	})
+
+	t.Run("a config-only change is not applied before the proxies acknowledge it", func(t *testing.T) {
+		p2.stop() // a proxy that went away no longer counts
+		s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 5, address: "127.0.0.1",
+			routes: []route{{prefix: "/", cluster: "apps/v1:80"}}}}, clusters...))
+		s.waitApplied(t, gwA, 5)
+		p1.waitServes(t, ln, "/z", 200, "v1 /z")
+	})
+}
+
+// TestModuleAware: a proxy built without a filter module is never sent a snapshot naming it; the
+// route needing it answers 500 there, and nothing is rejected.
+func TestModuleAware(t *testing.T) {
+	s := startServer(t)
+	s.lead(t)
+	host, port := backendServer(t, "be")
+	ln := listenerName("127.0.0.1", 0)
+	full := startProxy(t, s, proxyOpts{node: "full", token: "shared-token"})
+	reduced := startProxy(t, s, proxyOpts{node: "reduced", token: "shared-token", registry: without(headers.RequestModuleID)})
+	s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 1, address: "127.0.0.1", routes: []route{
+		{prefix: "/filtered", cluster: "apps/be:80", filters: []*irv1.ModuleConfig{headerFilter("X-Test", "set")}},
+		{prefix: "/", cluster: "apps/be:80"},
+	}}}, cluster{"apps/be:80", host, port}))
+	s.waitApplied(t, gwA, 1)
+	full.waitServes(t, ln, "/filtered", 200, "be /filtered set")
+	reduced.waitServes(t, ln, "/filtered", 500, "")
+	reduced.waitServes(t, ln, "/plain", 200, "be /plain")
+	for _, pv := range s.Fleet().Proxies {
+		want := pv.Node == "reduced"
+		if got := len(pv.MissingModules) == 1 && pv.MissingModules[0] == headers.RequestModuleID; got != want || pv.LastRejection != nil {
+			t.Fatalf("proxy %s: missing %v, rejection %+v", pv.Node, pv.MissingModules, pv.LastRejection)
+		}
+	}
+}
+
+// TestDedicated: a dedicated proxy gets only its Gateway, and only it counts for that Gateway.
+func TestDedicated(t *testing.T) {
+	s := startServer(t)
+	s.lead(t)
+	host, port := backendServer(t, "be")
+	be := cluster{"apps/be:80", host, port}
+	a := gw{ns: "apps", name: "a", gen: 1, address: "127.0.0.1", routes: []route{{prefix: "/", cluster: be.name}}}
+	b := gw{ns: "apps", name: "b", gen: 1, address: "::1", routes: []route{{prefix: "/", cluster: be.name}}}
+	s.publish(t, snapshot(t, []gw{a, b}, be))
+	pa := startProxy(t, s, proxyOpts{node: "dedicated-a", token: "gw-a-token", gateway: "apps/a"})
+	s.waitApplied(t, gwA, 1)
+	pa.waitServes(t, listenerName("127.0.0.1", 0), "/", 200, "be /")
+	if got := s.report.appliedGen("apps/b"); got != 0 {
+		t.Fatalf("Gateway b applied (generation %d) with only a's dedicated proxy connected", got)
+	}
+	sent, ok := s.SentTo("dedicated-a")
+	if !ok || len(sent.GetListeners()) != 1 || len(sent.GetGateways()) != 1 || sent.GetGateways()[0].GetName() != "a" {
+		t.Fatalf("dedicated proxy was sent %v", sent)
+	}
+	startProxy(t, s, proxyOpts{node: "dedicated-b", token: "gw-b-token", gateway: "apps/b"})
+	s.waitApplied(t, "apps/b", 1)
+}
+
+// TestLeadershipHandOver: when the term ends, proxies keep serving, reconnect to the next term,
+// and a snapshot they already serve is acknowledged without being sent again.
+func TestLeadershipHandOver(t *testing.T) {
+	s := startServer(t)
+	s.lead(t)
+	host, port := backendServer(t, "be")
+	snap := snapshot(t, []gw{{ns: "apps", name: "a", gen: 1, address: "127.0.0.1", routes: []route{{prefix: "/", cluster: "apps/be:80"}}}},
+		cluster{"apps/be:80", host, port})
+	s.publish(t, snap)
+	p := startProxy(t, s, proxyOpts{node: "p", token: "shared-token"})
+	s.waitApplied(t, gwA, 1)
+	ln := listenerName("127.0.0.1", 0)
+	p.waitServes(t, ln, "/", 200, "be /")
+
+	s.stepDown(t)
+	eventually(t, "proxy notices the term ended", func() error {
+		if p.agent.Connected() {
+			return fmt.Errorf("still connected")
+		}
+		return nil
+	})
+	p.waitServes(t, ln, "/", 200, "be /") // serving its last snapshot while disconnected
+	s.report = newReporter()
+	s.lead(t)
+	s.publish(t, snap)
+	s.waitApplied(t, gwA, 1)
+	if f := s.Fleet(); len(f.Proxies) != 1 || f.Proxies[0].AckedVersion != snap.GetVersion() {
+		t.Fatalf("fleet after hand-over: %+v", f)
+	}
+}

@@ -1,0 +1,159 @@
+package discovery
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// Fleet is what the leader knows about its proxies: GET /api/v1/fleet.
+type Fleet struct {
+	Leader bool `json:"leader"`
+	// Sequence and Version are those of the latest snapshot published.
+	Sequence uint64         `json:"sequence"`
+	Version  string         `json:"version,omitempty"`
+	Proxies  []ProxyView    `json:"proxies"`
+	Gateways []GatewayState `json:"gateways"`
+}
+
+// ProxyView is one connected proxy.
+type ProxyView struct {
+	Node      string    `json:"node"`
+	SPIFFEID  string    `json:"spiffeID"`
+	Mode      string    `json:"mode"`
+	Gateway   string    `json:"gateway,omitempty"`
+	Build     string    `json:"build,omitempty"`
+	Modules   int       `json:"modules"`
+	Connected time.Time `json:"connectedAt"`
+	CertUntil time.Time `json:"certificateNotAfter"`
+	// AckedVersion and AckedSequence are the newest snapshot the proxy acknowledged.
+	AckedVersion   string      `json:"ackedVersion,omitempty"`
+	AckedSequence  uint64      `json:"ackedSequence"`
+	InFlight       string      `json:"inFlightVersion,omitempty"`
+	LastRejection  *Rejection  `json:"lastRejection,omitempty"`
+	Bound          []BoundView `json:"boundListeners"`
+	MissingModules []string    `json:"missingModules,omitempty"`
+}
+
+// Rejection is a snapshot a proxy rejected (and the error it gave) since its last acknowledgement.
+type Rejection struct {
+	Version  string    `json:"version"`
+	Sequence uint64    `json:"sequence"`
+	Error    string    `json:"error"`
+	At       time.Time `json:"at"`
+}
+
+// BoundView is one listener socket a proxy has bound.
+type BoundView struct {
+	Name     string `json:"name"`
+	Protocol string `json:"protocol"`
+	Address  string `json:"address"`
+}
+
+// GatewayState is a Gateway's current generation at the gate.
+type GatewayState struct {
+	Gateway       string `json:"gateway"`
+	Generation    int64  `json:"generation"`
+	FirstSequence uint64 `json:"firstSequence"`
+	Programmed    bool   `json:"programmed"`
+	Awaiting      string `json:"awaiting,omitempty"`
+}
+
+// Fleet returns the current view; empty with Leader false on a standby.
+func (s *Server) Fleet() Fleet {
+	t := s.term.Load()
+	if t == nil {
+		return Fleet{Proxies: []ProxyView{}, Gateways: []GatewayState{}}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := Fleet{Leader: true, Sequence: t.seq, Proxies: []ProxyView{}, Gateways: []GatewayState{}}
+	if t.latest != nil {
+		f.Version = t.latest.snap.GetVersion()
+	}
+	for _, sess := range t.sessions {
+		f.Proxies = append(f.Proxies, sess.view())
+	}
+	for k, st := range t.gateways {
+		f.Gateways = append(f.Gateways, GatewayState{Gateway: k.String(), Generation: st.gen.GetGeneration(),
+			FirstSequence: st.first, Programmed: st.applied, Awaiting: st.pending})
+	}
+	sort.Slice(f.Gateways, func(i, j int) bool { return f.Gateways[i].Gateway < f.Gateways[j].Gateway })
+	return f
+}
+
+// view describes the session (t.mu held).
+func (s *session) view() ProxyView {
+	v := ProxyView{Node: s.node, SPIFFEID: s.id.String(), Mode: "shared", Build: s.hello.GetBuild(),
+		Modules: len(s.modules), Connected: s.connected, CertUntil: s.notAfter,
+		AckedVersion: s.acked.version, AckedSequence: s.acked.seq, Bound: []BoundView{}, MissingModules: s.missing}
+	if s.gw != nil {
+		v.Mode, v.Gateway = "dedicated", s.gw.String()
+	}
+	if s.inflight != nil {
+		v.InFlight = s.inflight.version
+	}
+	if n := s.nack; n != nil {
+		v.LastRejection = &Rejection{Version: n.version, Sequence: n.seq, Error: n.err, At: n.at}
+	}
+	for _, b := range s.boundList {
+		v.Bound = append(v.Bound, BoundView{Name: b.GetName(), Protocol: b.GetProtocol(), Address: b.GetAddress()})
+	}
+	return v
+}
+
+// SentTo is the snapshot last sent to (or found already served by) the proxy named node, with
+// every private key removed.
+func (s *Server) SentTo(node string) (*irv1.Snapshot, bool) {
+	t := s.term.Load()
+	if t == nil {
+		return nil, false
+	}
+	t.mu.Lock()
+	var prep *prepared
+	for _, sess := range t.sessions {
+		if sess.node == node {
+			prep = sess.last
+		}
+	}
+	t.mu.Unlock()
+	if prep == nil || prep.snap == nil {
+		return nil, false
+	}
+	out := proto.Clone(prep.snap).(*irv1.Snapshot)
+	for _, sec := range out.GetSecrets() {
+		sec.PrivateKeyPem = nil
+	}
+	return out, true
+}
+
+// RegisterAdmin adds the fleet endpoints to mux: /api/v1/fleet and
+// /api/v1/fleet/proxies/{name}/routes (the routing table the proxy was sent, without keys).
+func (s *Server) RegisterAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s.Fleet())
+	})
+	mux.HandleFunc("GET /api/v1/fleet/proxies/{name}/routes", func(w http.ResponseWriter, r *http.Request) {
+		snap, ok := s.SentTo(r.PathValue("name"))
+		if !ok {
+			http.Error(w, "no such proxy connected to this controller (or it has been sent nothing yet)", http.StatusNotFound)
+			return
+		}
+		b, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(snap)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	})
+}

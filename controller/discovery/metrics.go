@@ -1,0 +1,51 @@
+package discovery
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the discovery server's Prometheus series.
+type metrics struct {
+	pushes      prometheus.Counter
+	pushBytes   prometheus.Counter
+	acks        prometheus.Counter
+	nacks       prometheus.Counter
+	streams     prometheus.Gauge
+	latency     prometheus.Histogram
+	refusals    *prometheus.CounterVec
+	svidsIssued prometheus.Counter
+	pending     prometheus.Gauge
+	tailored    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		pushes: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_snapshot_pushes_total",
+			Help: "Snapshots sent to proxies."}),
+		pushBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_snapshot_push_bytes_total",
+			Help: "Encoded snapshot bytes sent to proxies."}),
+		acks: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_acks_total",
+			Help: "Snapshots proxies acknowledged (applied, listeners bound)."}),
+		nacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_nacks_total",
+			Help: "Snapshots proxies rejected; they keep serving their previous one."}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_discovery_streams",
+			Help: "Proxies connected to this controller's discovery stream."}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coxswain_discovery_push_latency_seconds",
+			Help:    "From a snapshot's publication to a proxy's acknowledgement of it.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_discovery_refusals_total",
+			Help: "Streams and bootstrap requests refused, by reason."}, []string{"reason"}),
+		svidsIssued: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_svids_issued_total",
+			Help: "X.509 SVIDs issued to proxies."}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_controller_gateways_held_pending",
+			Help: "Gateways whose current generation waits for proxies to bind and acknowledge it."}),
+		tailored: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_tailored_snapshots_total",
+			Help: "Snapshots cut down for a proxy: a dedicated proxy's Gateway, or modules its binary lacks."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.pushes, m.pushBytes, m.acks, m.nacks, m.streams, m.latency, m.refusals, m.svidsIssued, m.pending, m.tailored)
+	}
+	return m
+}
+
+func (m *metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }

@@ -1,0 +1,370 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/coxswain-labs/coxswain/controller"
+	discv1 "github.com/coxswain-labs/coxswain/core/discovery/v1"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// term is one leadership term of the discovery server: the controller.Publisher. It keeps the
+// latest snapshot, the connected proxies, and for every Gateway the publish sequence at which its
+// current generation first appeared; a proxy's acknowledgement is recorded as the sequence of
+// the snapshot it acknowledged (versions are content hashes, not sequences). A Gateway generation
+// is applied once every proxy serving it has acknowledged a sequence at or after that first one
+// and has bound the Gateway's listeners.
+type term struct {
+	s      *Server
+	log    *zap.Logger
+	report controller.Reporter
+	wg     sync.WaitGroup // sessions
+
+	mu       sync.Mutex
+	closed   bool
+	seq      uint64
+	latest   *published
+	gateways map[gwKey]*gwState
+	sessions []*session           // sorted by node
+	cache    map[string]*prepared // tailored snapshots of latest, by tailoring key
+}
+
+// published is one snapshot handed to Publish.
+type published struct {
+	seq       uint64
+	at        time.Time
+	snap      *irv1.Snapshot
+	modules   map[string]bool
+	listeners map[gwKey][]string
+}
+
+// gwState is what the gate knows of one Gateway's current generation.
+type gwState struct {
+	gen     *irv1.GatewayGeneration
+	first   uint64 // the sequence at which this generation first appeared
+	applied bool   // reported Applied
+	pending string // the last Pending message reported
+}
+
+// prepared is a snapshot as one kind of proxy gets it, encoded once for all of them.
+type prepared struct {
+	once    sync.Once
+	snap    *irv1.Snapshot
+	data    []byte
+	version string
+	err     error
+}
+
+func newTerm(s *Server, report controller.Reporter) *term {
+	return &term{s: s, log: s.log, report: report, gateways: map[gwKey]*gwState{}, cache: map[string]*prepared{}}
+}
+
+var _ controller.Publisher = (*term)(nil)
+
+var errTermEnded = errors.New("leadership ended")
+
+// Publish makes snap the snapshot every proxy converges to. It returns at once: sessions send it
+// as soon as their previous push is answered.
+func (t *term) Publish(_ context.Context, snap *irv1.Snapshot) error {
+	p := &published{at: time.Now(), snap: snap, modules: modulesOf(snap), listeners: gatewayListeners(snap)}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errTermEnded
+	}
+	t.seq++
+	p.seq = t.seq
+	t.latest = p
+	t.cache = map[string]*prepared{}
+	next := make(map[gwKey]*gwState, len(snap.GetGateways()))
+	for _, g := range snap.GetGateways() {
+		k := gwKey{g.GetNamespace(), g.GetName()}
+		st := t.gateways[k]
+		if st == nil || st.gen.GetGeneration() != g.GetGeneration() {
+			st = &gwState{gen: g, first: p.seq}
+		}
+		next[k] = st
+	}
+	t.gateways = next
+	for _, s := range t.sessions {
+		s.notify()
+	}
+	t.evaluate()
+	return nil
+}
+
+// Close ends the term: new streams are refused, open ones closed (proxies then look for the next
+// leader), and it waits for them to finish until ctx is done.
+func (t *term) Close(ctx context.Context) error {
+	t.s.term.CompareAndSwap(t, nil)
+	t.mu.Lock()
+	t.closed = true
+	for _, s := range t.sessions {
+		s.cancel(errTermEnded)
+	}
+	t.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		t.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// add registers a session; a session of the same node (a proxy reconnecting before its old stream
+// was noticed dead) is replaced. It returns false once the term is closed.
+func (t *term) add(s *session) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	for i, old := range t.sessions {
+		if old.node == s.node {
+			old.cancel(errReplaced)
+			t.sessions = append(t.sessions[:i], t.sessions[i+1:]...)
+			t.s.metrics.streams.Dec()
+			break
+		}
+	}
+	i := sort.Search(len(t.sessions), func(i int) bool { return t.sessions[i].node >= s.node })
+	t.sessions = append(t.sessions[:i], append([]*session{s}, t.sessions[i:]...)...)
+	t.s.metrics.streams.Inc()
+	t.log.Info("proxy connected", s.fields()...)
+	s.notify()
+	t.evaluate()
+	return true
+}
+
+func (t *term) remove(s *session) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	defer t.wg.Done()
+	for i, cur := range t.sessions {
+		if cur == s {
+			t.sessions = append(t.sessions[:i], t.sessions[i+1:]...)
+			t.s.metrics.streams.Dec()
+			t.evaluate()
+			break
+		}
+	}
+	t.log.Info("proxy disconnected", s.fields()...)
+}
+
+// next returns the push s should send now, if any: the latest snapshot, as s's proxy gets it,
+// when nothing is in flight and s has not had it yet. A snapshot equal to what the proxy already
+// serves counts as acknowledged without being sent.
+func (t *term) next(s *session) *discv1.StreamResponse {
+	for {
+		t.mu.Lock()
+		if t.closed || s.inflight != nil || t.latest == nil || s.sentSeq >= t.latest.seq {
+			t.mu.Unlock()
+			return nil
+		}
+		p := t.latest
+		missing := s.missingFor(p)
+		key := tailorKey(s.gw, missing)
+		prep := t.cache[key]
+		if prep == nil {
+			prep = &prepared{}
+			t.cache[key] = prep
+		}
+		t.mu.Unlock()
+
+		prep.once.Do(func() { prep.build(p.snap, s.gw, missing, t.s.metrics) })
+
+		t.mu.Lock()
+		if t.latest != p {
+			t.mu.Unlock()
+			continue // superseded while it was prepared
+		}
+		s.sentSeq = p.seq
+		if prep.err != nil {
+			t.mu.Unlock()
+			t.log.Error("preparing a snapshot for a proxy", append(s.fields(), zap.Error(prep.err))...)
+			return nil
+		}
+		s.last = prep
+		if prep.version == s.serving {
+			s.acked = flight{seq: p.seq, version: prep.version}
+			t.evaluate()
+			t.mu.Unlock()
+			continue
+		}
+		s.inflight = &flight{seq: p.seq, version: prep.version, sent: time.Now(), due: later(p.at, s.connected)}
+		t.s.metrics.pushes.Inc()
+		t.s.metrics.pushBytes.Add(float64(len(prep.data)))
+		t.mu.Unlock()
+		return &discv1.StreamResponse{Kind: &discv1.StreamResponse_Push{Push: &discv1.Push{Snapshot: prep.data, Version: prep.version}}}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func tailorKey(gw *gwKey, missing []string) string {
+	if gw == nil && len(missing) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if gw != nil {
+		b.WriteString(gw.String())
+	}
+	b.WriteByte('|')
+	b.WriteString(strings.Join(missing, ","))
+	return b.String()
+}
+
+func (p *prepared) build(snap *irv1.Snapshot, gw *gwKey, missing []string, m *metrics) {
+	out, err := tailor(snap, gw, missing)
+	if err != nil {
+		p.err = err
+		return
+	}
+	if out != snap {
+		m.tailored.Inc()
+	}
+	p.snap, p.version = out, out.GetVersion()
+	p.data, p.err = proto.Marshal(out)
+}
+
+func (t *term) ack(s *session, a *discv1.Ack) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := s.inflight
+	if f == nil || f.version != a.GetVersion() {
+		t.log.Warn("unexpected acknowledgement", append(s.fields(), zap.String("version", a.GetVersion()))...)
+		return
+	}
+	s.inflight, s.acked, s.serving, s.nack = nil, *f, f.version, nil
+	s.acked.at = time.Now()
+	t.s.metrics.acks.Inc()
+	t.s.metrics.latency.Observe(s.acked.at.Sub(f.due).Seconds())
+	s.notify()
+	t.evaluate()
+}
+
+func (t *term) nack(s *session, n *discv1.Nack) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := s.inflight
+	if f == nil || f.version != n.GetVersion() {
+		t.log.Warn("unexpected rejection", append(s.fields(), zap.String("version", n.GetVersion()))...)
+		return
+	}
+	s.inflight = nil
+	s.nack = &nacked{seq: f.seq, version: f.version, err: truncate(n.GetError(), 512), at: time.Now()}
+	t.s.metrics.nacks.Inc()
+	t.log.Warn("proxy rejected a snapshot and keeps serving its previous one",
+		append(s.fields(), zap.String("version", f.version), zap.String("error", n.GetError()))...)
+	s.notify()
+	t.evaluate()
+}
+
+func (t *term) nodeStatus(s *session, ns *discv1.NodeStatus) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.bound = map[string]bool{}
+	for _, l := range ns.GetListeners() {
+		s.bound[l.GetName()] = true
+	}
+	s.boundList = ns.GetListeners()
+	t.evaluate()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// evaluate runs the Programmed gate over every Gateway whose generation is not applied yet and
+// reports what changed. t.mu is held: reports are made in order.
+func (t *term) evaluate() {
+	var applied []*irv1.GatewayGeneration
+	pending := 0
+	for k, st := range t.gateways {
+		if st.applied {
+			continue
+		}
+		waits := t.awaited(k, st)
+		if len(waits) == 0 {
+			st.applied = true
+			applied = append(applied, st.gen)
+			continue
+		}
+		pending++
+		if msg := summarize(waits); msg != st.pending {
+			st.pending = msg
+			t.report.Pending(st.gen, msg)
+		}
+	}
+	t.s.metrics.pending.Set(float64(pending))
+	if len(applied) > 0 {
+		t.report.Applied(applied)
+	}
+}
+
+// awaited lists what Gateway k's current generation waits for; nothing when it is programmed:
+// every proxy serving it (at least one) has acknowledged a snapshot carrying it and has bound its
+// listeners.
+func (t *term) awaited(k gwKey, st *gwState) []string {
+	var waits []string
+	serving := 0
+	for _, s := range t.sessions {
+		if !s.serves(k) {
+			continue
+		}
+		serving++
+		if s.acked.seq < st.first {
+			if n := s.nack; n != nil && n.seq >= st.first {
+				waits = append(waits, fmt.Sprintf("proxy %s, which rejected snapshot %s (%s)", s.node, n.version, n.err))
+			} else {
+				waits = append(waits, fmt.Sprintf("proxy %s to acknowledge it", s.node))
+			}
+			continue
+		}
+		var unbound []string
+		for _, l := range t.latest.listeners[k] {
+			if !s.bound[l] {
+				unbound = append(unbound, l)
+			}
+		}
+		if len(unbound) > 0 {
+			waits = append(waits, fmt.Sprintf("proxy %s to bind %s", s.node, strings.Join(unbound, ", ")))
+		}
+	}
+	if serving == 0 {
+		return []string{"a proxy serving this Gateway to connect"}
+	}
+	return waits
+}
+
+// summarize joins what a Gateway waits for into a condition message of bounded length.
+func summarize(waits []string) string {
+	const most = 5
+	if len(waits) > most {
+		waits = append(waits[:most:most], fmt.Sprintf("%d more proxies", len(waits)-most))
+	}
+	return truncate(strings.Join(waits, "; "), 2048)
+}

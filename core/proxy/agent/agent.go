@@ -1,0 +1,420 @@
+// Package agent is the proxy side of the discovery protocol (core/discovery/v1): it gets an SVID
+// with the proxy's ServiceAccount token, holds one mutual-TLS stream to the leading controller,
+// applies every snapshot it is sent to the engine and acknowledges (or rejects) it, and reports
+// the listeners the engine has bound. While disconnected the engine keeps serving its last
+// snapshot; the agent reconnects with backoff, trying each discovery address in turn, so it
+// finds a new leader after a failover. It holds no Kubernetes credentials and imports no
+// Kubernetes code.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	discv1 "github.com/coxswain-labs/coxswain/core/discovery/v1"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
+)
+
+// Engine is what the agent drives: *proxy.Proxy.
+type Engine interface {
+	Apply(ctx context.Context, snap *irv1.Snapshot) error
+	Version() string
+	Bound() []proxy.BoundListener
+}
+
+var _ Engine = (*proxy.Proxy)(nil)
+
+// Options configure an Agent. Log, Engine, Addresses, TokenFile, TrustBundleFile and Node are
+// required.
+type Options struct {
+	Log    *zap.Logger
+	Engine Engine
+	// Modules are the module IDs compiled into the binary, announced in Hello.
+	Modules []string
+	// Addresses are the controllers' discovery addresses ("host:port"). A host name resolving to
+	// several addresses (a headless Service) stands for all of them; each connection attempt
+	// takes the next one, so a standby's refusal sends the proxy on to the leader.
+	Addresses []string
+	// TokenFile holds the projected ServiceAccount token (audience "coxswain-discovery").
+	TokenFile string
+	// TrustBundleFile holds the PEM CA certificates the controller's certificate must chain to.
+	TrustBundleFile string
+	// Node is the proxy's unique name in the fleet (the pod name).
+	Node string
+	// Gateway is "<namespace>/<name>" for a dedicated proxy, empty for a shared one.
+	Gateway string
+	// ListenAddress, when set, is bound by the snapshot listeners that name no address (as a pod
+	// binding only its own IP would); empty binds every local address.
+	ListenAddress string
+	// Build is the binary's version, shown in the controller's fleet view.
+	Build string
+	// Metrics receives the agent's series; none are registered when nil.
+	Metrics prometheus.Registerer
+	// MinBackoff and MaxBackoff bound the reconnection delay (100ms and 5s when zero).
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// MaxSnapshotBytes is the largest snapshot a proxy accepts.
+const MaxSnapshotBytes = 256 << 20
+
+// Agent is the proxy's discovery client.
+type Agent struct {
+	opts    Options
+	log     *zap.Logger
+	metrics *metrics
+	gateway *discv1.GatewayRef
+	id      identity
+
+	ready     atomic.Bool
+	connected atomic.Bool
+
+	mu        sync.Mutex
+	addrs     []string // resolved addresses of the current round
+	next      int
+	leader    string // the address of the current stream
+	lastErr   string
+	lastBound []proxy.BoundListener
+}
+
+// New checks opts and returns an Agent; Run starts it.
+func New(opts Options) (*Agent, error) {
+	var missing []string
+	for name, v := range map[string]bool{"Log": opts.Log != nil, "Engine": opts.Engine != nil, "Addresses": len(opts.Addresses) > 0,
+		"TokenFile": opts.TokenFile != "", "TrustBundleFile": opts.TrustBundleFile != "", "Node": opts.Node != ""} {
+		if !v {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("discovery agent: missing %s", strings.Join(missing, ", "))
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	a := &Agent{opts: opts, log: opts.Log, metrics: newMetrics(opts.Metrics)}
+	if opts.Gateway != "" {
+		ns, name, ok := strings.Cut(opts.Gateway, "/")
+		if !ok || ns == "" || name == "" {
+			return nil, fmt.Errorf("gateway %q is not <namespace>/<name>", opts.Gateway)
+		}
+		a.gateway = &discv1.GatewayRef{Namespace: ns, Name: name}
+	}
+	return a, nil
+}
+
+// Ready reports whether the first snapshot has been applied (its listeners are then bound).
+func (a *Agent) Ready() bool { return a.ready.Load() }
+
+// Connected reports whether a stream to the leader is open.
+func (a *Agent) Connected() bool { return a.connected.Load() }
+
+// Status describes the agent for the admin endpoints.
+type Status struct {
+	Connected  bool      `json:"connected"`
+	Controller string    `json:"controller,omitempty"`
+	Version    string    `json:"version,omitempty"`
+	SPIFFEID   string    `json:"spiffeID,omitempty"`
+	CertUntil  time.Time `json:"certificateNotAfter,omitzero"`
+	LastError  string    `json:"lastError,omitempty"`
+}
+
+// Status returns the agent's current state.
+func (a *Agent) Status() Status {
+	st := Status{Connected: a.connected.Load(), Version: a.opts.Engine.Version()}
+	if c, id := a.id.current(); c != nil {
+		st.SPIFFEID, st.CertUntil = id.String(), c.Leaf.NotAfter
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st.Controller, st.LastError = a.leader, a.lastErr
+	return st
+}
+
+// Run connects and reconnects until ctx is done. The engine is never closed here.
+func (a *Agent) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { a.renew(ctx) })
+	failures := 0
+	for ctx.Err() == nil {
+		addr := a.nextAddress(ctx)
+		progressed, err := a.session(ctx, addr)
+		if ctx.Err() != nil {
+			break
+		}
+		if progressed {
+			failures = 0
+		}
+		failures++
+		wait := backoff(failures, a.opts.MinBackoff, a.opts.MaxBackoff)
+		a.recordError(addr, err)
+		if status.Code(err) == codes.FailedPrecondition {
+			a.log.Info("controller is a standby; trying the next address", zap.String("address", addr), zap.Duration("retryIn", wait))
+		} else {
+			a.log.Warn("discovery stream ended", zap.String("address", addr), zap.Duration("retryIn", wait), zap.Error(err))
+		}
+		a.metrics.reconnects.Inc()
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	return nil
+}
+
+func (a *Agent) recordError(addr string, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		a.lastErr = fmt.Sprintf("%s: %v", addr, err)
+	}
+}
+
+// backoff is the delay before attempt n (from 1): doubling from lo up to hi, with ±20% jitter so
+// a fleet does not reconnect in lockstep.
+func backoff(n int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// nextAddress is the address of the next attempt, resolving host names afresh once every
+// resolved address has been tried.
+func (a *Agent) nextAddress(ctx context.Context) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.next >= len(a.addrs) {
+		a.addrs, a.next = resolve(ctx, a.opts.Addresses), 0
+	}
+	addr := a.addrs[a.next]
+	a.next++
+	return addr
+}
+
+// anyAddress is an address to bootstrap at: the leader's when connected, else the next one.
+func (a *Agent) anyAddress(ctx context.Context) string {
+	a.mu.Lock()
+	leader := a.leader
+	a.mu.Unlock()
+	if leader != "" && a.connected.Load() {
+		return leader
+	}
+	return a.nextAddress(ctx)
+}
+
+func resolve(ctx context.Context, addrs []string) []string {
+	var out []string
+	for _, hp := range addrs {
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil || net.ParseIP(host) != nil {
+			out = append(out, hp)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ips, err := net.DefaultResolver.LookupHost(ctx, host)
+		cancel()
+		if err != nil || len(ips) == 0 {
+			out = append(out, hp) // let the dial report it
+			continue
+		}
+		sort.Strings(ips)
+		for _, ip := range ips {
+			out = append(out, net.JoinHostPort(ip, port))
+		}
+	}
+	return out
+}
+
+// session runs one stream to addr until it ends. progressed says a snapshot was received: the
+// controller at addr was the leader, and backoff starts over.
+func (a *Agent) session(ctx context.Context, addr string) (progressed bool, err error) {
+	if c, _ := a.id.current(); !usable(c, time.Now()) {
+		if err := a.bootstrap(ctx, addr); err != nil {
+			return false, err
+		}
+	}
+	roots, err := a.roots()
+	if err != nil {
+		return false, err
+	}
+	_, id := a.id.current()
+	conn, err := grpc.NewClient("passthrough:///"+addr,
+		grpc.WithTransportCredentials(credentials.NewTLS(a.tlsConfig(roots, id.TrustDomain, true))),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxSnapshotBytes)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 20 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}))
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := discv1.NewDiscoveryServiceClient(conn).Stream(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := stream.Send(a.hello()); err != nil {
+		return false, recvErr(stream, err)
+	}
+	if err := stream.Send(a.nodeStatus(a.opts.Engine.Bound())); err != nil {
+		return false, recvErr(stream, err)
+	}
+	first := true
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return progressed, err
+		}
+		if first {
+			first = false
+			a.setLeader(addr)
+			defer a.setLeader("")
+		}
+		push := msg.GetPush()
+		if push == nil {
+			continue // a message kind of a newer revision
+		}
+		progressed = true
+		for _, reply := range a.apply(ctx, push) {
+			if err := stream.Send(reply); err != nil {
+				return progressed, recvErr(stream, err)
+			}
+		}
+	}
+}
+
+// recvErr turns a failed Send into the stream's real status: Send says only io.EOF when the
+// server ended the stream, and Recv returns why.
+func recvErr(stream discv1.DiscoveryService_StreamClient, err error) error {
+	if errors.Is(err, io.EOF) {
+		if _, rerr := stream.Recv(); rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}
+
+func (a *Agent) setLeader(addr string) {
+	a.mu.Lock()
+	a.leader = addr
+	if addr != "" {
+		a.lastErr = ""
+	}
+	a.mu.Unlock()
+	a.connected.Store(addr != "")
+	if addr != "" {
+		a.metrics.connected.Set(1)
+		a.log.Info("connected to the discovery leader", zap.String("address", addr))
+	} else {
+		a.metrics.connected.Set(0)
+	}
+}
+
+func (a *Agent) hello() *discv1.StreamRequest {
+	mode := discv1.Mode_MODE_SHARED
+	if a.gateway != nil {
+		mode = discv1.Mode_MODE_DEDICATED
+	}
+	mods := append([]string(nil), a.opts.Modules...)
+	sort.Strings(mods)
+	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Hello{Hello: &discv1.Hello{
+		WireVersion: discv1.WireVersion_WIRE_VERSION_1, Node: a.opts.Node, Mode: mode, Gateway: a.gateway,
+		Modules: mods, Version: a.opts.Engine.Version(), Build: a.opts.Build,
+	}}}
+}
+
+func (a *Agent) nodeStatus(bound []proxy.BoundListener) *discv1.StreamRequest {
+	a.mu.Lock()
+	a.lastBound = bound
+	a.mu.Unlock()
+	ns := &discv1.NodeStatus{}
+	for _, b := range bound {
+		ns.Listeners = append(ns.Listeners, &discv1.BoundListener{Name: b.Name, Protocol: b.Protocol, Address: b.Address})
+	}
+	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_NodeStatus{NodeStatus: ns}}
+}
+
+// apply applies one push and returns the replies: a NodeStatus when the bound sockets changed,
+// then the Ack, or a Nack when the snapshot was rejected (the engine keeps its previous table).
+func (a *Agent) apply(ctx context.Context, push *discv1.Push) []*discv1.StreamRequest {
+	nack := func(err error) []*discv1.StreamRequest {
+		a.metrics.rejected.Inc()
+		a.log.Warn("snapshot rejected; serving the previous one", zap.String("version", push.GetVersion()), zap.Error(err))
+		return []*discv1.StreamRequest{{Kind: &discv1.StreamRequest_Nack{Nack: &discv1.Nack{Version: push.GetVersion(), Error: err.Error()}}}}
+	}
+	snap := &irv1.Snapshot{}
+	if err := proto.Unmarshal(push.GetSnapshot(), snap); err != nil {
+		return nack(fmt.Errorf("decoding: %w", err))
+	}
+	if snap.GetVersion() != push.GetVersion() {
+		return nack(fmt.Errorf("snapshot says version %q, push says %q", snap.GetVersion(), push.GetVersion()))
+	}
+	a.localize(snap)
+	start := time.Now()
+	if err := a.opts.Engine.Apply(ctx, snap); err != nil {
+		return nack(err)
+	}
+	a.metrics.applied.Inc()
+	a.metrics.applySeconds.Observe(time.Since(start).Seconds())
+	a.metrics.snapshotBytes.Set(float64(len(push.GetSnapshot())))
+	a.ready.Store(true)
+	var out []*discv1.StreamRequest
+	bound := a.opts.Engine.Bound()
+	a.mu.Lock()
+	changed := !equalBound(bound, a.lastBound)
+	a.mu.Unlock()
+	if changed {
+		out = append(out, a.nodeStatus(bound))
+	}
+	return append(out, &discv1.StreamRequest{Kind: &discv1.StreamRequest_Ack{Ack: &discv1.Ack{Version: snap.GetVersion()}}})
+}
+
+// localize binds unaddressed listeners to ListenAddress. The version stays the controller's: it
+// names what was sent, and the listener names (what NodeStatus reports) do not change.
+func (a *Agent) localize(snap *irv1.Snapshot) {
+	if a.opts.ListenAddress == "" {
+		return
+	}
+	for _, l := range snap.GetListeners() {
+		if l.GetAddress() == "" {
+			l.Address = a.opts.ListenAddress
+		}
+	}
+}
+
+func equalBound(a, b []proxy.BoundListener) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

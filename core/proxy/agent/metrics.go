@@ -1,0 +1,36 @@
+package agent
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	applied       prometheus.Counter
+	rejected      prometheus.Counter
+	applySeconds  prometheus.Histogram
+	connected     prometheus.Gauge
+	reconnects    prometheus.Counter
+	svidExpiry    prometheus.Gauge
+	snapshotBytes prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		applied: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_proxy_snapshots_applied_total",
+			Help: "Snapshots applied and acknowledged."}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_proxy_snapshots_rejected_total",
+			Help: "Snapshots rejected (nacked); the previous table kept serving."}),
+		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coxswain_proxy_snapshot_apply_seconds",
+			Help: "Time to decode-free apply a snapshot: build the table, bind, swap.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_discovery_connected",
+			Help: "1 while a discovery stream to the leader is open."}),
+		reconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_proxy_discovery_reconnects_total",
+			Help: "Discovery streams that ended or failed to open."}),
+		svidExpiry: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_svid_expiry_timestamp_seconds",
+			Help: "When the current SVID expires (unix seconds)."}),
+		snapshotBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_snapshot_bytes",
+			Help: "Encoded size of the last snapshot applied."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.applied, m.rejected, m.applySeconds, m.connected, m.reconnects, m.svidExpiry, m.snapshotBytes)
+	}
+	return m
+}
