@@ -127,5 +127,6 @@ func suiteOptions(t *testing.T, c *harness.Cluster, profiles []suite.Conformance
 		Clientset:           c.Env.Kube,
 		RestConfig:          c.Env.Config,
 		ManifestFS:          []fs.FS{&upstream.Manifests},
+		Hook:                dumpOnFailure(c.Artifacts),
 	}
 }

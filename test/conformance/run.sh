@@ -43,6 +43,9 @@ log "building coxswain $version, echo-basic, dnsresponder and the test binary"
 	go build -o "$bin/echo-basic" sigs.k8s.io/gateway-api/conformance/echo-basic
 	go build -o "$bin/dnsresponder" ./cmd/dnsresponder
 	go test -c -o "$bin/conformance.test" .
+	# The harness's own unit tests (kubelet pieces, DNS responder): seconds, and a broken
+	# harness is better caught here than as a suite failure.
+	go test -race -count=1 ./kubelet/ ./cmd/...
 )
 log "built in $(($(date +%s) - start))s"
 

@@ -65,4 +65,6 @@ func (p *process) stop() {
 	}
 }
 
-func (p *process) String() string { return fmt.Sprintf("%s (pid %d, log %s)", p.name, p.cmd.Process.Pid, p.log) }
+func (p *process) String() string {
+	return fmt.Sprintf("%s (pid %d, log %s)", p.name, p.cmd.Process.Pid, p.log)
+}
