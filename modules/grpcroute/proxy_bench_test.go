@@ -15,33 +15,37 @@ import (
 )
 
 // BenchmarkGRPCUnary measures unary gRPC calls (grpc.testing.TestService/EmptyCall) from one
-// grpc-go client connection, with 8 calls in flight per GOMAXPROCS, straight to the grpc-go
-// backend and through the proxy (route.grpc matching service and method, h2c both sides). It
-// reports calls per second and the median and 99th percentile latency.
+// grpc-go client connection, straight to the grpc-go backend and through the proxy (route.grpc
+// matching service and method, h2c on both sides): one call at a time ("serial"), and 8 calls in
+// flight per GOMAXPROCS ("parallel"). It reports calls per second and the median and 99th
+// percentile latency.
 func BenchmarkGRPCUnary(b *testing.B) {
 	be := grpctest.Start(b, "a")
 	addrs := startProxy(b, []*irv1.Listener{plainListener("l", server("", vhost("",
 		grpcRoute("r", methodMatch(grpcroute.MatchExact, grpctest.Service, "EmptyCall"), backend("a", 1)))))},
 		[]*irv1.Cluster{h2cCluster("a", be)})
-	for _, bc := range []struct{ name, addr string }{{"direct", be.Addr}, {"proxy", addrs[0]}} {
-		b.Run(bc.name, func(b *testing.B) { benchUnary(b, grpctest.Dial(b, bc.addr)) })
+	for _, mode := range []struct {
+		name     string
+		parallel int
+	}{{"serial", 0}, {"parallel", 8}} {
+		for _, bc := range []struct{ name, addr string }{{"direct", be.Addr}, {"proxy", addrs[0]}} {
+			b.Run(mode.name+"/"+bc.name, func(b *testing.B) { benchUnary(b, grpctest.Dial(b, bc.addr), mode.parallel) })
+		}
 	}
 }
 
-func benchUnary(b *testing.B, c testgrpc.TestServiceClient) {
+// benchUnary makes b.N calls, one at a time when parallel is 0, else from parallel goroutines
+// per GOMAXPROCS, and reports calls/s and latency percentiles.
+func benchUnary(b *testing.B, c testgrpc.TestServiceClient, parallel int) {
 	ctx := context.Background()
 	if _, err := c.EmptyCall(ctx, &testgrpc.Empty{}); err != nil { // connect outside the timing
 		b.Fatal(err)
 	}
 	var mu sync.Mutex
 	var all []time.Duration
-	b.SetParallelism(8)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
+	calls := func(next func() bool) {
 		lat := make([]time.Duration, 0, 1024)
-		for pb.Next() {
+		for next() {
 			t0 := time.Now()
 			if _, err := c.EmptyCall(ctx, &testgrpc.Empty{}); err != nil {
 				b.Error(err)
@@ -52,7 +56,17 @@ func benchUnary(b *testing.B, c testgrpc.TestServiceClient) {
 		mu.Lock()
 		all = append(all, lat...)
 		mu.Unlock()
-	})
+	}
+	b.ReportAllocs()
+	start := time.Now()
+	if parallel == 0 {
+		calls(b.Loop)
+	} else {
+		b.SetParallelism(parallel)
+		b.ResetTimer()
+		start = time.Now()
+		b.RunParallel(func(pb *testing.PB) { calls(pb.Next) })
+	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	if len(all) == 0 {
