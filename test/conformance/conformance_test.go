@@ -65,6 +65,9 @@ func TestConformance(t *testing.T) {
 	if len(profiles) == 0 {
 		t.Fatal("the build claims no complete Gateway conformance profile")
 	}
+	if !t.Run("Harness", func(t *testing.T) { checkHarness(t, c) }) {
+		t.FailNow()
+	}
 	upstream.RunConformanceWithOptions(t, suiteOptions(t, c, profiles))
 }
 

@@ -22,6 +22,7 @@ func startCoxswain(t *testing.T, c *Cluster) *process {
 	t.Helper()
 	return startProcess(t, c.Artifacts, "coxswain", c.Binaries.Coxswain, "controller",
 		"--kubeconfig", c.Kubeconfig,
+		"--in-process-proxy",
 		"--gateway-address-pool", GatewayPool,
 		"--leader-elect=false",
 		"--health-address", "127.0.0.1:0",
