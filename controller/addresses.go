@@ -8,14 +8,13 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// addressPool gives each of our Gateways that asks for no address (empty spec.addresses) an IP
-// address of its own from a range (--gateway-address-pool): the proxy binds the Gateway's
+// addressPool gives each of our Gateways that asks for no particular address (no spec.addresses,
+// or only IPAddress entries without a value) an IP address of its own from a range (--gateway-address-pool): the proxy binds the Gateway's
 // listeners on it and the status publishes it, so Gateways listening on the same port never
 // share a socket. It is what a load-balancer controller does with a range of external IPs, for a
 // range that is routed to the proxy's host.
 //
-// An address stays with its Gateway until the Gateway is deleted or asks for addresses of its
-// own. A pool that starts (a new leader, a restart) takes each Gateway's address back from its
+// An address stays with its Gateway until the Gateway is deleted or names addresses of its own. A pool that starts (a new leader, a restart) takes each Gateway's address back from its
 // status when it is still in the range and unclaimed, so addresses survive a failover.
 type addressPool struct {
 	prefix   netip.Prefix
@@ -33,7 +32,7 @@ func (p *addressPool) assign(gateways []*gwapiv1.Gateway, classes map[string]boo
 	var want []*gwapiv1.Gateway
 	keep := map[types.NamespacedName]bool{}
 	for _, gw := range gateways {
-		if classes[string(gw.Spec.GatewayClassName)] && len(gw.Spec.Addresses) == 0 {
+		if classes[string(gw.Spec.GatewayClassName)] && !asksForAddress(gw) {
 			want = append(want, gw)
 			keep[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = true
 		}
@@ -73,6 +72,17 @@ func (p *addressPool) assign(gateways []*gwapiv1.Gateway, classes map[string]boo
 		out[k] = a
 	}
 	return out
+}
+
+// asksForAddress reports whether the Gateway names an address of its own in spec.addresses. An
+// IPAddress entry without a value asks for "some address" (GatewayAddressEmpty): the pool's to give.
+func asksForAddress(gw *gwapiv1.Gateway) bool {
+	for _, a := range gw.Spec.Addresses {
+		if a.Value != "" || (a.Type != nil && *a.Type != gwapiv1.IPAddressType) {
+			return true
+		}
+	}
+	return false
 }
 
 // published is the Gateway's address from its live status, when it is ours to give and free.

@@ -27,6 +27,9 @@ func TestAddressPool(t *testing.T) {
 	ours := map[string]bool{"mine": true}
 	withSpec := poolGateway("spec", "mine", 9)
 	withSpec.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Value: "192.0.2.7"}}
+	ipType := gwapiv1.IPAddressType
+	emptyValue := poolGateway("empty", "mine", 1)
+	emptyValue.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: &ipType}}
 	type step struct {
 		gateways []*gwapiv1.Gateway
 		want     map[string]string // gateway name → address; absent means none
@@ -64,6 +67,9 @@ func TestAddressPool(t *testing.T) {
 				want: map[string]string{"a": "10.250.0.1", "b": "10.250.0.2"}},
 			{gateways: []*gwapiv1.Gateway{poolGateway("b", "mine", 2), poolGateway("c", "mine", 1)},
 				want: map[string]string{"b": "10.250.0.2", "c": "10.250.0.1"}},
+		}},
+		{name: "an IPAddress entry without a value asks for an address from the pool", pool: "10.250.0.0/24", steps: []step{
+			{gateways: []*gwapiv1.Gateway{emptyValue}, want: map[string]string{"empty": "10.250.0.1"}},
 		}},
 		{name: "IPv6", pool: "fd00:250::/120", steps: []step{
 			{gateways: []*gwapiv1.Gateway{poolGateway("a", "mine", 1)}, want: map[string]string{"a": "fd00:250::"}},

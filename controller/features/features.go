@@ -37,6 +37,12 @@ type Feature struct {
 var Core = []Feature{
 	{Name: gwfeatures.SupportGateway, Requires: []core.ModuleID{"listener.http", "listener.https"}},
 	{Name: gwfeatures.SupportGatewayPort8080, Requires: []core.ModuleID{"listener.http"}},
+	// A Gateway that asks for an address without a value gets one: the controller's pool address
+	// or its --status-address, like a Gateway that asks for none.
+	{Name: gwfeatures.SupportGatewayAddressEmpty, Requires: []core.ModuleID{"listener.http"}},
+	// The proxy picks the most specific listener hostname of a port and never falls back to a less
+	// specific one, so a listener's routes never answer for another listener.
+	{Name: gwfeatures.SupportGatewayHTTPListenerIsolation, Requires: []core.ModuleID{"listener.http"}},
 	{Name: gwfeatures.SupportReferenceGrant, Requires: []core.ModuleID{"listener.http"}},
 }
 

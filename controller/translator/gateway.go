@@ -126,8 +126,9 @@ func infraParams(gw *gwapiv1.Gateway) string {
 }
 
 // gatewayAddresses validates spec.addresses: only IP addresses are supported, each becomes a
-// bind address. An empty IPAddress value asks for any address, which here means all of them. A
-// Gateway that asks for none binds the address the controller gave it, if any, else all of them.
+// bind address. An empty IPAddress value asks for any address. A Gateway that names no address
+// (no spec.addresses, or only empty values) binds the address the controller gave it, if any,
+// else every address.
 func (t *translation) gatewayAddresses(g *gatewayState) {
 	seen := map[string]bool{}
 	for i, a := range g.gw.Spec.Addresses {
@@ -158,7 +159,7 @@ func (t *translation) gatewayAddresses(g *gatewayState) {
 			g.addresses = append(g.addresses, addr)
 		}
 	}
-	if a, ok := t.opts.GatewayAddresses[g.key]; ok && len(g.gw.Spec.Addresses) == 0 {
+	if a, ok := t.opts.GatewayAddresses[g.key]; ok && (len(g.addresses) == 0 || (len(g.addresses) == 1 && seen[""])) {
 		g.addresses = []string{a.Unmap().String()}
 		return
 	}

@@ -28,7 +28,7 @@ type Options struct {
 	Now func() metav1.Time
 	// Registry holds the translate.route.* modules; core.Freeze() when nil.
 	Registry *core.Registry
-	// GatewayAddresses are IP addresses the controller gave Gateways that ask for none in
+	// GatewayAddresses are IP addresses the controller gave Gateways that name none in
 	// spec.addresses (controller --gateway-address-pool). Such a Gateway's listeners bind its
 	// address and its status publishes it, exactly as if the spec had asked for it.
 	GatewayAddresses map[types.NamespacedName]netip.Addr

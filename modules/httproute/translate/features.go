@@ -23,6 +23,7 @@ func (Kind) GatewayAPIFeatures() []features.Feature {
 	return []features.Feature{
 		{Name: gwfeatures.SupportHTTPRoute, Requires: with()},
 		{Name: gwfeatures.SupportHTTPRouteQueryParamMatching, Requires: with()},
+		{Name: gwfeatures.SupportHTTPRouteNamedRouteRule, Requires: with()},
 		{Name: gwfeatures.SupportHTTPRouteMethodMatching, Requires: with()},
 		{Name: gwfeatures.SupportHTTPRouteParentRefPort, Requires: with()},
 		{Name: gwfeatures.SupportHTTPRouteRequestTimeout, Requires: with()},

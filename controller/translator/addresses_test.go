@@ -1,0 +1,61 @@
+package translator
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/core"
+)
+
+// TestGatewayAddresses: an address the controller assigned is bound and published for a Gateway
+// that names none (no spec.addresses, or an IPAddress entry without a value), and ignored for one
+// that names its own.
+func TestGatewayAddresses(t *testing.T) {
+	ip := gwapiv1.IPAddressType
+	assigned := map[types.NamespacedName]netip.Addr{nn("ns", "gw"): netip.MustParseAddr("10.250.0.7")}
+	tests := []struct {
+		name     string
+		spec     []gwapiv1.GatewaySpecAddress
+		assigned map[types.NamespacedName]netip.Addr
+		bind     string
+		status   []string
+	}{
+		{name: "no spec.addresses", assigned: assigned, bind: "10.250.0.7", status: []string{"10.250.0.7"}},
+		{name: "an empty IPAddress value", spec: []gwapiv1.GatewaySpecAddress{{Type: &ip}}, assigned: assigned,
+			bind: "10.250.0.7", status: []string{"10.250.0.7"}},
+		{name: "an address of its own", spec: []gwapiv1.GatewaySpecAddress{{Type: &ip, Value: "192.0.2.1"}}, assigned: assigned,
+			bind: "192.0.2.1", status: []string{"192.0.2.1"}},
+		{name: "nothing assigned: every address, none published", bind: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &Store{
+				GatewayClasses: []*gwapiv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "c"},
+					Spec: gwapiv1.GatewayClassSpec{ControllerName: DefaultControllerName}}},
+				Gateways: []*gwapiv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw"}, Spec: gwapiv1.GatewaySpec{
+					GatewayClassName: "c", Addresses: tc.spec,
+					Listeners: []gwapiv1.Listener{{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType}},
+				}}},
+			}
+			res := Translate(context.Background(), store, Options{
+				Registry: core.NewRegistry(streamKind{}), GatewayAddresses: tc.assigned,
+			})
+			if l := res.Snapshot.Listeners; len(l) != 1 || l[0].Address != tc.bind {
+				t.Errorf("listeners %v, want one bound to %q", l, tc.bind)
+			}
+			var status []string
+			for _, a := range res.Gateways[nn("ns", "gw")].Addresses {
+				status = append(status, a.Value)
+			}
+			if !slices.Equal(status, tc.status) {
+				t.Errorf("status addresses %v, want %v", status, tc.status)
+			}
+		})
+	}
+}
