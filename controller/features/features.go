@@ -43,6 +43,8 @@ var Core = []Feature{
 	// The proxy picks the most specific listener hostname of a port and never falls back to a less
 	// specific one, so a listener's routes never answer for another listener.
 	{Name: gwfeatures.SupportGatewayHTTPListenerIsolation, Requires: []core.ModuleID{"listener.http"}},
+	// An HTTPS request whose Host belongs to another listener than its TLS server name gets 421.
+	{Name: gwfeatures.SupportGatewayHTTPSListenerDetectMisdirectedRequests, Requires: []core.ModuleID{"listener.https"}},
 	{Name: gwfeatures.SupportReferenceGrant, Requires: []core.ModuleID{"listener.http"}},
 }
 

@@ -12,12 +12,37 @@ import (
 // API ranks rules by hostname specificity before anything else, so trying the next virtual host when
 // no route of a more specific one matches is exactly that precedence.
 func (ls *ListenerState) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.TLS != nil && ls.misdirected(r) {
+		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusMisdirectedRequest,
+			"this connection's TLS server name belongs to another listener than the request's host")
+		return
+	}
 	rt := ls.route(r)
 	if rt == nil {
 		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusNotFound, "no route for this request")
 		return
 	}
 	rt.ServeHTTP(w, r)
+}
+
+// misdirected reports whether a TLS request's Host selects another Server (Gateway listener) than
+// its connection's TLS server name does. The connection was set up, and its certificate chosen, for
+// the SNI's listener; a client reusing it for a host of another listener (HTTP/2 connection reuse
+// across names that share an address or a certificate) gets 421 and retries on a new connection
+// (RFC 9110, section 15.5.20). Without a server name, or with one no Server matches (the handshake
+// then fell back to the first certificate), the connection belongs to no listener in particular
+// and nothing is misdirected.
+func (ls *ListenerState) misdirected(r *http.Request) bool {
+	sni := r.TLS.ServerName
+	if sni == "" {
+		return false
+	}
+	bySNI, ok := ls.servers.lookup(normalizeHost(sni))
+	if !ok {
+		return false
+	}
+	byHost, ok := ls.servers.lookup(normalizeHost(r.Host))
+	return ok && byHost != bySNI
 }
 
 // noRouteWriter is the error writer for an unrouted request: the first route module of the
