@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -22,8 +19,8 @@ import (
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/coxswain-labs/coxswain/controller"
-	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/core/admin"
 )
 
 // stringList is a repeatable flag that also accepts comma-separated values.
@@ -56,6 +53,7 @@ type controllerFlags struct {
 	le             controller.LeaderElection
 	leaderElect    bool
 	proxy          proxyFlags // the in-process proxy's limits
+	dataPlane      dataPlaneFlags
 }
 
 func (c *controllerFlags) register(fs *flag.FlagSet) {
@@ -71,7 +69,10 @@ func (c *controllerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.holdoff, "holdoff", 75*time.Millisecond, "how long changes must settle before a translation")
 	fs.DurationVar(&c.maxDelay, "max-delay", time.Second, "the longest a change waits for a translation in a busy cluster")
 	fs.IntVar(&c.statusWorkers, "status-workers", 4, "objects whose status is written concurrently")
-	fs.StringVar(&c.healthAddress, "health-address", ":9902", "address of /healthz and /readyz; empty disables them")
+	fs.StringVar(&c.healthAddress, "admin-address", ":9902",
+		"address of /healthz, /readyz, /metrics, /api/v1/health and /api/v1/fleet; empty disables them")
+	fs.StringVar(&c.healthAddress, "health-address", ":9902", "the former name of --admin-address")
+	c.dataPlane.register(fs)
 	fs.DurationVar(&c.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "elect a leader on a Lease; only the leader serves, publishes and writes status")
 	fs.StringVar(&c.le.Namespace, "leader-election-namespace", "", "namespace of the Lease; the controller's own when empty")
@@ -142,9 +143,15 @@ func (cf *controllerFlags) run(ctx context.Context, log *zap.Logger, e *env, add
 	}
 	le := cf.le
 	le.Disabled = !cf.leaderElect
+	metrics := admin.NewRegistry()
+	dp, err := cf.dataPlane.start(ctx, log, kube, e.reg, cf.proxy.limits(), metrics)
+	if err != nil {
+		return err
+	}
+	defer dp.stop()
 	ctrl, err := controller.New(controller.Options{
 		Log: log.Named("controller"), Kube: kube, Gateway: gw, Registry: e.reg,
-		NewPublisher:   inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: e.reg, Limits: cf.proxy.limits()}),
+		NewPublisher:   dp.newPublisher,
 		ControllerName: cf.controllerName, StatusAddresses: addrs, AddressPool: pool,
 		Holdoff: cf.holdoff, MaxDelay: cf.maxDelay, StatusWorkers: cf.statusWorkers, ShutdownTimeout: cf.drain,
 		LeaderElection: le,
@@ -153,7 +160,7 @@ func (cf *controllerFlags) run(ctx context.Context, log *zap.Logger, e *env, add
 		return err
 	}
 	if cf.healthAddress != "" {
-		srv, err := serveHealth(cf.healthAddress, ctrl, log)
+		srv, err := serveAdmin(cf.healthAddress, ctrl, dp, metrics, log)
 		if err != nil {
 			return err
 		}
@@ -176,28 +183,4 @@ func restConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading the Kubernetes client config: %w", err)
 	}
 	return cfg, nil
-}
-
-// serveHealth serves /healthz (the process is up) and /readyz (its caches are synced).
-func serveHealth(addr string, ctrl *controller.Controller, log *zap.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("health endpoint (change it with --health-address): %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ctrl.Synced() {
-			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("health server stopped", zap.Error(err))
-		}
-	}()
-	return srv, nil
 }

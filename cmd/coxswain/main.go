@@ -15,7 +15,8 @@ import (
 const usage = `Usage: coxswain <command> [flags]
 
 Commands:
-  controller             run in a cluster: watch the Gateway API, write status, serve (in-process proxy)
+  controller             run in a cluster: watch the Gateway API, write status, stream snapshots to proxies
+  proxy                  serve traffic with the routing a controller streams (no Kubernetes credentials)
   serve -f PATH          serve the Gateway API manifests at PATH (file or directory), reloading on change
   validate -f PATH       print the status the manifests would get and every problem; exit 1 on errors
   list-modules           list the modules compiled into this binary
@@ -45,6 +46,8 @@ func run(args []string, e *env) int {
 	switch args[0] {
 	case "controller":
 		return runController(args[1:], e)
+	case "proxy":
+		return runProxy(args[1:], e)
 	case "serve":
 		return serve(args[1:], e)
 	case "validate":

@@ -81,8 +81,11 @@ func (s *Server) Fleet() Fleet {
 		f.Proxies = append(f.Proxies, sess.view())
 	}
 	for k, st := range t.gateways {
-		f.Gateways = append(f.Gateways, GatewayState{Gateway: k.String(), Generation: st.gen.GetGeneration(),
-			FirstSequence: st.first, Programmed: st.applied, Awaiting: st.pending})
+		g := GatewayState{Gateway: k.String(), Generation: st.gen.GetGeneration(), FirstSequence: st.first, Programmed: st.applied}
+		if !st.applied {
+			g.Awaiting = st.pending
+		}
+		f.Gateways = append(f.Gateways, g)
 	}
 	sort.Slice(f.Gateways, func(i, j int) bool { return f.Gateways[i].Gateway < f.Gateways[j].Gateway })
 	return f

@@ -155,20 +155,21 @@ func (s *Server) Stream(stream discv1.DiscoveryService_StreamServer) error {
 		s.metrics.refused("no_svid")
 		return status.Error(codes.Unauthenticated, err.Error())
 	}
-	t := s.term.Load()
-	if t == nil {
-		s.metrics.refused("standby")
-		return status.Error(codes.FailedPrecondition, "this controller is a standby: connect to the leader")
-	}
 	hello, err := s.recvHello(stream)
 	if err != nil {
 		s.metrics.refused("bad_hello")
 		return err
 	}
+	// Identity first: a proxy that may not connect learns it from any replica.
 	if err := s.authorize(id, hello); err != nil {
 		s.metrics.refused("identity")
 		s.log.Warn("discovery stream refused", zap.String("spiffeID", id.String()), zap.String("node", hello.GetNode()), zap.Error(err))
 		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	t := s.term.Load()
+	if t == nil {
+		s.metrics.refused("standby")
+		return status.Error(codes.FailedPrecondition, "this controller is a standby: connect to the leader")
 	}
 	sess := newSession(ctx, t, id, hello, notAfter)
 	if !t.add(sess) {

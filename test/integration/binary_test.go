@@ -73,7 +73,7 @@ func (s *syncBuffer) String() string {
 // is logged when the test fails.
 func startProcess(t testing.TB, e *env.Env, name string, args ...string) *process {
 	t.Helper()
-	base := []string{"controller", "--kubeconfig", e.WriteKubeConfig(t), "--status-address", gatewayIP,
+	base := []string{"controller", "--in-process-proxy", "--kubeconfig", e.WriteKubeConfig(t), "--status-address", gatewayIP,
 		"--health-address", "127.0.0.1:0", "--log-format", "console", "--holdoff", "20ms"}
 	p := &process{name: name, out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(coxswainBinary(t), append(base, args...)...)

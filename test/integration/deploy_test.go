@@ -272,6 +272,7 @@ func TestDeployManifests(t *testing.T) {
 			t.Error("the controller is not leading on its Lease in " + controllerNS)
 		}
 	})
+	t.Run("discovery runs with the manifests' RBAC; proxies have none", func(t *testing.T) { deployDiscoveryRBAC(t, e) })
 }
 
 // checkAccess asks the API server what the controller's service account may do: everything the

@@ -158,25 +158,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { a.renew(ctx) })
-	failures := 0
+	rounds := 0 // rounds of addresses that all failed in a row
 	for ctx.Err() == nil {
-		addr := a.nextAddress(ctx)
+		addr, last := a.nextAddress(ctx)
 		progressed, err := a.session(ctx, addr)
 		if ctx.Err() != nil {
 			break
 		}
 		if progressed {
-			failures = 0
+			rounds = 0
 		}
-		failures++
-		wait := backoff(failures, a.opts.MinBackoff, a.opts.MaxBackoff)
 		a.recordError(addr, err)
-		if status.Code(err) == codes.FailedPrecondition {
-			a.log.Info("controller is a standby; trying the next address", zap.String("address", addr), zap.Duration("retryIn", wait))
-		} else {
-			a.log.Warn("discovery stream ended", zap.String("address", addr), zap.Duration("retryIn", wait), zap.Error(err))
-		}
 		a.metrics.reconnects.Inc()
+		if status.Code(err) == codes.FailedPrecondition {
+			a.log.Info("controller is a standby; trying the next address", zap.String("address", addr))
+		} else {
+			a.log.Warn("discovery stream ended", zap.String("address", addr), zap.Error(err))
+		}
+		if !last && !progressed {
+			continue // try the rest of the round at once: one of them may lead
+		}
+		rounds++
+		wait := backoff(rounds, a.opts.MinBackoff, a.opts.MaxBackoff)
+		a.log.Debug("retrying", zap.Duration("in", wait))
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
@@ -204,9 +208,9 @@ func backoff(n int, lo, hi time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// nextAddress is the address of the next attempt, resolving host names afresh once every
-// resolved address has been tried.
-func (a *Agent) nextAddress(ctx context.Context) string {
+// nextAddress is the address of the next attempt, and whether it is the last of its round;
+// host names are resolved afresh at the start of every round.
+func (a *Agent) nextAddress(ctx context.Context) (string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.next >= len(a.addrs) {
@@ -214,7 +218,7 @@ func (a *Agent) nextAddress(ctx context.Context) string {
 	}
 	addr := a.addrs[a.next]
 	a.next++
-	return addr
+	return addr, a.next >= len(a.addrs)
 }
 
 // anyAddress is an address to bootstrap at: the leader's when connected, else the next one.
@@ -225,7 +229,8 @@ func (a *Agent) anyAddress(ctx context.Context) string {
 	if leader != "" && a.connected.Load() {
 		return leader
 	}
-	return a.nextAddress(ctx)
+	addr, _ := a.nextAddress(ctx)
+	return addr
 }
 
 func resolve(ctx context.Context, addrs []string) []string {

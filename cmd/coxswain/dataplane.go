@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/coxswain-labs/coxswain/controller"
+	"github.com/coxswain-labs/coxswain/controller/discovery"
+	"github.com/coxswain-labs/coxswain/controller/inprocess"
+	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/admin"
+	"github.com/coxswain-labs/coxswain/core/discovery/svid"
+	"github.com/coxswain-labs/coxswain/core/proxy"
+)
+
+// dataPlaneFlags choose where the controller's snapshots go: to proxy processes over the
+// discovery protocol (the default), or to a proxy inside the controller (--in-process-proxy).
+type dataPlaneFlags struct {
+	inProcess       bool
+	address         string
+	namespace       string
+	trustDomain     string
+	caSecret        string
+	caCertFile      string
+	caKeyFile       string
+	bundleConfigMap string
+	svidTTL         time.Duration
+	sharedProxies   stringList
+	serverNames     stringList
+}
+
+func (d *dataPlaneFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&d.inProcess, "in-process-proxy", false,
+		"serve traffic from a proxy inside the controller process instead of streaming snapshots to proxies (single-process setups and tests)")
+	fs.StringVar(&d.address, "discovery-address", ":50051",
+		"address of the discovery endpoint (mutual TLS; SVID bootstrap on every replica, snapshot streams on the leader)")
+	fs.StringVar(&d.namespace, "namespace", "", "namespace of the CA Secret and the trust-bundle ConfigMap; the controller's own when empty")
+	fs.StringVar(&d.trustDomain, "trust-domain", "cluster.local", "SPIFFE trust domain of the SVIDs issued to proxies")
+	fs.StringVar(&d.caSecret, "ca-secret", "coxswain-discovery-ca", "Secret holding the self-managed CA (created when missing)")
+	fs.StringVar(&d.caCertFile, "ca-cert-file", "", "an operator-provided CA certificate (PEM), instead of the self-managed one")
+	fs.StringVar(&d.caKeyFile, "ca-key-file", "", "the operator-provided CA's private key (PEM)")
+	fs.StringVar(&d.bundleConfigMap, "trust-bundle-configmap", "coxswain-discovery-trust-bundle",
+		"ConfigMap the CA certificate is published in (key ca.crt), for proxies to mount")
+	fs.DurationVar(&d.svidTTL, "svid-ttl", time.Hour, "lifetime of an SVID issued to a proxy; proxies renew at half")
+	fs.Var(&d.sharedProxies, "shared-proxy-service-account",
+		`namespace/name of a ServiceAccount whose proxies may run in shared mode (repeatable); "<namespace>/coxswain-proxy" when unset`)
+	fs.Var(&d.serverNames, "discovery-server-name",
+		`DNS name or IP put in the discovery serving certificate (repeatable); "coxswain-discovery.<namespace>.svc" when unset`)
+}
+
+// dataPlane is the controller's side of the data plane.
+type dataPlane struct {
+	newPublisher controller.NewPublisher
+	discovery    *discovery.Server // nil with an in-process proxy
+	addr         net.Addr
+	stop         func()
+}
+
+// start prepares the data plane: the in-process proxy, or the CA, the trust bundle and the
+// discovery server, listening.
+func (d *dataPlaneFlags) start(ctx context.Context, log *zap.Logger, kube kubernetes.Interface, reg *core.Registry,
+	limits proxy.Limits, metrics prometheus.Registerer) (*dataPlane, error) {
+	if d.inProcess {
+		return &dataPlane{newPublisher: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: limits}),
+			stop: func() {}}, nil
+	}
+	ns := d.namespace
+	if ns == "" {
+		ns = controller.OwnNamespace()
+	}
+	var ca *discovery.CA
+	var err error
+	if d.caCertFile != "" || d.caKeyFile != "" {
+		ca, err = discovery.LoadCAFiles(d.trustDomain, d.caCertFile, d.caKeyFile)
+	} else {
+		ca, err = discovery.EnsureCA(ctx, kube, ns, d.caSecret, d.trustDomain)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discovery CA: %w", err)
+	}
+	if err := discovery.PublishBundle(ctx, kube, ns, d.bundleConfigMap, ca.Bundle()); err != nil {
+		return nil, fmt.Errorf("publishing the trust bundle: %w", err)
+	}
+	shared := []string(d.sharedProxies)
+	if len(shared) == 0 {
+		shared = []string{ns + "/coxswain-proxy"}
+	}
+	names := []string(d.serverNames)
+	if len(names) == 0 {
+		names = []string{"coxswain-discovery." + ns + ".svc"}
+	}
+	srv, err := discovery.New(discovery.Options{
+		Log: log.Named("discovery"), CA: ca, Authenticate: discovery.TokenReviewAuthenticator(kube, svid.Audience),
+		SVIDTTL: d.svidTTL, SharedProxies: shared, ServerNames: names, Metrics: metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", d.address)
+	if err != nil {
+		return nil, fmt.Errorf("discovery endpoint (change it with --discovery-address): %w", err)
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			log.Error("discovery server stopped", zap.Error(err))
+		}
+	}()
+	log.Info("discovery endpoint listening", zap.String("address", ln.Addr().String()), zap.String("trustDomain", d.trustDomain),
+		zap.String("trustBundle", ns+"/"+d.bundleConfigMap), zap.Strings("sharedProxies", shared))
+	return &dataPlane{newPublisher: srv.NewPublisher, discovery: srv, addr: ln.Addr(), stop: srv.Stop}, nil
+}
+
+// serveAdmin serves the controller's admin endpoints: the common ones, and the fleet.
+func serveAdmin(addr string, ctrl *controller.Controller, dp *dataPlane, reg *prometheus.Registry, log *zap.Logger) (*admin.Server, error) {
+	st := ctrl.Stats()
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_translations_total", Help: "Full translations."},
+			func() float64 { return float64(st.Translations.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_endpoint_refreshes_total", Help: "Endpoints-only snapshot updates."},
+			func() float64 { return float64(st.EndpointRefreshes.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_publishes_total", Help: "Snapshots published."},
+			func() float64 { return float64(st.Publishes.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_publish_failures_total", Help: "Failed publishes."},
+			func() float64 { return float64(st.PublishFailures.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "coxswain_controller_leading", Help: "1 while this replica leads."},
+			func() float64 { return b2f(st.Leading.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "coxswain_controller_translate_seconds", Help: "Duration of the latest translation."},
+			func() float64 { return time.Duration(st.TranslateNanos.Load()).Seconds() }),
+	)
+	v, _ := buildVersion()
+	mux := admin.NewMux(admin.Options{Component: "controller", Version: v, Gatherer: reg, Leader: st.Leading.Load,
+		Subsystems: func() []admin.Subsystem {
+			subs := []admin.Subsystem{{Name: "informers", Ready: ctrl.Synced()}}
+			if dp.discovery != nil {
+				f := dp.discovery.Fleet()
+				subs = append(subs, admin.Subsystem{Name: "discovery", Ready: true, Detail: map[string]any{
+					"address": dp.addr.String(), "leading": f.Leader, "proxies": len(f.Proxies)}})
+			} else {
+				subs = append(subs, admin.Subsystem{Name: "in-process proxy", Ready: true})
+			}
+			return subs
+		}})
+	if dp.discovery != nil {
+		dp.discovery.RegisterAdmin(mux)
+	}
+	srv, err := admin.Serve(addr, mux, log)
+	if err != nil {
+		return nil, fmt.Errorf("admin endpoint (change it with --admin-address): %w", err)
+	}
+	return srv, nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
