@@ -4,7 +4,7 @@
 #
 # It builds what is missing (kube-apiserver, etcd and kube-controller-manager into .cache/k8s-bin
 # via test/integration/env/build.sh; coxswain, echo-basic, the DNS responder and the test binary
-# into .cache/conformance/bin), then runs TestConformance, which starts the whole stack inside a
+# into the run's directory), then runs TestConformance, which starts the whole stack inside a
 # private network namespace and runs the suite with the features the GatewayClass claims.
 #
 # The upstream-format report goes to conformance/reports/<gateway-api version>/coxswain/; logs
@@ -21,9 +21,15 @@ GATEWAY_API_VERSION=v1.6.3
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mod=$repo/test/conformance
-bin=$repo/.cache/conformance/bin
-run=$repo/.cache/conformance/run-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$bin" "$run"
+# Each run builds into its own directory, so concurrent runs never swap a binary under each
+# other (the Go build cache keeps that cheap); the binaries are removed at the end, the logs kept.
+run=$(mktemp -d "$repo/.cache/conformance/run-$(date +%Y%m%d-%H%M%S)-XXXX" 2>/dev/null ||
+	{ mkdir -p "$repo/.cache/conformance" && mktemp -d "$repo/.cache/conformance/run-$(date +%Y%m%d-%H%M%S)-XXXX"; })
+bin=$run/bin
+mkdir -p "$bin"
+trap 'rm -rf "$bin"' EXIT
+# Keep the logs of the last 10 runs.
+ls -1d "$repo"/.cache/conformance/run-* 2>/dev/null | head -n -10 | xargs -r rm -rf
 export GOWORK=off
 
 log() { printf '[conformance %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
