@@ -5,7 +5,9 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/coxswain-labs/coxswain/controller/discovery"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/filters/headers"
 )
@@ -176,4 +178,36 @@ func TestLeadershipHandOver(t *testing.T) {
 	if f := s.Fleet(); len(f.Proxies) != 1 || f.Proxies[0].AckedVersion != snap.GetVersion() {
 		t.Fatalf("fleet after hand-over: %+v", f)
 	}
+}
+
+// TestSVIDRotation: a proxy renews its SVID at half life; when the SVID its stream was opened
+// with expires, the controller ends the stream and the proxy reconnects with the new one, serving
+// throughout.
+func TestSVIDRotation(t *testing.T) {
+	s := startServer(t, func(o *discovery.Options) { o.SVIDTTL = 3 * time.Second })
+	s.lead(t)
+	host, port := backendServer(t, "be")
+	s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 1, address: "127.0.0.1", routes: []route{{prefix: "/", cluster: "apps/be:80"}}}},
+		cluster{"apps/be:80", host, port}))
+	p := startProxy(t, s, proxyOpts{node: "p", token: "shared-token"})
+	s.waitApplied(t, gwA, 1)
+	first := p.agent.Status().CertUntil
+	connected := s.Fleet().Proxies[0].Connected
+	eventually(t, "SVID renewed before it expired", func() error {
+		if st := p.agent.Status(); !st.CertUntil.After(first) {
+			return fmt.Errorf("certificate still valid until %s", st.CertUntil)
+		}
+		if time.Now().After(first) {
+			t.Fatalf("the SVID expired (%s) before it was renewed", first)
+		}
+		return nil
+	})
+	eventually(t, "stream reopened with the renewed SVID", func() error {
+		f := s.Fleet()
+		if len(f.Proxies) != 1 || !f.Proxies[0].Connected.After(connected) || !f.Proxies[0].CertUntil.After(first) {
+			return fmt.Errorf("fleet %+v", f.Proxies)
+		}
+		return nil
+	})
+	p.waitServes(t, listenerName("127.0.0.1", 0), "/", 200, "be /")
 }

@@ -24,9 +24,10 @@ import (
 
 // identity is the proxy's current SVID.
 type identity struct {
-	mu   sync.Mutex
-	cert *tls.Certificate
-	id   svid.ID
+	mu       sync.Mutex
+	cert     *tls.Certificate
+	id       svid.ID
+	obtained time.Time
 }
 
 func (i *identity) current() (*tls.Certificate, svid.ID) {
@@ -38,14 +39,16 @@ func (i *identity) current() (*tls.Certificate, svid.ID) {
 func (i *identity) set(c *tls.Certificate, id svid.ID) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.cert, i.id = c, id
+	i.cert, i.id, i.obtained = c, id, time.Now()
 }
 
-// renewAt is when an SVID should be replaced: at half of its life, as SPIFFE agents do, so a
-// failed renewal has the other half to be retried.
-func renewAt(c *tls.Certificate) time.Time {
-	l := c.Leaf
-	return l.NotBefore.Add(l.NotAfter.Sub(l.NotBefore) / 2)
+// renewAt is when the SVID should be replaced: half-way between when it was obtained and when it
+// expires, as SPIFFE agents do, so a failed renewal has the other half to be retried. (NotBefore
+// is backdated for clock skew, so it is not where the useful life starts.)
+func (i *identity) renewAt() time.Time {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.obtained.Add(i.cert.Leaf.NotAfter.Sub(i.obtained) / 2)
 }
 
 // usable reports whether c can open a stream now (it is not about to expire).
@@ -166,7 +169,7 @@ func (a *Agent) renew(ctx context.Context) {
 		cert, _ := a.id.current()
 		wait := time.Second
 		if cert != nil && failures == 0 {
-			wait = time.Until(renewAt(cert))
+			wait = time.Until(a.id.renewAt())
 		} else if failures > 0 {
 			wait = backoff(failures, time.Second, 30*time.Second)
 		}
