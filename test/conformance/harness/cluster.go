@@ -1,7 +1,8 @@
 // Package harness brings up the whole stack the conformance suite runs against, with no container
 // runtime, inside the private network namespace of the test binary (test/integration/netns):
 // etcd and kube-apiserver (test/integration/env), kube-controller-manager, the process kubelet
-// (../kubelet) and Coxswain's `controller` process, plus a GatewayClass it has accepted.
+// (../kubelet) and Coxswain: a `coxswain controller` process and a `coxswain proxy` process it
+// streams snapshots to over the discovery protocol, plus a GatewayClass it has accepted.
 //
 // Addresses, all local to the namespace:
 //
@@ -46,7 +47,7 @@ type Cluster struct {
 	Kubeconfig string
 	Artifacts  string
 	Binaries   Binaries
-	Coxswain   *process
+	Coxswain   *Coxswain
 }
 
 // Start brings up the control plane, the node and Coxswain; everything stops when t ends.

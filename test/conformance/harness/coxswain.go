@@ -3,9 +3,15 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,21 +19,101 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// ControllerName is the controllerName of the harness's GatewayClass: Coxswain's default.
-const ControllerName = "coxswain-labs.dev/gateway-controller"
+// Coxswain's side of the cluster: the controller's namespace (its discovery CA Secret and trust
+// bundle ConfigMap) and the ServiceAccount whose token makes a proxy a shared proxy.
+const (
+	ControllerName  = "coxswain-labs.dev/gateway-controller"
+	coxswainNS      = "coxswain-system"
+	proxySA         = "coxswain-proxy"
+	discoveryAud    = "coxswain-discovery" // core/discovery/svid.Audience
+	trustBundleCM   = "coxswain-discovery-trust-bundle"
+	trustBundleKey  = "ca.crt"
+	proxyNodeName   = "conformance-proxy"
+	proxyTokenHours = 2
+)
 
-// startCoxswain runs the product: `coxswain controller`, which serves traffic with its in-process
-// proxy and gives every Gateway an address of its own from GatewayPool.
-func startCoxswain(t *testing.T, c *Cluster) *process {
+// Coxswain is the product under test: a `coxswain controller` process streaming snapshots over
+// the discovery protocol to a `coxswain proxy` process, which binds every Gateway's listeners on
+// the address the controller gave it from GatewayPool.
+type Coxswain struct {
+	Controller *process
+	Proxy      *process
+}
+
+// startCoxswain runs the controller, then a shared proxy holding what its pod would have mounted:
+// a projected ServiceAccount token for the discovery audience and the trust bundle.
+func startCoxswain(t *testing.T, c *Cluster) *Coxswain {
 	t.Helper()
-	return startProcess(t, c.Artifacts, "coxswain", c.Binaries.Coxswain, "controller",
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube := c.Env.Kube
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: coxswainNS}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(coxswainNS).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: proxySA}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	discovery := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	ctrl := startProcess(t, c.Artifacts, "coxswain-controller", c.Binaries.Coxswain, "controller",
 		"--kubeconfig", c.Kubeconfig,
-		"--in-process-proxy",
 		"--gateway-address-pool", GatewayPool,
 		"--leader-elect=false",
-		"--health-address", "127.0.0.1:0",
+		"--namespace", coxswainNS,
+		"--discovery-address", discovery,
+		"--discovery-server-name", "127.0.0.1",
+		"--admin-address", "127.0.0.1:0",
 		"--log-format", "console",
 	)
+
+	dir := filepath.Join(c.Artifacts, "proxy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	token, bundle := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	exp := int64(proxyTokenHours * 3600)
+	tr, err := kube.CoreV1().ServiceAccounts(coxswainNS).CreateToken(ctx, proxySA, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{discoveryAud}, ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, token, tr.Status.Token)
+	var ca string
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if done, status := ctrl.exited(); done {
+			return false, fmt.Errorf("coxswain controller exited: %s", status)
+		}
+		cm, err := kube.CoreV1().ConfigMaps(coxswainNS).Get(ctx, trustBundleCM, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ca = cm.Data[trustBundleKey]
+		return ca != "", nil
+	})
+	if err != nil {
+		t.Fatalf("trust bundle %s/%s: %v (log: %s)", coxswainNS, trustBundleCM, err, ctrl.log)
+	}
+	writeFile(t, bundle, ca)
+	px := startProcess(t, c.Artifacts, "coxswain-proxy", c.Binaries.Coxswain, "proxy",
+		"--discovery-address", discovery,
+		"--token-file", token,
+		"--trust-bundle", bundle,
+		"--node-name", proxyNodeName,
+		"--admin-address", "127.0.0.1:0",
+		"--log-format", "console",
+	)
+	return &Coxswain{Controller: ctrl, Proxy: px}
+}
+
+// exited reports whether either process has ended.
+func (x *Coxswain) exited() (bool, string) {
+	for _, p := range []*process{x.Controller, x.Proxy} {
+		if done, status := p.exited(); done {
+			return true, p.name + " " + status
+		}
+	}
+	return false, ""
 }
 
 // GatewayClass creates the GatewayClass name for Coxswain, waits until Coxswain has accepted it,
@@ -67,7 +153,26 @@ func (c *Cluster) GatewayClass(t *testing.T, name string) *gwapiv1.GatewayClass 
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("GatewayClass %s not accepted: %v (last: %s; coxswain log: %s)", name, err, last, c.Coxswain.log)
+		t.Fatalf("GatewayClass %s not accepted: %v (last: %s; logs: %s, %s)", name, err, last,
+			c.Coxswain.Controller.log, c.Coxswain.Proxy.log)
 	}
 	return gc
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freePort is a TCP port nothing listens on right now (on loopback, inside the namespace).
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
