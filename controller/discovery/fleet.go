@@ -16,10 +16,11 @@ import (
 type Fleet struct {
 	Leader bool `json:"leader"`
 	// Sequence and Version are those of the latest snapshot published.
-	Sequence uint64         `json:"sequence"`
-	Version  string         `json:"version,omitempty"`
-	Proxies  []ProxyView    `json:"proxies"`
-	Gateways []GatewayState `json:"gateways"`
+	Sequence    uint64         `json:"sequence"`
+	Version     string         `json:"version,omitempty"`
+	PublishedAt time.Time      `json:"publishedAt,omitzero"`
+	Proxies     []ProxyView    `json:"proxies"`
+	Gateways    []GatewayState `json:"gateways"`
 }
 
 // ProxyView is one connected proxy.
@@ -35,6 +36,7 @@ type ProxyView struct {
 	// AckedVersion and AckedSequence are the newest snapshot the proxy acknowledged.
 	AckedVersion   string      `json:"ackedVersion,omitempty"`
 	AckedSequence  uint64      `json:"ackedSequence"`
+	AckedAt        time.Time   `json:"ackedAt,omitzero"`
 	InFlight       string      `json:"inFlightVersion,omitempty"`
 	LastRejection  *Rejection  `json:"lastRejection,omitempty"`
 	Bound          []BoundView `json:"boundListeners"`
@@ -75,7 +77,7 @@ func (s *Server) Fleet() Fleet {
 	defer t.mu.Unlock()
 	f := Fleet{Leader: true, Sequence: t.seq, Proxies: []ProxyView{}, Gateways: []GatewayState{}}
 	if t.latest != nil {
-		f.Version = t.latest.snap.GetVersion()
+		f.Version, f.PublishedAt = t.latest.snap.GetVersion(), t.latest.at
 	}
 	for _, sess := range t.sessions {
 		f.Proxies = append(f.Proxies, sess.view())
@@ -95,7 +97,7 @@ func (s *Server) Fleet() Fleet {
 func (s *session) view() ProxyView {
 	v := ProxyView{Node: s.node, SPIFFEID: s.id.String(), Mode: "shared", Build: s.hello.GetBuild(),
 		Modules: len(s.modules), Connected: s.connected, CertUntil: s.notAfter,
-		AckedVersion: s.acked.version, AckedSequence: s.acked.seq, Bound: []BoundView{}, MissingModules: s.missing}
+		AckedVersion: s.acked.version, AckedSequence: s.acked.seq, AckedAt: s.acked.at, Bound: []BoundView{}, MissingModules: s.missing}
 	if s.gw != nil {
 		v.Mode, v.Gateway = "dedicated", s.gw.String()
 	}

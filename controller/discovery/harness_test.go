@@ -162,10 +162,11 @@ type reporter struct {
 	mu      sync.Mutex
 	applied map[string]int64
 	pending map[string][]string // every message, in order
+	changed chan struct{}       // signalled on every Applied
 }
 
 func newReporter() *reporter {
-	return &reporter{applied: map[string]int64{}, pending: map[string][]string{}}
+	return &reporter{applied: map[string]int64{}, pending: map[string][]string{}, changed: make(chan struct{}, 1)}
 }
 
 var _ controller.Reporter = (*reporter)(nil)
@@ -176,6 +177,10 @@ func (r *reporter) Applied(gws []*irv1.GatewayGeneration) {
 	for _, g := range gws {
 		k := g.GetNamespace() + "/" + g.GetName()
 		r.applied[k] = max(r.applied[k], g.GetGeneration())
+	}
+	select {
+	case r.changed <- struct{}{}:
+	default:
 	}
 }
 
@@ -239,6 +244,7 @@ type proxyOpts struct {
 	node, token, gateway string
 	registry             *core.Registry
 	addrs                []string
+	engine               agent.Engine // a real proxy when nil
 }
 
 func startProxy(t testing.TB, s *testServer, o proxyOpts) *testProxy {
@@ -250,11 +256,15 @@ func startProxy(t testing.TB, s *testServer, o proxyOpts) *testProxy {
 		o.addrs = []string{s.addr}
 	}
 	px := proxy.New(proxy.Options{Log: logger(t).Named(o.node), Registry: o.registry})
+	var engine agent.Engine = px
+	if o.engine != nil {
+		engine = o.engine
+	}
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(o.token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ag, err := agent.New(agent.Options{Log: logger(t).Named(o.node + ".agent"), Engine: px, Modules: moduleIDs(o.registry),
+	ag, err := agent.New(agent.Options{Log: logger(t).Named(o.node + ".agent"), Engine: engine, Modules: moduleIDs(o.registry),
 		Addresses: o.addrs, TokenFile: tokenFile, TrustBundleFile: s.bundle, Node: o.node, Gateway: o.gateway,
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {

@@ -201,7 +201,7 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 		}
 		s.last = prep
 		if prep.version == s.serving {
-			s.acked = flight{seq: p.seq, version: prep.version}
+			s.acked = flight{seq: p.seq, version: prep.version, at: time.Now()}
 			t.evaluate()
 			t.mu.Unlock()
 			continue
