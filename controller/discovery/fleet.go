@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -153,12 +154,17 @@ func (s *Server) RegisterAdmin(mux *http.ServeMux) {
 			http.Error(w, "no such proxy connected to this controller (or it has been sent nothing yet)", http.StatusNotFound)
 			return
 		}
-		b, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(snap)
+		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(snap)
+		var out bytes.Buffer
+		if err == nil {
+			// protojson's own layout is deliberately unstable; encoding/json's is not.
+			err = json.Indent(&out, b, "", "  ")
+		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
+		_, _ = out.WriteTo(w)
 	})
 }

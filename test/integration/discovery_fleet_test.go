@@ -177,6 +177,22 @@ func TestDiscoveryFleet(t *testing.T) {
 		})
 	})
 
+	t.Run("admin endpoints", func(t *testing.T) {
+		for _, c := range []struct{ addr, path, want string }{
+			{ctrl.admin, "/api/v1/health", `"leader": true`},
+			{ctrl.admin, "/metrics", "coxswain_discovery_streams 2"},
+			{ctrl.admin, "/metrics", "coxswain_discovery_nacks_total 1"},
+			{ctrl.admin, "/api/v1/fleet/proxies/p1/routes", `"name": ":18710/HTTP"`},
+			{p1.admin, "/api/v1/health", `"component": "proxy"`},
+			{p1.admin, "/metrics", "coxswain_proxy_discovery_connected 1"},
+		} {
+			body, err := httpGet("http://" + c.addr + c.path)
+			if err != nil || !strings.Contains(body, c.want) {
+				t.Errorf("GET %s%s: %v, no %q in:\n%s", c.addr, c.path, err, c.want, tail(body, 2000))
+			}
+		}
+	})
+
 	t.Run("Programmed never flipped back", func(t *testing.T) {
 		cur, err := e.Gateway.GatewayV1().Gateways(ns).Get(ctxFor(t), "gw", metav1.GetOptions{})
 		if err != nil {

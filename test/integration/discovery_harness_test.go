@@ -161,6 +161,20 @@ func (p *proxyProcess) readyz() (int, error) {
 	return res.StatusCode, nil
 }
 
+// httpGet returns the body of a GET that answered 200.
+func httpGet(url string) (string, error) {
+	res, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s", res.Status)
+	}
+	return string(b), err
+}
+
 // getAt sends GET http://ip:port/path with Host host.
 func getAt(ip string, port int, host, path string) (response, error) {
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s%s", net.JoinHostPort(ip, strconv.Itoa(port)), path), nil)

@@ -126,6 +126,19 @@ func TestDiscoveryRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect(t, stream(t, cert, dedicated("a")), codes.PermissionDenied, "is served by ServiceAccount "+ns+"/coxswain-a")
+
+		// The same as a real proxy process: refused, never ready, nothing served.
+		wrong := mountProxyFiles(t, e, ctrlNS, ns, "coxswain-b")
+		p := startProxyProcess(t, "impostor", "10.99.0.42", wrong, ctrl.discovery, "--gateway", ns+"/a")
+		eventually(t, "the impostor refused", func() error {
+			if !strings.Contains(p.out.String(), "PermissionDenied") {
+				return fmt.Errorf("not refused yet")
+			}
+			return nil
+		})
+		if code, err := p.readyz(); code != 503 {
+			t.Fatalf("a refused proxy's /readyz = %d (%v), want 503", code, err)
+		}
 	})
 	t.Run("an expired certificate", func(t *testing.T) {
 		sec, err := e.Kube.CoreV1().Secrets(ctrlNS).Get(ctxFor(t), "coxswain-discovery-ca", metav1.GetOptions{})
