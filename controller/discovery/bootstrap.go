@@ -70,7 +70,13 @@ type bootstrap struct {
 	auth    Authenticator
 	ttl     time.Duration
 	metrics *metrics
+	// reviews bounds the TokenReviews in flight, so a flood of bootstrap requests cannot turn
+	// into a flood of API server requests.
+	reviews chan struct{}
 }
+
+// maxConcurrentReviews is the most TokenReviews the bootstrap endpoint runs at once.
+const maxConcurrentReviews = 16
 
 var _ discv1.BootstrapServiceServer = (*bootstrap)(nil)
 
@@ -81,6 +87,13 @@ func (b *bootstrap) IssueCertificate(ctx context.Context, req *discv1.IssueCerti
 	if req.GetToken() == "" || len(req.GetToken()) > maxTokenBytes {
 		b.metrics.refused("bootstrap_bad_request")
 		return nil, status.Error(codes.InvalidArgument, "a ServiceAccount token is required")
+	}
+	select {
+	case b.reviews <- struct{}{}:
+		defer func() { <-b.reviews }()
+	default:
+		b.metrics.refused("bootstrap_busy")
+		return nil, status.Error(codes.ResourceExhausted, "too many bootstrap requests at once; try again")
 	}
 	ns, sa, err := b.auth(ctx, req.GetToken())
 	if err != nil {

@@ -116,7 +116,7 @@ func New(opts Options) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)
 	discv1.RegisterBootstrapServiceServer(s.grpc, &bootstrap{log: opts.Log.Named("bootstrap"), ca: opts.CA,
-		auth: opts.Authenticate, ttl: opts.SVIDTTL, metrics: s.metrics})
+		auth: opts.Authenticate, ttl: opts.SVIDTTL, metrics: s.metrics, reviews: make(chan struct{}, maxConcurrentReviews)})
 	discv1.RegisterDiscoveryServiceServer(s.grpc, s)
 	return s, nil
 }
