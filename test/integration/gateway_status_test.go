@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,8 +98,16 @@ func TestGatewayStatus(t *testing.T) {
 			t.Errorf("addresses = %v, want %v", gw.Status.Addresses, wantAddrs)
 		}
 		l0, _ := listener(gw, "http")
-		if len(l0.SupportedKinds) != 1 || l0.SupportedKinds[0].Kind != "HTTPRoute" || ptr.Deref(l0.SupportedKinds[0].Group, "") != gwapiv1.GroupName {
-			t.Errorf("supportedKinds = %+v, want HTTPRoute only", l0.SupportedKinds)
+		// An HTTP listener without allowedRoutes.kinds takes every HTTP-family kind the build has.
+		var kinds []string
+		for _, k := range l0.SupportedKinds {
+			if ptr.Deref(k.Group, "") != gwapiv1.GroupName {
+				t.Errorf("supportedKinds = %+v: kind %s has group %q", l0.SupportedKinds, k.Kind, ptr.Deref(k.Group, ""))
+			}
+			kinds = append(kinds, string(k.Kind))
+		}
+		if strings.Join(kinds, ",") != "GRPCRoute,HTTPRoute" {
+			t.Errorf("supportedKinds = %v, want [GRPCRoute HTTPRoute]", kinds)
 		}
 		// Every version of the Gateway the API server ever held: Programmed=True for a generation
 		// never came before the address was published.
