@@ -19,7 +19,7 @@ const (
 	b7FirstExtraPort  = 18300
 )
 
-// b7 is configuration churn under load: h2load at half of Coxswain's saturation on the main route
+// b7 is configuration churn under load: wrk at about half of saturation on the main route
 // while the churn route flips its backend and its response header filter 100 times and an extra
 // listener is added and removed 20 times (10 of each), every change awaited until it is visible
 // and followed by a 200 ms grace. Every failed or non-2xx request counts. The peer reference is
@@ -46,7 +46,7 @@ func (e *env) b7() error {
 		}
 	}
 	e.res.summarize(os.Stdout, "B7", "churn under load", []string{"coxswain", "nginx"},
-		[]string{"failures", "requests", "rate_rps", "changes", "p99_us", "churn_seconds"})
+		[]string{"failures", "requests", "rate_rps", "saturation_rps", "changes", "p99_us", "churn_seconds"})
 	return err
 }
 
@@ -75,25 +75,28 @@ func changeCount(name string) int {
 	return b7RouteChanges
 }
 
-// churnUnderLoad measures pe's saturation, starts half of it as open-loop load, applies the changes,
-// waits for the load to end and records one B7 row. It returns each change's time to visibility.
+// churnUnderLoad measures pe's saturation, starts wrk paced to about half of it (64 connections,
+// each pausing between requests), applies the changes, waits for the load to end and records one
+// B7 row. wrk reconnects when a server closes a keep-alive connection (as nginx's old workers do
+// after a reload), so the load lasts through every change; a request cut by such a close counts as
+// a failure. It returns each change's time to visibility.
 func (e *env) churnUnderLoad(pe *peer, name string, change func(i int) (time.Duration, error)) ([]time.Duration, error) {
 	sat, err := e.load.wrk(e.ctx, pe.http+"/12", 64, e.opts.duration)
 	if err != nil {
 		return nil, err
 	}
 	rate := sat.rps() / 2
+	pause := max(1, int(64*1000/rate+0.5)) // ms per connection between requests
 	type loadOut struct {
-		r   h2Result
+		r   wrkResult
 		err error
 	}
 	done := make(chan loadOut, 1)
 	go func() {
-		r, err := e.load.h2load(e.ctx, h2opts{url: pe.http + "/12", h1: true, clients: 64, rate: rate,
-			duration: b7LoadDuration, latency: true})
+		r, err := e.load.wrkPaced(e.ctx, pe.http+"/12", 64, b7LoadDuration, pause)
 		done <- loadOut{r, err}
 	}()
-	time.Sleep(2 * time.Second) // past h2load's warm-up
+	time.Sleep(2 * time.Second)
 	start := time.Now()
 	var props []time.Duration
 	var changeErr error
@@ -114,11 +117,12 @@ func (e *env) churnUnderLoad(pe *peer, name string, change func(i int) (time.Dur
 	if churn+3*time.Second > b7LoadDuration {
 		e.res.note(os.Stdout, "B7 %s: the churn (%s) outlasted the load", name, churn.Round(time.Millisecond))
 	}
+	w := out.r
 	e.res.add(runRow{Bench: "B7", Case: "churn under load", Proxy: name, Run: 1, LoadAvg: loadAvg(), Metrics: map[string]float64{
-		"failures": float64(out.r.failures()), "requests": float64(out.r.Done), "rate_rps": rate,
-		"changes": float64(len(props)), "p99_us": out.r.P99, "churn_seconds": churn.Seconds(),
-		"failed": float64(out.r.Failed), "errored": float64(out.r.Errored), "timeout": float64(out.r.Timeout),
-		"s4xx": float64(out.r.S4xx), "s5xx": float64(out.r.S5xx),
+		"failures": float64(w.errors() + w.Status), "requests": float64(w.Requests), "rate_rps": w.rps(),
+		"saturation_rps": sat.rps(), "changes": float64(len(props)), "p99_us": w.P99, "churn_seconds": churn.Seconds(),
+		"connect_errors": float64(w.Connect), "read_errors": float64(w.Read), "write_errors": float64(w.Write),
+		"timeouts": float64(w.Timeout), "status_errors": float64(w.Status),
 	}})
 	return props, changeErr
 }

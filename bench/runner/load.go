@@ -27,6 +27,13 @@ const wrkScript = `done = function(summary, latency, requests)
 end
 `
 
+// wrkPaced is wrkScript plus a per-connection pause that holds wrk near a target rate (B7: the
+// load must stay below saturation). wrk sleeps delay() ms before each request on a connection.
+const wrkPaced = wrkScript + `
+local pause_ms = tonumber(os.getenv("WRK_PAUSE_MS") or "0")
+delay = function() return pause_ms end
+`
+
 // wrkResult is one wrk run.
 type wrkResult struct {
 	Requests   int64   `json:"requests"`
@@ -59,6 +66,7 @@ type loader struct {
 	cpu     string // CPU set of the load generator
 	tmp     string
 	script  string
+	paced   string
 	timeout string
 }
 
@@ -67,12 +75,26 @@ func newLoader(cpu, tmp string) (*loader, error) {
 	if err := os.WriteFile(script, []byte(wrkScript), 0o644); err != nil {
 		return nil, err
 	}
-	return &loader{cpu: cpu, tmp: tmp, script: script, timeout: "2s"}, nil
+	paced := filepath.Join(tmp, "paced.lua")
+	if err := os.WriteFile(paced, []byte(wrkPaced), 0o644); err != nil {
+		return nil, err
+	}
+	return &loader{cpu: cpu, tmp: tmp, script: script, paced: paced, timeout: "2s"}, nil
 }
 
 // wrk runs wrk -t1 with conns connections for d against url.
 func (l *loader) wrk(ctx context.Context, url string, conns int, d time.Duration, headers ...string) (wrkResult, error) {
-	args := []string{"-c", l.cpu, "wrk", "-t1", "-c", strconv.Itoa(conns), "-d", secs(d), "--timeout", l.timeout, "-s", l.script}
+	return l.wrkPaced(ctx, url, conns, d, 0, headers...)
+}
+
+// wrkPaced is wrk with every connection pausing pauseMS between requests (0: closed loop).
+func (l *loader) wrkPaced(ctx context.Context, url string, conns int, d time.Duration, pauseMS int, headers ...string) (wrkResult, error) {
+	script := l.script
+	if pauseMS > 0 {
+		script = l.paced
+	}
+	args := []string{"-c", l.cpu, "env", "WRK_PAUSE_MS=" + strconv.Itoa(pauseMS),
+		"wrk", "-t1", "-c", strconv.Itoa(conns), "-d", secs(d), "--timeout", l.timeout, "-s", script}
 	for _, h := range headers {
 		args = append(args, "-H", h)
 	}
