@@ -108,7 +108,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("starting", zap.String("controllerName", c.opts.ControllerName), zap.Strings("routeKinds", kinds),
 		zap.Int("supportedFeatures", len(c.features)))
 	if !c.watch.start(ctx) {
-		return ctx.Err()
+		// WaitForCacheSync gives up only when ctx ends: a shutdown before the caches synced is
+		// still a clean stop, as it is at any later point.
+		return nil
 	}
 	c.synced.Store(true)
 	c.log.Info("caches synced")
