@@ -57,7 +57,6 @@ func newTransport(l Limits, h2c bool) *http.Transport {
 		MaxIdleConnsPerHost:   l.UpstreamMaxIdleConnsPerHost,
 		IdleConnTimeout:       Positive(l.UpstreamIdleConnTimeout),
 		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: Positive(l.UpstreamResponseHeaderTimeout),
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 		WriteBufferSize:       32 << 10,
@@ -65,9 +64,13 @@ func newTransport(l Limits, h2c bool) *http.Transport {
 	}
 	var p http.Protocols
 	if h2c {
-		// Cleartext HTTP/2 with prior knowledge (appProtocol kubernetes.io/h2c, gRPC).
+		// Cleartext HTTP/2 with prior knowledge (appProtocol kubernetes.io/h2c, gRPC). No
+		// response-header timeout: a gRPC server may send its header only with its first message,
+		// which a watch or a quiet stream sends whenever it has one. The route's timeouts, and the
+		// client's own grpc-timeout at the backend, bound such calls instead.
 		p.SetUnencryptedHTTP2(true)
 	} else {
+		t.ResponseHeaderTimeout = Positive(l.UpstreamResponseHeaderTimeout)
 		p.SetHTTP1(true)
 	}
 	t.Protocols = &p

@@ -24,8 +24,9 @@ type Limits struct {
 
 	// UpstreamDialTimeout bounds connecting to an endpoint. Default 5s.
 	UpstreamDialTimeout time.Duration
-	// UpstreamResponseHeaderTimeout bounds the wait for an endpoint's response header once the
-	// request is written. Default 60s; routes with timeouts are bounded by those too.
+	// UpstreamResponseHeaderTimeout bounds the wait for an HTTP/1.1 endpoint's response header once
+	// the request is written. Default 60s; routes with timeouts are bounded by those too. It does not
+	// apply to h2c (gRPC) clusters, whose streams may stay quiet before their first message.
 	UpstreamResponseHeaderTimeout time.Duration
 	// UpstreamIdleConnTimeout closes a pooled upstream connection idle this long. Default 90s.
 	UpstreamIdleConnTimeout time.Duration

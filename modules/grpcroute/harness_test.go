@@ -35,7 +35,13 @@ func registry() *core.Registry {
 // address of each listener, in the snapshot's order.
 func startProxy(t testing.TB, ls []*irv1.Listener, cs []*irv1.Cluster, secrets ...*irv1.Secret) []string {
 	t.Helper()
-	p := proxy.New(proxy.Options{Log: zap.NewNop(), Registry: registry()})
+	return startProxyWith(t, proxy.Limits{}, ls, cs, secrets...)
+}
+
+// startProxyWith is startProxy with the proxy's limits set (zero fields keep their defaults).
+func startProxyWith(t testing.TB, limits proxy.Limits, ls []*irv1.Listener, cs []*irv1.Cluster, secrets ...*irv1.Secret) []string {
+	t.Helper()
+	p := proxy.New(proxy.Options{Log: zap.NewNop(), Registry: registry(), Limits: limits})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

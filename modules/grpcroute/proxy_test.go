@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
 	"github.com/coxswain-labs/coxswain/modules/grpcroute"
 	"github.com/coxswain-labs/coxswain/modules/grpcroute/grpctest"
 )
@@ -105,6 +106,34 @@ func TestServerStreaming(t *testing.T) {
 	}
 	if got := st.Trailer().Get(grpctest.TrailerKey); len(got) != 1 || got[0] != "done-a" {
 		t.Errorf("trailer %v", st.Trailer())
+	}
+}
+
+// TestQuietStream checks that a server stream whose first message (and so its response header)
+// comes later than the upstream response-header timeout is not cut off: that timeout is for
+// HTTP/1.1 upstreams, and a gRPC watch may stay quiet as long as it likes.
+func TestQuietStream(t *testing.T) {
+	be := grpctest.Start(t, "a")
+	addrs := startProxyWith(t, proxy.Limits{UpstreamResponseHeaderTimeout: 100 * time.Millisecond},
+		[]*irv1.Listener{plainListener("l", server("", vhost("",
+			grpcRoute("all", grpcroute.Match{}, backend("grpc", 1)))))},
+		[]*irv1.Cluster{h2cCluster("grpc", be)})
+	c := grpctest.Dial(t, addrs[0])
+	req := &testgrpc.StreamingOutputCallRequest{ResponseParameters: []*testgrpc.ResponseParameters{
+		{Size: 3, IntervalUs: 400_000}}}
+	st, err := c.StreamingOutputCall(ctxTimeout(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Recv()
+	if err != nil {
+		t.Fatalf("first message after a quiet 400 ms: %v", err)
+	}
+	if len(m.GetPayload().GetBody()) != 3 {
+		t.Errorf("message of %d bytes, want 3", len(m.GetPayload().GetBody()))
+	}
+	if _, err := st.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("end of stream: %v", err)
 	}
 }
 
