@@ -215,6 +215,13 @@ func (e *env) versions() map[string]string {
 	} {
 		out, _ := exec.Command(args[0], args[1:]...).CombinedOutput()
 		line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		if name == "caddy" { // go version -m: the module line carries the version
+			for _, l := range strings.Split(string(out), "\n") {
+				if f := strings.Fields(l); len(f) >= 3 && f[0] == "mod" && f[1] == "github.com/caddyserver/caddy/v2" {
+					line = "caddy " + f[2]
+				}
+			}
+		}
 		v[name] = line
 	}
 	return v
