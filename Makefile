@@ -27,7 +27,8 @@ all: build
 
 help:
 	@echo "make build       build bin/coxswain"
-	@echo "make test        what CI runs: build, vet, lint, integration env, go test -race ./..."
+	@echo "make test        what CI runs: build, vet, lint, integration env, go test -race ./..., conformance"
+	@echo "make conformance the upstream Gateway API conformance suite against the whole stack"
 	@echo "make quickstart  run the quickstart (echo backends + coxswain serve -f examples/quickstart)"
 	@echo "make lint        golangci-lint $(GOLANGCI_LINT_VERSION)"
 	@echo "make generate    regenerate the snapshot IR protobuf code with buf"
@@ -37,12 +38,14 @@ build:
 
 # The one test command (README, CI). It installs what it needs: the pinned linter into .tools/bin,
 # and the integration env's kube-apiserver + etcd into .cache/k8s-bin (reused when up to date).
+# It ends with the conformance suite (see `conformance` below), which also writes its report.
 test: test-deps $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 	$(GO) build ./...
 	$(GO) vet ./...
 	$(TOOLS)/golangci-lint run ./...
 	bash test/integration/env/build.sh
 	$(GO) test -race -count=1 ./...
+	bash test/conformance/run.sh
 
 # Debian packages the tests use: iproute2 (`ip`) sets up the integration tests' private network
 # namespace. Installed only when missing (CI runs as root).
