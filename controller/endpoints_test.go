@@ -8,6 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 	"github.com/coxswain-labs/coxswain/core"
 )
 
@@ -31,7 +32,7 @@ func TestRefreshEndpointsEqualsTranslate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			store := syntheticStore(20)
+			store := translatortest.SyntheticStore(20)
 			prev := translator.Translate(context.Background(), store, opts).Snapshot
 			es := store.EndpointSlices[0].DeepCopy()
 			tc.change(es)
@@ -55,7 +56,7 @@ func BenchmarkRefreshEndpoints(b *testing.B) {
 	opts := translator.Options{Registry: reg}
 	for _, n := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
-			store := syntheticStore(n)
+			store := translatortest.SyntheticStore(n)
 			prev := translator.Translate(context.Background(), store, opts).Snapshot
 			es := store.EndpointSlices[0].DeepCopy()
 			es.Endpoints = es.Endpoints[:2]
