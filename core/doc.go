@@ -3,7 +3,8 @@
 // A module is a type with a namespaced ID ("route.http", "filter.http.request_header_modifier",
 // "lb.round_robin", "listener.https"). The namespace says which interface the module implements:
 //
-//	listener.*      StreamListener or PacketListener: turns a bound socket into served connections.
+//	listener.*      proxy.StreamListener or proxy.PacketListener (package core/proxy, which owns
+//	                sockets): turns a bound socket into served connections.
 //	route.*         a route kind: HTTPMatcher (route.http, route.grpc), StreamRoute (route.tcp,
 //	                route.tls) or DatagramRoute (route.udp).
 //	filter.http.*   HTTPRequestFilter, HTTPResponseFilter and/or HTTPMiddleware.
