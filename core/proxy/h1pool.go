@@ -111,7 +111,8 @@ func (c *h1Conn) setDeadline(t time.Time) {
 }
 
 const (
-	h1ReadBuf  = 16 << 10
+	// A 16 KiB body and its header arrive in one read.
+	h1ReadBuf  = 32 << 10
 	h1WriteBuf = 4 << 10
 )
 

@@ -198,11 +198,17 @@ type h1sConn struct {
 	w    h1Writer
 }
 
-const h1BufSize = 4 << 10
+// A connection holds its buffers only while it serves a request (they go back to the pools in
+// between), so the response buffer can be large enough for the header and a 16 KiB body to leave
+// in one write.
+const (
+	h1ReadBufSize  = 4 << 10
+	h1WriteBufSize = 32 << 10
+)
 
 var (
-	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, h1BufSize) }}
-	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, h1BufSize) }}
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, h1ReadBufSize) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, h1WriteBufSize) }}
 )
 
 func (c *h1sConn) buffers() {
@@ -369,6 +375,16 @@ func (c *h1sConn) wait() waitResult {
 // buffered read, first for the header timeout, then until the idle timeout, and is never parked.
 func (c *h1sConn) waitBuffered(start time.Time) waitResult {
 	s := c.srv
+	// The writer is flushed and goes back to its pool; the reader may hold TLS record bytes.
+	c.bw.Reset(nil)
+	writers.Put(c.bw)
+	c.bw = nil
+	defer func() {
+		if c.bw == nil {
+			c.bw = writers.Get().(*bufio.Writer)
+			c.bw.Reset(c.nc)
+		}
+	}()
 	c.idle.Store(true)
 	_, err := c.br.Peek(1)
 	if err != nil && isTimeout(err) && !s.closing.Load() && s.idle > s.readHeader && s.readHeader > 0 {
