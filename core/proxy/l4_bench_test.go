@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,32 +16,13 @@ import (
 // sink is a TCP backend that discards what it reads and, on "send N" semantics, streams: it writes
 // everything it reads back (echo), which makes the proxy move every byte twice.
 func newSink(b *testing.B, echo bool) uint32 {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	b.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				if echo {
-					_, _ = io.Copy(c, c)
-				} else {
-					_, _ = io.Copy(io.Discard, c)
-				}
-			}()
+	ln := serveTCP(b, func(c net.Conn) {
+		if echo {
+			_, _ = io.Copy(c, c)
+		} else {
+			_, _ = io.Copy(io.Discard, c)
 		}
-	}()
+	})
 	return portOf(b, ln.Addr().String())
 }
 

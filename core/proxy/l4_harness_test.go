@@ -78,31 +78,37 @@ type tcpEcho struct {
 
 func newTCPEcho(t testing.TB, name string) *tcpEcho {
 	t.Helper()
+	ln := serveTCP(t, func(c net.Conn) {
+		_, _ = io.WriteString(c, name+"\n")
+		_, _ = io.Copy(c, c)
+		_, _ = io.WriteString(c, name+" saw EOF\n")
+	})
+	return &tcpEcho{name: name, port: portOf(t, ln.Addr().String()), addr: ln.Addr().String()}
+}
+
+// serveTCP is a TCP backend on a loopback port that runs handle on each connection (and closes it
+// after); the listener closes and every handler is awaited at the end of the test.
+func serveTCP(t testing.TB, handle func(net.Conn)) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				defer c.Close()
-				_, _ = io.WriteString(c, name+"\n")
-				_, _ = io.Copy(c, c)
-				_, _ = io.WriteString(c, name+" saw EOF\n")
-			}()
+				handle(c)
+			})
 		}
-	}()
-	return &tcpEcho{name: name, port: portOf(t, ln.Addr().String()), addr: ln.Addr().String()}
+	})
+	return ln
 }
 
 // tlsEcho is a TLS backend for passthrough: certificate CN name, greets with "<name> <SNI>\n",
