@@ -29,6 +29,7 @@ help:
 	@echo "make build       build bin/coxswain"
 	@echo "make test        what CI runs: build, vet, lint, integration env, go test -race ./..., conformance"
 	@echo "make conformance the upstream Gateway API conformance suite against the whole stack"
+	@echo "make conformance-report  the same, publishing its report to conformance/reports/"
 	@echo "make quickstart  run the quickstart (echo backends + coxswain serve -f examples/quickstart)"
 	@echo "make lint        golangci-lint $(GOLANGCI_LINT_VERSION)"
 	@echo "make generate    regenerate the snapshot IR protobuf code with buf"
@@ -38,7 +39,7 @@ build:
 
 # The one test command (README, CI). It installs what it needs: the pinned linter into .tools/bin,
 # and the integration env's kube-apiserver + etcd into .cache/k8s-bin (reused when up to date).
-# It ends with the conformance suite (see `conformance` below), which also writes its report.
+# It ends with the conformance suite (see `conformance` below); its report stays in .cache/.
 test: test-deps $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 	$(GO) build ./...
 	$(GO) vet ./...
@@ -106,10 +107,16 @@ bench:
 
 # The upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance) against the
 # whole stack, with no container runtime (test/conformance/run.sh): builds what is missing, runs
-# the profiles and features the GatewayClass claims, writes the report to conformance/reports/,
-# fails on any failed test. Pass suite flags with CONFORMANCE_ARGS, e.g.
+# the profiles and features the GatewayClass claims, fails on any failed test. The report stays in
+# .cache/conformance/; `conformance-report` publishes it to conformance/reports/. Pass suite flags
+# with CONFORMANCE_ARGS, e.g.
 #   make conformance CONFORMANCE_ARGS="-run-test=HTTPRouteWeight"
 CONFORMANCE_ARGS ?=
 .PHONY: conformance
 conformance:
 	bash test/conformance/run.sh $(CONFORMANCE_ARGS)
+
+# A full conformance run whose report replaces the committed one in conformance/reports/.
+.PHONY: conformance-report
+conformance-report:
+	CONFORMANCE_PUBLISH=1 bash test/conformance/run.sh

@@ -7,13 +7,16 @@
 # into the run's directory), then runs TestConformance, which starts the whole stack inside a
 # private network namespace and runs the suite with the features the GatewayClass claims.
 #
-# The upstream-format report goes to conformance/reports/<gateway-api version>/coxswain/; logs
-# of every process (kube-controller-manager, kubelet, coxswain, the test) to
-# .cache/conformance/run-<time>/. Exits non-zero when any test fails.
+# The upstream-format report and the logs of every process (kube-controller-manager, kubelet,
+# coxswain, the test) go to .cache/conformance/run-<time>/. With CONFORMANCE_PUBLISH=1 (`make
+# conformance-report`) a full run also copies its report to the committed
+# conformance/reports/<gateway-api version>/coxswain/, so `make test` never dirties the tree; a
+# full run says when its results differ from the committed report. Exits non-zero when any test
+# fails.
 #
 # Usage: run.sh [suite flags...]
-#   Extra arguments go to the suite, e.g. -run-test=HTTPRouteWeight or -skip-tests=A,B or -debug.
-#   With any, the report is written to the run's directory instead of conformance/reports/.
+#   Extra arguments go to the suite, e.g. -run-test=HTTPRouteWeight or -skip-tests=A,B or -debug;
+#   a run with any is partial and never published.
 #   CONFORMANCE_PARALLEL (default 4) sets go test -parallel; CONFORMANCE_TIMEOUT (default 45m).
 set -euo pipefail
 
@@ -56,10 +59,7 @@ log "building coxswain $version, echo-basic, dnsresponder and the test binary"
 log "built in $(($(date +%s) - start))s"
 
 report=$run/report.yaml
-if [[ $# == 0 ]]; then
-	report=$repo/conformance/reports/$GATEWAY_API_VERSION/coxswain/standard-main-default-report.yaml
-	mkdir -p "$(dirname "$report")"
-fi
+committed=$repo/conformance/reports/$GATEWAY_API_VERSION/coxswain/standard-main-default-report.yaml
 
 export COXSWAIN_CONFORMANCE_BIN=$bin
 export COXSWAIN_CONFORMANCE_ARTIFACTS=$run
@@ -80,6 +80,17 @@ set -e
 log "suite finished in $(($(date +%s) - suite_start))s (total $(($(date +%s) - start))s), exit status $status"
 if [[ -f $report ]]; then
 	log "report: $report"
+	# The date and the build version change every run; anything else is a change of results.
+	results() { grep -vE '^date:|^  version:' "$1"; }
+	if [[ $# == 0 && $status == 0 ]]; then
+		if [[ ${CONFORMANCE_PUBLISH:-0} == 1 ]]; then
+			mkdir -p "$(dirname "$committed")"
+			cp "$report" "$committed"
+			log "published to $committed"
+		elif [[ ! -f $committed ]] || ! diff -u <(results "$committed") <(results "$report") >&2; then
+			log "results differ from $committed (diff above); publish with: make conformance-report"
+		fi
+	fi
 fi
 grep -E '^\s*--- FAIL' "$run/test.log" >&2 || true
 exit "$status"
