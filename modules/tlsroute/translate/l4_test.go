@@ -32,7 +32,7 @@ func translateL4(t *testing.T) *translator.Result {
 	if len(res.Errors) > 0 {
 		t.Fatalf("load errors: %v", res.Err())
 	}
-	reg := core.NewRegistry(httptranslate.Kind{}, tcptranslate.Kind{}, tlstranslate.Kind{}, udptranslate.Kind{})
+	reg := core.NewRegistry(httptranslate.Kind{}, tcptranslate.Kind, tlstranslate.Kind, udptranslate.Kind)
 	return translator.Translate(context.Background(), res.Store, translator.Options{Registry: reg})
 }
 
@@ -175,11 +175,11 @@ func TestL4Status(t *testing.T) {
 }
 
 func TestL4Features(t *testing.T) {
-	reg := core.NewRegistry(tcptranslate.Kind{}, tlstranslate.Kind{}, udptranslate.Kind{})
+	reg := core.NewRegistry(tcptranslate.Kind, tlstranslate.Kind, udptranslate.Kind)
 	if got := features.Supported(reg); len(got) != 0 {
 		t.Errorf("features without the proxy modules: %v", got)
 	}
-	full := core.NewRegistry(tcptranslate.Kind{}, tlstranslate.Kind{}, udptranslate.Kind{},
+	full := core.NewRegistry(tcptranslate.Kind, tlstranslate.Kind, udptranslate.Kind,
 		module("route.tcp"), module("route.tls"), module("route.udp"),
 		module("listener.tcp"), module("listener.tls"), module("listener.udp"))
 	var names []string

@@ -9,7 +9,6 @@
 package translate
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
@@ -23,62 +22,22 @@ import (
 // ModuleID is the translator module this package registers.
 const ModuleID = "translate.route.udp"
 
-func init() { core.RegisterModule(Kind{}) }
+func init() { core.RegisterModule(Kind) }
 
 // Kind is the UDPRoute route kind.
-type Kind struct{}
-
-var (
-	_ translator.ExclusiveKind = Kind{}
-	_ translator.ClusterKind   = Kind{}
-	_ features.Provider        = Kind{}
-)
-
-// CoxswainModule implements core.Module.
-func (Kind) CoxswainModule() core.ModuleInfo {
-	return core.ModuleInfo{ID: ModuleID, New: func() core.Module { return Kind{} }}
-}
-
-// GroupKind is gateway.networking.k8s.io/UDPRoute.
-func (Kind) GroupKind() gwapiv1.RouteGroupKind {
-	g := gwapiv1.Group(gwapiv1.GroupName)
-	return gwapiv1.RouteGroupKind{Group: &g, Kind: "UDPRoute"}
-}
-
-// Protocols is UDP.
-func (Kind) Protocols() []gwapiv1.ProtocolType {
-	return []gwapiv1.ProtocolType{gwapiv1.UDPProtocolType}
-}
-
-// Exclusive implements translator.ExclusiveKind: the oldest UDPRoute of a listener serves it.
-func (Kind) Exclusive() bool { return true }
-
-// ClusterProtocol implements translator.ClusterKind.
-func (Kind) ClusterProtocol() irv1.Cluster_Protocol { return irv1.Cluster_UDP }
-
-// GatewayAPIFeatures implements features.Provider.
-func (Kind) GatewayAPIFeatures() []features.Feature {
-	return []features.Feature{{Name: gwfeatures.SupportUDPRoute, Requires: []core.ModuleID{udproute.ModuleID, "listener.udp"}}}
-}
-
-// Routes wraps the store's UDPRoutes.
-func (Kind) Routes(s *translator.Store) []translator.Route {
-	out := make([]translator.Route, 0, len(s.UDPRoutes))
-	for _, r := range s.UDPRoutes {
-		out = append(out, route{r})
-	}
-	return out
-}
-
-type route struct{ r *gwapiv1.UDPRoute }
-
-func (r route) Object() metav1.Object                 { return r.r }
-func (r route) ParentRefs() []gwapiv1.ParentReference { return r.r.Spec.ParentRefs }
-func (r route) Hostnames() []gwapiv1.Hostname         { return nil }
-func (r route) Build(rc *translator.RouteContext) []*translator.Entry {
-	rules := make([][]gwapiv1.BackendRef, len(r.r.Spec.Rules))
-	for i, rule := range r.r.Spec.Rules {
-		rules[i] = rule.BackendRefs
-	}
-	return translator.SingleRule(rc, udproute.ModuleID, rules)
+var Kind = translator.StreamKind[*gwapiv1.UDPRoute]{
+	ID:       ModuleID,
+	Match:    udproute.ModuleID,
+	Kind:     "UDPRoute",
+	Protocol: gwapiv1.UDPProtocolType,
+	Cluster:  irv1.Cluster_UDP,
+	Features: []features.Feature{{Name: gwfeatures.SupportUDPRoute, Requires: []core.ModuleID{udproute.ModuleID, "listener.udp"}}},
+	List:     func(s *translator.Store) []*gwapiv1.UDPRoute { return s.UDPRoutes },
+	Spec: func(r *gwapiv1.UDPRoute) translator.StreamSpec {
+		rules := make([][]gwapiv1.BackendRef, len(r.Spec.Rules))
+		for i, rule := range r.Spec.Rules {
+			rules[i] = rule.BackendRefs
+		}
+		return translator.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
+	},
 }
