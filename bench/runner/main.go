@@ -45,7 +45,7 @@ func contextBG() context.Context { return bgCtx }
 
 func main() {
 	var o options
-	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8")
+	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,grpc")
 	peers := flag.String("peers", "nginx,haproxy,caddy", "peer proxies")
 	flag.IntVar(&o.runs, "runs", 5, "rounds per case (interleaved A/B/A/B)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one measured run")
@@ -152,6 +152,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			err = e.b7()
 		case "b8":
 			err = e.b8()
+		case "grpc":
+			err = e.grpcBench()
 		default:
 			err = fmt.Errorf("unknown benchmark %q", b)
 		}
