@@ -9,7 +9,9 @@ BIN=${BENCH_BIN:-$(cd "$(dirname "$0")/.." && pwd)/.cache/bench/bin}
 mkdir -p "$BIN"
 
 missing=()
-for pair in nginx:/usr/sbin/nginx haproxy:/usr/sbin/haproxy wrk:/usr/bin/wrk nghttp2-client:/usr/bin/h2load; do
+# libnginx-mod-stream: nginx's `stream` module (L4 benchmarks), loaded with load_module.
+for pair in nginx:/usr/sbin/nginx haproxy:/usr/sbin/haproxy wrk:/usr/bin/wrk nghttp2-client:/usr/bin/h2load \
+    libnginx-mod-stream:/usr/lib/nginx/modules/ngx_stream_module.so; do
   [ -x "${pair#*:}" ] || missing+=("${pair%%:*}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

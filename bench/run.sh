@@ -12,6 +12,12 @@ bash bench/install.sh
 go build -o "$BIN/coxswain" ./cmd/coxswain
 go build -o "$BIN/bench-backend" ./bench/backend
 go build -o "$BIN/bench-runner" ./bench/runner
+# Layer-4 benchmarks (l4tcp, l4tls, l4udp): their backend, their load generator, and a coxswain
+# build with net/http/pprof compiled in (bench/profiling, through an overlay) for -l4-cpuprofile.
+go build -o "$BIN/bench-l4backend" ./bench/l4backend
+go build -o "$BIN/bench-l4load" ./bench/l4load
+printf '{"Replace":{"%s":"%s"}}' "$(pwd)/cmd/coxswain/zz_pprof.go" "$(pwd)/bench/profiling/pprof.go.in" > "$BIN/pprof-overlay.json"
+go build -overlay "$BIN/pprof-overlay.json" -o "$BIN/coxswain-pprof" ./cmd/coxswain
 # 10,000 idle connections (B8) need more descriptors than the default hard limit; root may raise it.
 ulimit -Hn 200000 2>/dev/null && ulimit -Sn 200000 2>/dev/null || echo "note: could not raise the descriptor limit ($(ulimit -n))"
 echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"

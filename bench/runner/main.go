@@ -45,7 +45,7 @@ func contextBG() context.Context { return bgCtx }
 
 func main() {
 	var o options
-	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,grpc")
+	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,grpc,l4tcp,l4tls,l4udp")
 	peers := flag.String("peers", "nginx,haproxy,caddy", "peer proxies")
 	flag.IntVar(&o.runs, "runs", 5, "rounds per case (interleaved A/B/A/B)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one measured run")
@@ -154,6 +154,12 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			err = e.b8()
 		case "grpc":
 			err = e.grpcBench()
+		case "l4tcp":
+			err = e.l4tcp()
+		case "l4tls":
+			err = e.l4tls()
+		case "l4udp":
+			err = e.l4udp()
 		default:
 			err = fmt.Errorf("unknown benchmark %q", b)
 		}
