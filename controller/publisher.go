@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 
+	"github.com/coxswain-labs/coxswain/controller/status"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
@@ -25,7 +26,16 @@ type Reporter interface {
 	// Pending says a Gateway's generation is not programmed yet, and what it waits for, in words
 	// fit for a condition message ("proxy a to acknowledge, proxy b to bind port 80").
 	Pending(gateway *irv1.GatewayGeneration, awaiting string)
+	// Unbound says which listeners of a Gateway some proxy serving it could not bind (the port is
+	// taken, the address is not local to the proxy), replacing what was said before for that
+	// Gateway; none clears it. The proxies serve everything else and keep retrying these, so
+	// this may change at any time, independently of Applied.
+	Unbound(gateway *irv1.GatewayGeneration, failures []ListenerFailure)
 }
+
+// ListenerFailure is one Gateway listener one proxy could not bind. The status writer owns the
+// type (this package imports it, not the other way round).
+type ListenerFailure = status.ListenerFailure
 
 // NewPublisher starts the Publisher of one leadership term. ctx ends with the term.
 type NewPublisher func(ctx context.Context, report Reporter) (Publisher, error)

@@ -58,20 +58,16 @@ func TestPushAckProgrammed(t *testing.T) {
 		}
 	})
 
-	t.Run("a proxy that rejects a snapshot keeps its table; the generation waits", func(t *testing.T) {
-		busy, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+	t.Run("a proxy that cannot build a snapshot rejects it and keeps its table; the generation waits", func(t *testing.T) {
+		// Generation 3 carries a match config no route module accepts: every proxy rejects it.
+		bad := snapshot(t, []gw{{ns: "apps", name: "a", gen: 3, address: "127.0.0.1", routes: []route{{prefix: "/", cluster: "apps/v2:80"}}}}, clusters...)
+		bad.GetListeners()[0].GetServers()[0].GetVirtualHosts()[0].GetRoutes()[0].GetMatch().Json = []byte(`{"bogus":1}`)
+		if err := irv1.Seal(bad); err != nil {
 			t.Fatal(err)
 		}
-		defer busy.Close()
-		busyPort := uint32(busy.Addr().(*net.TCPAddr).Port)
-		// Generation 3 adds a listener on a port something else holds: every proxy here rejects it.
-		s.publish(t, snapshot(t, []gw{
-			{ns: "apps", name: "a", gen: 3, address: "127.0.0.1", routes: []route{{prefix: "/", cluster: "apps/v2:80"}}},
-			{ns: "apps", name: "busy", gen: 1, address: "127.0.0.1", port: busyPort, routes: []route{{prefix: "/", cluster: "apps/v2:80"}}},
-		}, clusters...))
+		s.publish(t, bad)
 		eventually(t, "rejection reported", func() error {
-			if m := s.report.lastPending(gwA); !strings.Contains(m, "rejected snapshot") || !strings.Contains(m, "address already in use") {
+			if m := s.report.lastPending(gwA); !strings.Contains(m, "rejected snapshot") || !strings.Contains(m, "bogus") {
 				return fmt.Errorf("pending %q", m)
 			}
 			return nil
@@ -85,18 +81,75 @@ func TestPushAckProgrammed(t *testing.T) {
 				t.Fatalf("proxy %s: no rejection in the fleet view", pv.Node)
 			}
 		}
-		busy.Close()
 		s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 4, address: "127.0.0.1",
 			routes: []route{{prefix: "/", cluster: "apps/v2:80"}}}}, clusters...))
 		s.waitApplied(t, gwA, 4)
 		p2.waitServes(t, ln, "/new/y", 200, "v2 /new/y")
 	})
 
+	t.Run("a port a proxy cannot bind holds back only its own listener", func(t *testing.T) {
+		busy, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer busy.Close()
+		busyPort := uint32(busy.Addr().(*net.TCPAddr).Port)
+		busyLn := listenerName("127.0.0.1", busyPort)
+		// Gateway busy listens on a port something else holds: both proxies apply the snapshot
+		// with Gateway a's listener, and report the other.
+		s.publish(t, snapshot(t, []gw{
+			{ns: "apps", name: "a", gen: 5, address: "127.0.0.1", routes: []route{{prefix: "/", cluster: "apps/v1:80"}}},
+			{ns: "apps", name: "busy", gen: 1, address: "127.0.0.1", port: busyPort, routes: []route{{prefix: "/", cluster: "apps/v2:80"}}},
+		}, clusters...))
+		s.waitApplied(t, gwA, 5)
+		s.waitApplied(t, "apps/busy", 1)
+		for _, p := range []*testProxy{p1, p2} {
+			p.waitServes(t, ln, "/new/y", 200, "v1 /new/y")
+		}
+		eventually(t, "both proxies' failures reported for Gateway busy", func() error {
+			fs := s.report.unboundOf("apps/busy")
+			if len(fs) != 2 || fs[0].Proxy != "p1" || fs[1].Proxy != "p2" {
+				return fmt.Errorf("unbound %+v", fs)
+			}
+			for _, f := range fs {
+				if f.Listener != "http" || f.Address != net.JoinHostPort("127.0.0.1", fmt.Sprint(busyPort)) ||
+					!strings.Contains(f.Error, "address already in use") || f.AddressNotUsable {
+					return fmt.Errorf("failure %+v", f)
+				}
+			}
+			return nil
+		})
+		if fs := s.report.unboundOf(gwA); len(fs) != 0 {
+			t.Fatalf("Gateway a reported unbound: %+v", fs)
+		}
+		f := s.Fleet()
+		for _, pv := range f.Proxies {
+			if len(pv.Failed) != 1 || pv.Failed[0].Name != busyLn || pv.Failed[0].Reason != "BIND_FAILURE_REASON_ADDRESS_IN_USE" || pv.LastRejection != nil {
+				t.Fatalf("fleet proxy %+v", pv)
+			}
+		}
+		for _, g := range f.Gateways {
+			if (g.Gateway == "apps/busy") != (g.Unbound != "") || !g.Programmed {
+				t.Fatalf("fleet gateway %+v", g)
+			}
+		}
+		// Once only p1 is left and the port is free, p1 binds it on its own: no new snapshot.
+		p2.stop()
+		busy.Close()
+		p1.waitServes(t, busyLn, "/z", 200, "v2 /z")
+		eventually(t, "the failure cleared", func() error {
+			if fs := s.report.unboundOf("apps/busy"); len(fs) != 0 {
+				return fmt.Errorf("unbound %+v", fs)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a config-only change is not applied before the proxies acknowledge it", func(t *testing.T) {
 		p2.stop() // a proxy that went away no longer counts
-		s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 5, address: "127.0.0.1",
+		s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 6, address: "127.0.0.1",
 			routes: []route{{prefix: "/", cluster: "apps/v1:80"}}}}, clusters...))
-		s.waitApplied(t, gwA, 5)
+		s.waitApplied(t, gwA, 6)
 		p1.waitServes(t, ln, "/z", 200, "v1 /z")
 	})
 }

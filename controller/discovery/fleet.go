@@ -35,13 +35,23 @@ type ProxyView struct {
 	Connected time.Time `json:"connectedAt"`
 	CertUntil time.Time `json:"certificateNotAfter"`
 	// AckedVersion and AckedSequence are the newest snapshot the proxy acknowledged.
-	AckedVersion   string      `json:"ackedVersion,omitempty"`
-	AckedSequence  uint64      `json:"ackedSequence"`
-	AckedAt        time.Time   `json:"ackedAt,omitzero"`
-	InFlight       string      `json:"inFlightVersion,omitempty"`
-	LastRejection  *Rejection  `json:"lastRejection,omitempty"`
-	Bound          []BoundView `json:"boundListeners"`
-	MissingModules []string    `json:"missingModules,omitempty"`
+	AckedVersion  string      `json:"ackedVersion,omitempty"`
+	AckedSequence uint64      `json:"ackedSequence"`
+	AckedAt       time.Time   `json:"ackedAt,omitzero"`
+	InFlight      string      `json:"inFlightVersion,omitempty"`
+	LastRejection *Rejection  `json:"lastRejection,omitempty"`
+	Bound         []BoundView `json:"boundListeners"`
+	// Failed are the listeners the proxy cannot bind; it serves the rest and retries these.
+	Failed         []FailedView `json:"failedListeners,omitempty"`
+	MissingModules []string     `json:"missingModules,omitempty"`
+}
+
+// FailedView is one listener socket a proxy cannot bind.
+type FailedView struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // Rejection is a snapshot a proxy rejected (and the error it gave) since its last acknowledgement.
@@ -66,6 +76,8 @@ type GatewayState struct {
 	FirstSequence uint64 `json:"firstSequence"`
 	Programmed    bool   `json:"programmed"`
 	Awaiting      string `json:"awaiting,omitempty"`
+	// Unbound says which of its listeners which proxies cannot bind, and why.
+	Unbound string `json:"unbound,omitempty"`
 }
 
 // Fleet returns the current view; empty with Leader false on a standby.
@@ -84,7 +96,7 @@ func (s *Server) Fleet() Fleet {
 		f.Proxies = append(f.Proxies, sess.view())
 	}
 	for k, st := range t.gateways {
-		g := GatewayState{Gateway: k.String(), Generation: st.gen.GetGeneration(), FirstSequence: st.first, Programmed: st.applied}
+		g := GatewayState{Gateway: k.String(), Generation: st.gen.GetGeneration(), FirstSequence: st.first, Programmed: st.applied, Unbound: st.unbound}
 		if !st.applied {
 			g.Awaiting = st.pending
 		}
@@ -110,6 +122,9 @@ func (s *session) view() ProxyView {
 	}
 	for _, b := range s.boundList {
 		v.Bound = append(v.Bound, BoundView{Name: b.GetName(), Protocol: b.GetProtocol(), Address: b.GetAddress()})
+	}
+	for _, f := range s.failedList {
+		v.Failed = append(v.Failed, FailedView{Name: f.GetName(), Address: f.GetAddress(), Reason: f.GetReason().String(), Message: f.GetMessage()})
 	}
 	return v
 }

@@ -162,11 +162,13 @@ type reporter struct {
 	mu      sync.Mutex
 	applied map[string]int64
 	pending map[string][]string // every message, in order
-	changed chan struct{}       // signalled on every Applied
+	unbound map[string][]controller.ListenerFailure
+	changed chan struct{} // signalled on every Applied
 }
 
 func newReporter() *reporter {
-	return &reporter{applied: map[string]int64{}, pending: map[string][]string{}, changed: make(chan struct{}, 1)}
+	return &reporter{applied: map[string]int64{}, pending: map[string][]string{}, unbound: map[string][]controller.ListenerFailure{},
+		changed: make(chan struct{}, 1)}
 }
 
 var _ controller.Reporter = (*reporter)(nil)
@@ -189,6 +191,18 @@ func (r *reporter) Pending(g *irv1.GatewayGeneration, what string) {
 	defer r.mu.Unlock()
 	k := g.GetNamespace() + "/" + g.GetName()
 	r.pending[k] = append(r.pending[k], fmt.Sprintf("%d: %s", g.GetGeneration(), what))
+}
+
+func (r *reporter) Unbound(g *irv1.GatewayGeneration, fs []controller.ListenerFailure) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unbound[g.GetNamespace()+"/"+g.GetName()] = fs
+}
+
+func (r *reporter) unboundOf(gw string) []controller.ListenerFailure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unbound[gw]
 }
 
 func (r *reporter) appliedGen(gw string) int64 {
@@ -255,7 +269,8 @@ func startProxy(t testing.TB, s *testServer, o proxyOpts) *testProxy {
 	if o.addrs == nil {
 		o.addrs = []string{s.addr}
 	}
-	px := proxy.New(proxy.Options{Log: logger(t).Named(o.node), Registry: o.registry})
+	px := proxy.New(proxy.Options{Log: logger(t).Named(o.node), Registry: o.registry,
+		BindRetryMin: 20 * time.Millisecond, BindRetryMax: 200 * time.Millisecond})
 	var engine agent.Engine = px
 	if o.engine != nil {
 		engine = o.engine
@@ -409,3 +424,9 @@ func headerFilter(name, value string) *irv1.ModuleConfig {
 	b, _ := json.Marshal(headers.Config{Set: []headers.Header{{Name: name, Value: value}}})
 	return &irv1.ModuleConfig{Id: headers.RequestModuleID, Json: b}
 }
+
+// decodeOnly (bench_test.go) binds nothing, so it never fails to bind and its listeners never
+// change outside Apply.
+func (d *decodeOnly) Failed() []proxy.ListenerFailure { return nil }
+
+func (d *decodeOnly) ListenersChanged() <-chan struct{} { return nil }

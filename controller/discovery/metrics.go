@@ -6,16 +6,17 @@ import (
 
 // metrics are the discovery server's Prometheus series.
 type metrics struct {
-	pushes      prometheus.Counter
-	pushBytes   prometheus.Counter
-	acks        prometheus.Counter
-	nacks       prometheus.Counter
-	streams     prometheus.Gauge
-	latency     prometheus.Histogram
-	refusals    *prometheus.CounterVec
-	svidsIssued prometheus.Counter
-	pending     prometheus.Gauge
-	tailored    prometheus.Counter
+	pushes       prometheus.Counter
+	pushBytes    prometheus.Counter
+	acks         prometheus.Counter
+	nacks        prometheus.Counter
+	streams      prometheus.Gauge
+	latency      prometheus.Histogram
+	refusals     *prometheus.CounterVec
+	svidsIssued  prometheus.Counter
+	pending      prometheus.Gauge
+	tailored     prometheus.Counter
+	bindFailures prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -41,9 +42,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Gateways whose current generation waits for proxies to bind and acknowledge it."}),
 		tailored: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_tailored_snapshots_total",
 			Help: "Snapshots cut down for a proxy: a dedicated proxy's Gateway, or modules its binary lacks."}),
+		bindFailures: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_discovery_listener_bind_failures",
+			Help: "Listener sockets connected proxies report they cannot bind (one per proxy and listener); they serve the rest and retry these."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.pushes, m.pushBytes, m.acks, m.nacks, m.streams, m.latency, m.refusals, m.svidsIssued, m.pending, m.tailored)
+		reg.MustRegister(m.pushes, m.pushBytes, m.acks, m.nacks, m.streams, m.latency, m.refusals, m.svidsIssued, m.pending, m.tailored, m.bindFailures)
 	}
 	return m
 }

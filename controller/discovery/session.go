@@ -34,16 +34,18 @@ type session struct {
 	wake      chan struct{}
 
 	// guarded by t.mu
-	serving   string // the version the proxy serves, as far as we know
-	sentSeq   uint64 // the latest sequence handled (sent, or found equal to what it serves)
-	inflight  *flight
-	acked     flight
-	nack      *nacked
-	bound     map[string]bool
-	boundList []*discv1.BoundListener
-	last      *prepared // the snapshot last sent (or found equal)
-	missing   []string  // modules the latest snapshot names that the proxy lacks
-	missingOf uint64    // the sequence missing was computed for
+	serving    string // the version the proxy serves, as far as we know
+	sentSeq    uint64 // the latest sequence handled (sent, or found equal to what it serves)
+	inflight   *flight
+	acked      flight
+	nack       *nacked
+	bound      map[string]bool
+	boundList  []*discv1.BoundListener
+	failed     map[string]*discv1.ListenerFailure // snapshot listeners the proxy cannot bind, by name
+	failedList []*discv1.ListenerFailure
+	last       *prepared // the snapshot last sent (or found equal)
+	missing    []string  // modules the latest snapshot names that the proxy lacks
+	missingOf  uint64    // the sequence missing was computed for
 }
 
 // flight is a push: sent and not answered yet, or acknowledged.

@@ -22,7 +22,8 @@ import (
 // current generation first appeared; a proxy's acknowledgement is recorded as the sequence of
 // the snapshot it acknowledged (versions are content hashes, not sequences). A Gateway generation
 // is applied once every proxy serving it has acknowledged a sequence at or after that first one
-// and has bound the Gateway's listeners.
+// and has bound the Gateway's listeners, or reported that it cannot bind them: such listeners are
+// reported on their own (Reporter.Unbound) and do not hold the Gateway's other listeners back.
 type term struct {
 	s      *Server
 	log    *zap.Logger
@@ -45,6 +46,7 @@ type published struct {
 	snap      *irv1.Snapshot
 	modules   map[string]bool
 	listeners map[gwKey][]string
+	sections  map[gwKey]map[string][]string // per Gateway: snapshot listener name → its Gateway listeners
 }
 
 // gwState is what the gate knows of one Gateway's current generation.
@@ -53,6 +55,7 @@ type gwState struct {
 	first   uint64 // the sequence at which this generation first appeared
 	applied bool   // reported Applied
 	pending string // the last Pending message reported
+	unbound string // a digest of the last Unbound failures reported; "" for none
 }
 
 // prepared is a snapshot as one kind of proxy gets it, encoded once for all of them.
@@ -75,7 +78,7 @@ var errTermEnded = errors.New("leadership ended")
 // Publish makes snap the snapshot every proxy converges to. It returns at once: sessions send it
 // as soon as their previous push is answered.
 func (t *term) Publish(_ context.Context, snap *irv1.Snapshot) error {
-	p := &published{at: time.Now(), snap: snap, modules: modulesOf(snap), listeners: gatewayListeners(snap)}
+	p := &published{at: time.Now(), snap: snap, modules: modulesOf(snap), listeners: gatewayListeners(snap), sections: gatewaySections(snap)}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -90,9 +93,18 @@ func (t *term) Publish(_ context.Context, snap *irv1.Snapshot) error {
 		k := gwKey{g.GetNamespace(), g.GetName()}
 		st := t.gateways[k]
 		if st == nil || st.gen.GetGeneration() != g.GetGeneration() {
-			st = &gwState{gen: g, first: p.seq}
+			var unbound string
+			if st != nil {
+				unbound = st.unbound // what the status writer holds for this Gateway
+			}
+			st = &gwState{gen: g, first: p.seq, unbound: unbound}
 		}
 		next[k] = st
+	}
+	for k, st := range t.gateways {
+		if _, ok := next[k]; !ok && st.unbound != "" {
+			t.report.Unbound(st.gen, nil) // left the snapshot: its failures with it
+		}
 	}
 	t.gateways = next
 	for _, s := range t.sessions {
@@ -288,6 +300,11 @@ func (t *term) nodeStatus(s *session, ns *discv1.NodeStatus) {
 		s.bound[l.GetName()] = true
 	}
 	s.boundList = ns.GetListeners()
+	s.failed = map[string]*discv1.ListenerFailure{}
+	for _, f := range ns.GetFailedListeners() {
+		s.failed[f.GetName()] = f
+	}
+	s.failedList = ns.GetFailedListeners()
 	t.evaluate()
 }
 
@@ -304,6 +321,7 @@ func (t *term) evaluate() {
 	var applied []*irv1.GatewayGeneration
 	pending := 0
 	for k, st := range t.gateways {
+		t.reportUnbound(k, st)
 		if st.applied {
 			continue
 		}
@@ -320,6 +338,7 @@ func (t *term) evaluate() {
 		}
 	}
 	t.s.metrics.pending.Set(float64(pending))
+	t.s.metrics.bindFailures.Set(float64(t.countFailures()))
 	if len(applied) > 0 {
 		t.report.Applied(applied)
 	}
@@ -327,7 +346,7 @@ func (t *term) evaluate() {
 
 // awaited lists what Gateway k's current generation waits for; nothing when it is programmed:
 // every proxy serving it (at least one) has acknowledged a snapshot carrying it and has bound its
-// listeners.
+// listeners or said it cannot (reportUnbound reports those).
 func (t *term) awaited(k gwKey, st *gwState) []string {
 	var waits []string
 	serving := 0
@@ -346,7 +365,7 @@ func (t *term) awaited(k gwKey, st *gwState) []string {
 		}
 		var unbound []string
 		for _, l := range t.latest.listeners[k] {
-			if !s.bound[l] {
+			if !s.bound[l] && s.failed[l] == nil { // a failed bind is reported, not awaited
 				unbound = append(unbound, l)
 			}
 		}

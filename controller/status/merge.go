@@ -54,6 +54,8 @@ type gate struct {
 	Applied int64
 	// Awaiting is what the data plane said this generation waits for, when it said so.
 	Awaiting string
+	// Unbound are the Gateway's listeners some proxy cannot bind now.
+	Unbound []ListenerFailure
 	// Addresses are the addresses this controller publishes for a Gateway that asks for none.
 	Addresses []gwapiv1.GatewayStatusAddress
 	// Now stamps conditions the writer makes up itself.
@@ -67,6 +69,8 @@ type gate struct {
 // Held back means a live Programmed=True stays as it is, stamped for an older generation (so
 // Programmed never flips back while a new generation rolls out, and its observedGeneration
 // trails); otherwise Programmed is False with reason Pending and a message naming what is awaited.
+// What proxies cannot bind overrides both (applyUnbound): a bind failure is the data plane's
+// present state, not churn.
 func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g gate) gwapiv1.GatewayStatus {
 	addrs := desired.Addresses // the Gateway's own spec.addresses, when it asked for some
 	if len(addrs) == 0 {
@@ -98,6 +102,7 @@ func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g
 		}
 		out.Listeners = append(out.Listeners, l)
 	}
+	applyUnbound(&out, live, desired, g)
 	return out
 }
 

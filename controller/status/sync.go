@@ -82,7 +82,7 @@ func (w *Writer) syncClass(ctx context.Context, name string) error {
 
 func (w *Writer) syncGateway(ctx context.Context, nn types.NamespacedName) error {
 	w.mu.Lock()
-	desired, applied, awaiting := w.gateways[nn], w.applied[nn], w.awaiting[nn]
+	desired, applied, awaiting, unbound := w.gateways[nn], w.applied[nn], w.awaiting[nn], w.unbound[nn]
 	w.mu.Unlock()
 	if desired == nil {
 		return nil
@@ -95,7 +95,7 @@ func (w *Writer) syncGateway(ctx context.Context, nn types.NamespacedName) error
 		return err
 	}
 	client := w.opts.Client.GatewayV1().Gateways(nn.Namespace)
-	g := gate{Generation: generationOf(desired.Conditions), Applied: applied, Addresses: w.opts.Addresses, Now: w.opts.Now()}
+	g := gate{Generation: generationOf(desired.Conditions), Applied: applied, Addresses: w.opts.Addresses, Unbound: unbound, Now: w.opts.Now()}
 	if awaiting.generation == g.Generation {
 		g.Awaiting = awaiting.what
 	}

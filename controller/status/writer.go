@@ -74,7 +74,8 @@ type Writer struct {
 	routes   map[Key]*gwapiv1.RouteStatus
 	applied  map[types.NamespacedName]int64
 	awaiting map[types.NamespacedName]awaited // what a pending generation waits for
-	desired  bool                             // Desire has run once
+	unbound  map[types.NamespacedName][]ListenerFailure
+	desired  bool // Desire has run once
 
 	writes atomic.Int64
 }
@@ -101,6 +102,7 @@ func NewWriter(opts Options) *Writer {
 		routes:   map[Key]*gwapiv1.RouteStatus{},
 		applied:  map[types.NamespacedName]int64{},
 		awaiting: map[types.NamespacedName]awaited{},
+		unbound:  map[types.NamespacedName][]ListenerFailure{},
 	}
 }
 
@@ -140,6 +142,11 @@ func (w *Writer) Desire(res Desired) {
 	for nn := range w.awaiting {
 		if _, ok := w.gateways[nn]; !ok {
 			delete(w.awaiting, nn)
+		}
+	}
+	for nn := range w.unbound {
+		if _, ok := w.gateways[nn]; !ok {
+			delete(w.unbound, nn)
 		}
 	}
 	if !w.desired {
@@ -203,6 +210,24 @@ func (w *Writer) Pending(g *irv1.GatewayGeneration, what string) {
 		return
 	}
 	w.awaiting[nn] = a
+	w.queue.Add(Key{GatewayKind, nn})
+}
+
+// Unbound records the listeners of a Gateway that proxies cannot bind now (none clears them); they
+// turn the listeners' Programmed False, and the Gateway's when its address is not usable or no
+// listener is bound (see applyUnbound).
+func (w *Writer) Unbound(g *irv1.GatewayGeneration, failures []ListenerFailure) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	nn := types.NamespacedName{Namespace: g.GetNamespace(), Name: g.GetName()}
+	if len(failures) == 0 {
+		if _, ok := w.unbound[nn]; !ok {
+			return
+		}
+		delete(w.unbound, nn)
+	} else {
+		w.unbound[nn] = append([]ListenerFailure(nil), failures...)
+	}
 	w.queue.Add(Key{GatewayKind, nn})
 }
 

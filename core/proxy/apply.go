@@ -24,6 +24,7 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 	}
 	// An unsealed snapshot (no version) is always applied: nothing says it is the same.
 	if cur := p.cur.Load(); cur != nil && snap.GetVersion() != "" && cur.version == snap.GetVersion() {
+		p.retryLocked(time.Now(), true) // the same snapshot again: a good moment to retry failed binds
 		return nil
 	}
 	start := time.Now()
@@ -31,60 +32,49 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("snapshot %s rejected: %w", snap.GetVersion(), err)
 	}
-	fresh, err := p.bindNew(ctx, t)
-	if err != nil {
-		t.close()
-		return fmt.Errorf("snapshot %s rejected: %w", snap.GetVersion(), err)
-	}
-	p.commit(t, fresh)
+	fresh, failed := p.bindNew(ctx, t, start)
+	p.commit(t, fresh, failed)
 	p.log.Info("snapshot applied", zap.String("version", t.version),
-		zap.Int("listeners", len(t.listeners)), zap.Duration("took", time.Since(start)))
+		zap.Int("listeners", len(t.listeners)), zap.Int("unbound", len(failed)), zap.Duration("took", time.Since(start)))
 	return nil
 }
 
-// bindNew binds the sockets t needs that the pool lacks. Binding happens before the swap, so a port
-// that cannot be bound rejects the snapshot and nothing changes.
-func (p *Proxy) bindNew(ctx context.Context, t *table) (map[sockKey]*socket, error) {
+// bindNew binds the sockets t needs that the pool lacks. A socket that cannot be bound does not
+// hold the snapshot back: it is returned as a failure, the other listeners serve, and it is
+// retried (at the next Apply and on the retry timer). Binding happens before the swap, so no
+// socket changes hands half-way.
+func (p *Proxy) bindNew(ctx context.Context, t *table, now time.Time) (map[sockKey]*socket, map[sockKey]*ListenerFailure) {
 	fresh := map[sockKey]*socket{}
+	failed := map[sockKey]*ListenerFailure{}
 	for _, bl := range t.listeners {
 		if _, ok := p.sockets[bl.key]; ok {
 			continue
 		}
 		ln, err := bind(ctx, bl.key)
 		if err != nil {
-			for _, s := range fresh {
-				_ = s.ln.Close()
-			}
-			return nil, fmt.Errorf("listener %s: binding %s: %w", bl.ir.GetName(), bl.key.hostPort(), err)
+			failed[bl.key] = p.failure(bl, err, now, p.failed[bl.key])
+			continue
 		}
 		fresh[bl.key] = newSocket(bl.key, ln, p.log, p.limits)
 	}
-	return fresh, nil
+	return fresh, failed
 }
 
 // commit points every socket at t, starts or switches servers, closes the sockets t no longer
-// names, swaps t in and retires the previous table.
-func (p *Proxy) commit(t *table, fresh map[sockKey]*socket) {
+// names, swaps t in and retires the previous table. failed are t's listeners that have no socket.
+func (p *Proxy) commit(t *table, fresh map[sockKey]*socket, failed map[sockKey]*ListenerFailure) {
 	inUse := make(map[sockKey]bool, len(t.listeners))
 	for _, bl := range t.listeners {
-		inUse[bl.key] = true
 		s, isNew := fresh[bl.key]
 		if !isNew {
 			s = p.sockets[bl.key]
 		}
+		if s == nil {
+			continue // failed to bind: retried later
+		}
+		inUse[bl.key] = true
 		p.sockets[bl.key] = s
-		s.state.Store(bl.state)
-		if s.cur.Load() == nil || s.module != bl.module {
-			if old := s.serve(bl); old != nil {
-				p.log.Info("listener protocol changed", zap.String("listener", bl.ir.GetName()),
-					zap.String("from", string(old.module)), zap.String("to", string(bl.module)))
-				p.drain(old)
-			}
-		}
-		s.name = bl.ir.GetName()
-		if isNew {
-			go s.acceptLoop()
-		}
+		p.attach(s, bl, isNew)
 	}
 	for key, s := range p.sockets {
 		if inUse[key] {
@@ -96,6 +86,13 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket) {
 			p.drain(sv)
 		}
 	}
+	for key, f := range p.failed {
+		if failed[key] == nil && inUse[key] {
+			p.log.Info("listener bound after failing", zap.String("listener", f.Name), zap.String("address", f.Address),
+				zap.Int("failedAttempts", f.Attempts))
+		}
+	}
+	p.failed = failed
 	old := p.cur.Swap(t)
 	p.certs.retain(t.certKeys)
 	if old != nil {
@@ -106,6 +103,25 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket) {
 		if r.closed.Load() {
 			delete(p.retired, r)
 		}
+	}
+	p.schedule()
+	p.notify()
+}
+
+// attach makes s serve bl: its state, and a server of bl's protocol when s has none or another
+// (the previous one drains). A new socket starts accepting. p.mu is held.
+func (p *Proxy) attach(s *socket, bl *builtListener, isNew bool) {
+	s.state.Store(bl.state)
+	if s.cur.Load() == nil || s.module != bl.module {
+		if old := s.serve(bl); old != nil {
+			p.log.Info("listener protocol changed", zap.String("listener", bl.ir.GetName()),
+				zap.String("from", string(old.module)), zap.String("to", string(bl.module)))
+			p.drain(old)
+		}
+	}
+	s.name = bl.ir.GetName()
+	if isNew {
+		go s.acceptLoop()
 	}
 }
 
@@ -156,6 +172,8 @@ func (p *Proxy) close(ctx context.Context) error {
 		return nil
 	}
 	p.closed = true
+	p.schedule() // stops the retry timer
+	p.failed = map[sockKey]*ListenerFailure{}
 	var servings []*serving
 	for key, s := range p.sockets {
 		delete(p.sockets, key)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -20,6 +21,9 @@ type Options struct {
 	Registry *core.Registry
 	// Limits are the listener and upstream limits; the zero value means DefaultLimits.
 	Limits Limits
+	// BindRetryMin and BindRetryMax bound the backoff with which a listener that could not be
+	// bound is tried again (DefaultBindRetryMin and DefaultBindRetryMax when zero).
+	BindRetryMin, BindRetryMax time.Duration
 }
 
 // BoundListener is one socket the proxy has actually bound.
@@ -43,13 +47,18 @@ type Proxy struct {
 	mu       sync.Mutex // serializes Apply, Close and Bound
 	closed   bool
 	sockets  map[sockKey]*socket
-	retired  map[*table]struct{}   // retired tables not yet closed
-	draining map[*serving]struct{} // servers shutting down gracefully
-	drains   sync.WaitGroup        // their goroutines
+	failed   map[sockKey]*ListenerFailure // listeners of cur that could not be bound
+	retry    *time.Timer                  // retries failed; nil when none
+	changed  chan struct{}                // closed when sockets or failed change
+	retired  map[*table]struct{}          // retired tables not yet closed
+	draining map[*serving]struct{}        // servers shutting down gracefully
+	drains   sync.WaitGroup               // their goroutines
 
 	fwd    *forwarders
 	dialer *net.Dialer // layer-4 upstream connections
 	certs  certCache
+
+	retryMin, retryMax time.Duration
 }
 
 // New returns a Proxy that serves nothing until the first Apply.
@@ -63,11 +72,21 @@ func New(opts Options) *Proxy {
 		reg = core.Freeze()
 	}
 	limits := opts.Limits.withDefaults()
+	if opts.BindRetryMin <= 0 {
+		opts.BindRetryMin = DefaultBindRetryMin
+	}
+	if opts.BindRetryMax < opts.BindRetryMin {
+		opts.BindRetryMax = max(DefaultBindRetryMax, opts.BindRetryMin)
+	}
 	return &Proxy{
 		log:      log,
 		reg:      reg,
 		limits:   limits,
+		retryMin: opts.BindRetryMin,
+		retryMax: opts.BindRetryMax,
 		sockets:  map[sockKey]*socket{},
+		failed:   map[sockKey]*ListenerFailure{},
+		changed:  make(chan struct{}),
 		retired:  map[*table]struct{}{},
 		draining: map[*serving]struct{}{},
 		fwd:      newForwarders(log, limits),
@@ -88,10 +107,13 @@ func (p *Proxy) Version() string {
 
 // Apply builds a routing table from snap, binds any new listener sockets, swaps the table in
 // atomically and retires the old one (its modules' Cleanup runs once its in-flight requests have
-// finished). If anything fails (a module missing or invalid, a certificate that does not parse, a
-// port that cannot be bound) the snapshot is rejected whole, the previous table keeps serving, and
-// the error names what failed. Applying the version already serving is a no-op (a snapshot
-// without a version is always applied).
+// finished). A snapshot that cannot be built (a module missing or invalid, a certificate that does
+// not parse, two listeners on one socket) is rejected whole: the previous table keeps serving and
+// the error names what failed. A listener whose socket cannot be bound (the port is taken, the
+// address is not local) does not reject it: the table is applied with the listeners that bound,
+// the others are listed by Failed and retried at every Apply and with backoff, and each one that
+// binds later starts serving the current table. Applying the version already serving is a no-op
+// apart from retrying failed binds (a snapshot without a version is always applied).
 func (p *Proxy) Apply(ctx context.Context, snap *irv1.Snapshot) error {
 	return p.apply(ctx, snap)
 }
@@ -99,6 +121,17 @@ func (p *Proxy) Apply(ctx context.Context, snap *irv1.Snapshot) error {
 // Bound lists the sockets bound now, sorted by name.
 func (p *Proxy) Bound() []BoundListener {
 	return p.bound()
+}
+
+// Failed lists the listeners of the table serving now that could not be bound, sorted by name.
+func (p *Proxy) Failed() []ListenerFailure {
+	return p.failedList()
+}
+
+// ListenersChanged returns a channel that is closed at the next change of Bound or Failed: an
+// Apply, or a retried bind that succeeded. Call it again for the change after that.
+func (p *Proxy) ListenersChanged() <-chan struct{} {
+	return p.listenersChanged()
 }
 
 // Close stops accepting on every socket, lets in-flight requests finish until ctx is done (then

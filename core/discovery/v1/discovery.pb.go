@@ -135,6 +135,62 @@ func (Mode) EnumDescriptor() ([]byte, []int) {
 	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{1}
 }
 
+// BindFailureReason classifies a bind error.
+type BindFailureReason int32
+
+const (
+	BindFailureReason_BIND_FAILURE_REASON_UNSPECIFIED BindFailureReason = 0
+	// Another socket holds the address and port (EADDRINUSE).
+	BindFailureReason_BIND_FAILURE_REASON_ADDRESS_IN_USE BindFailureReason = 1
+	// The address is not local to the proxy's host (EADDRNOTAVAIL).
+	BindFailureReason_BIND_FAILURE_REASON_ADDRESS_NOT_AVAILABLE BindFailureReason = 2
+	// A privileged port without the capability to bind it (EACCES).
+	BindFailureReason_BIND_FAILURE_REASON_PERMISSION_DENIED BindFailureReason = 3
+)
+
+// Enum value maps for BindFailureReason.
+var (
+	BindFailureReason_name = map[int32]string{
+		0: "BIND_FAILURE_REASON_UNSPECIFIED",
+		1: "BIND_FAILURE_REASON_ADDRESS_IN_USE",
+		2: "BIND_FAILURE_REASON_ADDRESS_NOT_AVAILABLE",
+		3: "BIND_FAILURE_REASON_PERMISSION_DENIED",
+	}
+	BindFailureReason_value = map[string]int32{
+		"BIND_FAILURE_REASON_UNSPECIFIED":           0,
+		"BIND_FAILURE_REASON_ADDRESS_IN_USE":        1,
+		"BIND_FAILURE_REASON_ADDRESS_NOT_AVAILABLE": 2,
+		"BIND_FAILURE_REASON_PERMISSION_DENIED":     3,
+	}
+)
+
+func (x BindFailureReason) Enum() *BindFailureReason {
+	p := new(BindFailureReason)
+	*p = x
+	return p
+}
+
+func (x BindFailureReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BindFailureReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_core_discovery_v1_discovery_proto_enumTypes[2].Descriptor()
+}
+
+func (BindFailureReason) Type() protoreflect.EnumType {
+	return &file_core_discovery_v1_discovery_proto_enumTypes[2]
+}
+
+func (x BindFailureReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BindFailureReason.Descriptor instead.
+func (BindFailureReason) EnumDescriptor() ([]byte, []int) {
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{2}
+}
+
 type IssueCertificateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The projected ServiceAccount token, read from its file at every request (the kubelet rotates it).
@@ -644,7 +700,9 @@ func (x *Push) GetVersion() string {
 	return ""
 }
 
-// Ack says the proxy applied the snapshot: its table serves it and its listeners are bound.
+// Ack says the proxy applied the snapshot: its table serves it, and every listener it could bind
+// is bound. A listener it could not bind does not turn an Ack into a Nack: it is reported in
+// NodeStatus.failed_listeners (sent before the Ack), and the proxy keeps retrying it.
 type Ack struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -689,7 +747,8 @@ func (x *Ack) GetVersion() string {
 	return ""
 }
 
-// Nack says the proxy rejected the snapshot and keeps serving the previous one.
+// Nack says the proxy rejected the snapshot and keeps serving the previous one: the snapshot could
+// not be decoded or built (a module missing or invalid, a certificate that does not parse).
 type Nack struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -742,12 +801,17 @@ func (x *Nack) GetError() string {
 	return ""
 }
 
-// NodeStatus lists the listener sockets the proxy has bound.
+// NodeStatus lists the listener sockets the proxy has bound, and those of its snapshot it could
+// not bind. The proxy sends it when the stream opens and whenever either list changes: with an
+// Apply, and when a retried bind succeeds later.
 type NodeStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Listeners     []*BoundListener       `protobuf:"bytes,1,rep,name=listeners,proto3" json:"listeners,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Listeners []*BoundListener       `protobuf:"bytes,1,rep,name=listeners,proto3" json:"listeners,omitempty"`
+	// The snapshot listeners the proxy could not bind, sorted by name. It serves the others and
+	// retries these with backoff.
+	FailedListeners []*ListenerFailure `protobuf:"bytes,2,rep,name=failed_listeners,json=failedListeners,proto3" json:"failed_listeners,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -787,6 +851,85 @@ func (x *NodeStatus) GetListeners() []*BoundListener {
 	return nil
 }
 
+func (x *NodeStatus) GetFailedListeners() []*ListenerFailure {
+	if x != nil {
+		return x.FailedListeners
+	}
+	return nil
+}
+
+// ListenerFailure is a snapshot listener the proxy could not bind.
+type ListenerFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The snapshot listener name, "<address>:<port>/<protocol>".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The "host:port" the proxy tried to bind.
+	Address string            `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Reason  BindFailureReason `protobuf:"varint,3,opt,name=reason,proto3,enum=coxswain.discovery.v1.BindFailureReason" json:"reason,omitempty"`
+	// The bind error, in words.
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListenerFailure) Reset() {
+	*x = ListenerFailure{}
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListenerFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListenerFailure) ProtoMessage() {}
+
+func (x *ListenerFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListenerFailure.ProtoReflect.Descriptor instead.
+func (*ListenerFailure) Descriptor() ([]byte, []int) {
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ListenerFailure) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ListenerFailure) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ListenerFailure) GetReason() BindFailureReason {
+	if x != nil {
+		return x.Reason
+	}
+	return BindFailureReason_BIND_FAILURE_REASON_UNSPECIFIED
+}
+
+func (x *ListenerFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type BoundListener struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The snapshot listener name, "<address>:<port>/<protocol>".
@@ -800,7 +943,7 @@ type BoundListener struct {
 
 func (x *BoundListener) Reset() {
 	*x = BoundListener{}
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[10]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +955,7 @@ func (x *BoundListener) String() string {
 func (*BoundListener) ProtoMessage() {}
 
 func (x *BoundListener) ProtoReflect() protoreflect.Message {
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[10]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +968,7 @@ func (x *BoundListener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BoundListener.ProtoReflect.Descriptor instead.
 func (*BoundListener) Descriptor() ([]byte, []int) {
-	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{10}
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BoundListener) GetName() string {
@@ -890,10 +1033,16 @@ const file_core_discovery_v1_discovery_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\tR\aversion\"6\n" +
 	"\x04Nack\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"P\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xa3\x01\n" +
 	"\n" +
 	"NodeStatus\x12B\n" +
-	"\tlisteners\x18\x01 \x03(\v2$.coxswain.discovery.v1.BoundListenerR\tlisteners\"Y\n" +
+	"\tlisteners\x18\x01 \x03(\v2$.coxswain.discovery.v1.BoundListenerR\tlisteners\x12Q\n" +
+	"\x10failed_listeners\x18\x02 \x03(\v2&.coxswain.discovery.v1.ListenerFailureR\x0ffailedListeners\"\x9b\x01\n" +
+	"\x0fListenerFailure\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12@\n" +
+	"\x06reason\x18\x03 \x01(\x0e2(.coxswain.discovery.v1.BindFailureReasonR\x06reason\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"Y\n" +
 	"\rBoundListener\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x18\n" +
@@ -904,7 +1053,12 @@ const file_core_discovery_v1_discovery_proto_rawDesc = "" +
 	"\x04Mode\x12\x14\n" +
 	"\x10MODE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vMODE_SHARED\x10\x01\x12\x12\n" +
-	"\x0eMODE_DEDICATED\x10\x022\x87\x01\n" +
+	"\x0eMODE_DEDICATED\x10\x02*\xba\x01\n" +
+	"\x11BindFailureReason\x12#\n" +
+	"\x1fBIND_FAILURE_REASON_UNSPECIFIED\x10\x00\x12&\n" +
+	"\"BIND_FAILURE_REASON_ADDRESS_IN_USE\x10\x01\x12-\n" +
+	")BIND_FAILURE_REASON_ADDRESS_NOT_AVAILABLE\x10\x02\x12)\n" +
+	"%BIND_FAILURE_REASON_PERMISSION_DENIED\x10\x032\x87\x01\n" +
 	"\x10BootstrapService\x12s\n" +
 	"\x10IssueCertificate\x12..coxswain.discovery.v1.IssueCertificateRequest\x1a/.coxswain.discovery.v1.IssueCertificateResponse2m\n" +
 	"\x10DiscoveryService\x12Y\n" +
@@ -922,42 +1076,46 @@ func file_core_discovery_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_core_discovery_v1_discovery_proto_rawDescData
 }
 
-var file_core_discovery_v1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_core_discovery_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_core_discovery_v1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_core_discovery_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_core_discovery_v1_discovery_proto_goTypes = []any{
 	(WireVersion)(0),                 // 0: coxswain.discovery.v1.WireVersion
 	(Mode)(0),                        // 1: coxswain.discovery.v1.Mode
-	(*IssueCertificateRequest)(nil),  // 2: coxswain.discovery.v1.IssueCertificateRequest
-	(*IssueCertificateResponse)(nil), // 3: coxswain.discovery.v1.IssueCertificateResponse
-	(*StreamRequest)(nil),            // 4: coxswain.discovery.v1.StreamRequest
-	(*StreamResponse)(nil),           // 5: coxswain.discovery.v1.StreamResponse
-	(*GatewayRef)(nil),               // 6: coxswain.discovery.v1.GatewayRef
-	(*Hello)(nil),                    // 7: coxswain.discovery.v1.Hello
-	(*Push)(nil),                     // 8: coxswain.discovery.v1.Push
-	(*Ack)(nil),                      // 9: coxswain.discovery.v1.Ack
-	(*Nack)(nil),                     // 10: coxswain.discovery.v1.Nack
-	(*NodeStatus)(nil),               // 11: coxswain.discovery.v1.NodeStatus
-	(*BoundListener)(nil),            // 12: coxswain.discovery.v1.BoundListener
+	(BindFailureReason)(0),           // 2: coxswain.discovery.v1.BindFailureReason
+	(*IssueCertificateRequest)(nil),  // 3: coxswain.discovery.v1.IssueCertificateRequest
+	(*IssueCertificateResponse)(nil), // 4: coxswain.discovery.v1.IssueCertificateResponse
+	(*StreamRequest)(nil),            // 5: coxswain.discovery.v1.StreamRequest
+	(*StreamResponse)(nil),           // 6: coxswain.discovery.v1.StreamResponse
+	(*GatewayRef)(nil),               // 7: coxswain.discovery.v1.GatewayRef
+	(*Hello)(nil),                    // 8: coxswain.discovery.v1.Hello
+	(*Push)(nil),                     // 9: coxswain.discovery.v1.Push
+	(*Ack)(nil),                      // 10: coxswain.discovery.v1.Ack
+	(*Nack)(nil),                     // 11: coxswain.discovery.v1.Nack
+	(*NodeStatus)(nil),               // 12: coxswain.discovery.v1.NodeStatus
+	(*ListenerFailure)(nil),          // 13: coxswain.discovery.v1.ListenerFailure
+	(*BoundListener)(nil),            // 14: coxswain.discovery.v1.BoundListener
 }
 var file_core_discovery_v1_discovery_proto_depIdxs = []int32{
-	7,  // 0: coxswain.discovery.v1.StreamRequest.hello:type_name -> coxswain.discovery.v1.Hello
-	9,  // 1: coxswain.discovery.v1.StreamRequest.ack:type_name -> coxswain.discovery.v1.Ack
-	10, // 2: coxswain.discovery.v1.StreamRequest.nack:type_name -> coxswain.discovery.v1.Nack
-	11, // 3: coxswain.discovery.v1.StreamRequest.node_status:type_name -> coxswain.discovery.v1.NodeStatus
-	8,  // 4: coxswain.discovery.v1.StreamResponse.push:type_name -> coxswain.discovery.v1.Push
+	8,  // 0: coxswain.discovery.v1.StreamRequest.hello:type_name -> coxswain.discovery.v1.Hello
+	10, // 1: coxswain.discovery.v1.StreamRequest.ack:type_name -> coxswain.discovery.v1.Ack
+	11, // 2: coxswain.discovery.v1.StreamRequest.nack:type_name -> coxswain.discovery.v1.Nack
+	12, // 3: coxswain.discovery.v1.StreamRequest.node_status:type_name -> coxswain.discovery.v1.NodeStatus
+	9,  // 4: coxswain.discovery.v1.StreamResponse.push:type_name -> coxswain.discovery.v1.Push
 	0,  // 5: coxswain.discovery.v1.Hello.wire_version:type_name -> coxswain.discovery.v1.WireVersion
 	1,  // 6: coxswain.discovery.v1.Hello.mode:type_name -> coxswain.discovery.v1.Mode
-	6,  // 7: coxswain.discovery.v1.Hello.gateway:type_name -> coxswain.discovery.v1.GatewayRef
-	12, // 8: coxswain.discovery.v1.NodeStatus.listeners:type_name -> coxswain.discovery.v1.BoundListener
-	2,  // 9: coxswain.discovery.v1.BootstrapService.IssueCertificate:input_type -> coxswain.discovery.v1.IssueCertificateRequest
-	4,  // 10: coxswain.discovery.v1.DiscoveryService.Stream:input_type -> coxswain.discovery.v1.StreamRequest
-	3,  // 11: coxswain.discovery.v1.BootstrapService.IssueCertificate:output_type -> coxswain.discovery.v1.IssueCertificateResponse
-	5,  // 12: coxswain.discovery.v1.DiscoveryService.Stream:output_type -> coxswain.discovery.v1.StreamResponse
-	11, // [11:13] is the sub-list for method output_type
-	9,  // [9:11] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	7,  // 7: coxswain.discovery.v1.Hello.gateway:type_name -> coxswain.discovery.v1.GatewayRef
+	14, // 8: coxswain.discovery.v1.NodeStatus.listeners:type_name -> coxswain.discovery.v1.BoundListener
+	13, // 9: coxswain.discovery.v1.NodeStatus.failed_listeners:type_name -> coxswain.discovery.v1.ListenerFailure
+	2,  // 10: coxswain.discovery.v1.ListenerFailure.reason:type_name -> coxswain.discovery.v1.BindFailureReason
+	3,  // 11: coxswain.discovery.v1.BootstrapService.IssueCertificate:input_type -> coxswain.discovery.v1.IssueCertificateRequest
+	5,  // 12: coxswain.discovery.v1.DiscoveryService.Stream:input_type -> coxswain.discovery.v1.StreamRequest
+	4,  // 13: coxswain.discovery.v1.BootstrapService.IssueCertificate:output_type -> coxswain.discovery.v1.IssueCertificateResponse
+	6,  // 14: coxswain.discovery.v1.DiscoveryService.Stream:output_type -> coxswain.discovery.v1.StreamResponse
+	13, // [13:15] is the sub-list for method output_type
+	11, // [11:13] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_core_discovery_v1_discovery_proto_init() }
@@ -979,8 +1137,8 @@ func file_core_discovery_v1_discovery_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_discovery_v1_discovery_proto_rawDesc), len(file_core_discovery_v1_discovery_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   11,
+			NumEnums:      3,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1,7 +1,8 @@
 // Package agent is the proxy side of the discovery protocol (core/discovery/v1): it gets an SVID
 // with the proxy's ServiceAccount token, holds one mutual-TLS stream to the leading controller,
 // applies every snapshot it is sent to the engine and acknowledges (or rejects) it, and reports
-// the listeners the engine has bound. While disconnected the engine keeps serving its last
+// the listeners the engine has bound and those it could not bind (NodeStatus), again whenever
+// that changes: a port freed later and bound by the engine's retry is reported without a push. While disconnected the engine keeps serving its last
 // snapshot; the agent reconnects with backoff, trying each discovery address in turn, so it
 // finds a new leader after a failover. It holds no Kubernetes credentials and imports no
 // Kubernetes code.
@@ -39,6 +40,8 @@ type Engine interface {
 	Apply(ctx context.Context, snap *irv1.Snapshot) error
 	Version() string
 	Bound() []proxy.BoundListener
+	Failed() []proxy.ListenerFailure
+	ListenersChanged() <-chan struct{}
 }
 
 var _ Engine = (*proxy.Proxy)(nil)
@@ -87,12 +90,11 @@ type Agent struct {
 	ready     atomic.Bool
 	connected atomic.Bool
 
-	mu        sync.Mutex
-	addrs     []string // resolved addresses of the current round
-	next      int
-	leader    string // the address of the current stream
-	lastErr   string
-	lastBound []proxy.BoundListener
+	mu      sync.Mutex
+	addrs   []string // resolved addresses of the current round
+	next    int
+	leader  string // the address of the current stream
+	lastErr string
 }
 
 // New checks opts and returns an Agent; Run starts it.
@@ -139,11 +141,13 @@ type Status struct {
 	SPIFFEID   string    `json:"spiffeID,omitempty"`
 	CertUntil  time.Time `json:"certificateNotAfter,omitzero"`
 	LastError  string    `json:"lastError,omitempty"`
+	// FailedListeners are the snapshot's listeners the engine could not bind (and retries).
+	FailedListeners []proxy.ListenerFailure `json:"failedListeners,omitempty"`
 }
 
 // Status returns the agent's current state.
 func (a *Agent) Status() Status {
-	st := Status{Connected: a.connected.Load(), Version: a.opts.Engine.Version()}
+	st := Status{Connected: a.connected.Load(), Version: a.opts.Engine.Version(), FailedListeners: a.opts.Engine.Failed()}
 	if c, id := a.id.current(); c != nil {
 		st.SPIFFEID, st.CertUntil = id.String(), c.Leaf.NotAfter
 	}
@@ -158,6 +162,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { a.renew(ctx) })
+	wg.Go(func() { a.watchListeners(ctx) })
 	rounds := 0 // rounds of addresses that all failed in a row
 	for ctx.Err() == nil {
 		addr, last := a.nextAddress(ctx)
@@ -283,12 +288,15 @@ func (a *Agent) session(ctx context.Context, addr string) (progressed bool, err 
 	if err != nil {
 		return false, err
 	}
-	if err := stream.Send(a.hello()); err != nil {
+	out := &sender{stream: stream}
+	if err := out.send(a.hello()); err != nil {
 		return false, recvErr(stream, err)
 	}
-	if err := stream.Send(a.nodeStatus(a.opts.Engine.Bound())); err != nil {
+	changed := a.opts.Engine.ListenersChanged() // before reading them: no change slips between
+	if err := out.status(a.opts.Engine, true); err != nil {
 		return false, recvErr(stream, err)
 	}
+	go a.reportChanges(ctx, out, changed)
 	first := true
 	for {
 		msg, err := stream.Recv()
@@ -305,12 +313,87 @@ func (a *Agent) session(ctx context.Context, addr string) (progressed bool, err 
 			continue // a message kind of a newer revision
 		}
 		progressed = true
-		for _, reply := range a.apply(ctx, push) {
-			if err := stream.Send(reply); err != nil {
-				return progressed, recvErr(stream, err)
-			}
+		if err := out.reply(a.opts.Engine, a.apply(ctx, push)); err != nil {
+			return progressed, recvErr(stream, err)
 		}
 	}
+}
+
+// reportChanges sends a NodeStatus whenever the engine's bound or failed listeners change
+// outside a push (a retried bind that succeeded), until ctx ends with the session.
+func (a *Agent) reportChanges(ctx context.Context, out *sender, changed <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		changed = a.opts.Engine.ListenersChanged()
+		if err := out.status(a.opts.Engine, false); err != nil {
+			return // the stream is broken: the session's Recv returns why
+		}
+	}
+}
+
+// watchListeners keeps the failed-listener gauge current, connected or not.
+func (a *Agent) watchListeners(ctx context.Context) {
+	for {
+		changed := a.opts.Engine.ListenersChanged()
+		a.metrics.listenersFailed.Set(float64(len(a.opts.Engine.Failed())))
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// sender serializes a stream's sends (the session's replies and reportChanges' NodeStatus) and
+// remembers the listeners last reported, so NodeStatus goes out only when they changed.
+type sender struct {
+	stream discv1.DiscoveryService_StreamClient
+	mu     sync.Mutex
+	bound  []proxy.BoundListener
+	failed []proxy.ListenerFailure
+	sent   bool
+}
+
+func (s *sender) send(req *discv1.StreamRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream.Send(req)
+}
+
+// status sends a NodeStatus when the engine's listeners differ from the last one sent, or always.
+func (s *sender) status(e Engine, always bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.statusLocked(e, always)
+}
+
+func (s *sender) statusLocked(e Engine, always bool) error {
+	bound, failed := e.Bound(), e.Failed()
+	if s.sent && !always && equalBound(bound, s.bound) && equalFailed(failed, s.failed) {
+		return nil
+	}
+	if err := s.stream.Send(nodeStatus(bound, failed)); err != nil {
+		return err
+	}
+	s.bound, s.failed, s.sent = bound, failed, true
+	return nil
+}
+
+// reply sends an Ack preceded by a NodeStatus when the listeners changed (the controller then
+// sees the binds of the snapshot it is acknowledged for), or a Nack.
+func (s *sender) reply(e Engine, req *discv1.StreamRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.GetAck() != nil {
+		if err := s.statusLocked(e, false); err != nil {
+			return err
+		}
+	}
+	return s.stream.Send(req)
 }
 
 // recvErr turns a failed Send into the stream's real status: Send says only io.EOF when the
@@ -353,24 +436,32 @@ func (a *Agent) hello() *discv1.StreamRequest {
 	}}}
 }
 
-func (a *Agent) nodeStatus(bound []proxy.BoundListener) *discv1.StreamRequest {
-	a.mu.Lock()
-	a.lastBound = bound
-	a.mu.Unlock()
+func nodeStatus(bound []proxy.BoundListener, failed []proxy.ListenerFailure) *discv1.StreamRequest {
 	ns := &discv1.NodeStatus{}
 	for _, b := range bound {
 		ns.Listeners = append(ns.Listeners, &discv1.BoundListener{Name: b.Name, Protocol: b.Protocol, Address: b.Address})
 	}
+	for _, f := range failed {
+		ns.FailedListeners = append(ns.FailedListeners, &discv1.ListenerFailure{Name: f.Name, Address: f.Address,
+			Reason: bindReasons[f.Reason], Message: f.Error})
+	}
 	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_NodeStatus{NodeStatus: ns}}
 }
 
-// apply applies one push and returns the replies: a NodeStatus when the bound sockets changed,
-// then the Ack, or a Nack when the snapshot was rejected (the engine keeps its previous table).
-func (a *Agent) apply(ctx context.Context, push *discv1.Push) []*discv1.StreamRequest {
-	nack := func(err error) []*discv1.StreamRequest {
+var bindReasons = map[proxy.BindReason]discv1.BindFailureReason{
+	proxy.BindAddressInUse:        discv1.BindFailureReason_BIND_FAILURE_REASON_ADDRESS_IN_USE,
+	proxy.BindAddressNotAvailable: discv1.BindFailureReason_BIND_FAILURE_REASON_ADDRESS_NOT_AVAILABLE,
+	proxy.BindPermissionDenied:    discv1.BindFailureReason_BIND_FAILURE_REASON_PERMISSION_DENIED,
+}
+
+// apply applies one push and returns the reply: the Ack, or a Nack when the snapshot could not be
+// decoded or built (the engine keeps its previous table). Listeners the engine could not bind do
+// not make it a Nack: the NodeStatus sent before the Ack lists them.
+func (a *Agent) apply(ctx context.Context, push *discv1.Push) *discv1.StreamRequest {
+	nack := func(err error) *discv1.StreamRequest {
 		a.metrics.rejected.Inc()
 		a.log.Warn("snapshot rejected; serving the previous one", zap.String("version", push.GetVersion()), zap.Error(err))
-		return []*discv1.StreamRequest{{Kind: &discv1.StreamRequest_Nack{Nack: &discv1.Nack{Version: push.GetVersion(), Error: err.Error()}}}}
+		return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Nack{Nack: &discv1.Nack{Version: push.GetVersion(), Error: err.Error()}}}
 	}
 	snap := &irv1.Snapshot{}
 	if err := proto.Unmarshal(push.GetSnapshot(), snap); err != nil {
@@ -388,15 +479,7 @@ func (a *Agent) apply(ctx context.Context, push *discv1.Push) []*discv1.StreamRe
 	a.metrics.applySeconds.Observe(time.Since(start).Seconds())
 	a.metrics.snapshotBytes.Set(float64(len(push.GetSnapshot())))
 	a.ready.Store(true)
-	var out []*discv1.StreamRequest
-	bound := a.opts.Engine.Bound()
-	a.mu.Lock()
-	changed := !equalBound(bound, a.lastBound)
-	a.mu.Unlock()
-	if changed {
-		out = append(out, a.nodeStatus(bound))
-	}
-	return append(out, &discv1.StreamRequest{Kind: &discv1.StreamRequest_Ack{Ack: &discv1.Ack{Version: snap.GetVersion()}}})
+	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Ack{Ack: &discv1.Ack{Version: snap.GetVersion()}}}
 }
 
 // localize binds unaddressed listeners to ListenAddress. The version stays the controller's: it
@@ -410,6 +493,19 @@ func (a *Agent) localize(snap *irv1.Snapshot) {
 			l.Address = a.opts.ListenAddress
 		}
 	}
+}
+
+func equalFailed(a, b []proxy.ListenerFailure) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		// Attempts and the retry time change at every retry; what the controller sees does not.
+		if a[i].Name != b[i].Name || a[i].Address != b[i].Address || a[i].Reason != b[i].Reason || a[i].Error != b[i].Error {
+			return false
+		}
+	}
+	return true
 }
 
 func equalBound(a, b []proxy.BoundListener) bool {

@@ -10,6 +10,8 @@ type metrics struct {
 	reconnects    prometheus.Counter
 	svidExpiry    prometheus.Gauge
 	snapshotBytes prometheus.Gauge
+	// listenersFailed counts the listeners of the snapshot serving now that could not be bound.
+	listenersFailed prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -28,9 +30,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "When the current SVID expires (unix seconds)."}),
 		snapshotBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_snapshot_bytes",
 			Help: "Encoded size of the last snapshot applied."}),
+		listenersFailed: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_listeners_failed",
+			Help: "Listeners of the snapshot serving now that could not be bound (port taken, address not local); retried with backoff."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.applied, m.rejected, m.applySeconds, m.connected, m.reconnects, m.svidExpiry, m.snapshotBytes)
+		reg.MustRegister(m.applied, m.rejected, m.applySeconds, m.connected, m.reconnects, m.svidExpiry, m.snapshotBytes, m.listenersFailed)
 	}
 	return m
 }
