@@ -2,6 +2,7 @@ package core
 
 import (
 	"net/http"
+	"time"
 )
 
 // HTTPMatcher is implemented by route-kind modules for HTTP-family listeners ("route.http",
@@ -17,6 +18,27 @@ type HTTPMatcher interface {
 // answers on a matched route: no backend, unresolved backend, no healthy endpoint, upstream failure.
 type HTTPErrorWriter interface {
 	WriteError(w http.ResponseWriter, r *http.Request, status int, msg string)
+}
+
+// HTTPTrailerErrorWriter is optionally implemented by an HTTPErrorWriter whose protocol can report
+// an error after the response header was sent, in trailers (gRPC's grpc-status). When the upstream
+// response body fails mid-stream (the backend reset the stream or dropped its connection), the
+// engine calls WriteTrailerError with the status it would have answered (502, or 504 past the
+// request's deadline) and ends the response normally with the trailers it set, instead of
+// aborting the stream, which a gRPC client could only report as INTERNAL. Not called when the
+// client itself went away.
+type HTTPTrailerErrorWriter interface {
+	HTTPErrorWriter
+	WriteTrailerError(trailer http.Header, r *http.Request, status int, msg string)
+}
+
+// HTTPDeadliner is optionally implemented by an HTTPMatcher whose protocol carries the client's
+// deadline in the request (gRPC's grpc-timeout). The engine bounds the request by it as by a
+// route timeout (the shorter wins), so an exchange that outlives the client's deadline is
+// answered as a timeout (504, DEADLINE_EXCEEDED for gRPC) whether the engine or the backend
+// notices first. RequestTimeout runs on the hot path: no allocation.
+type HTTPDeadliner interface {
+	RequestTimeout(r *http.Request) (d time.Duration, ok bool)
 }
 
 // HTTPProtocolErrorWriter is optionally implemented by an HTTPErrorWriter matcher whose protocol

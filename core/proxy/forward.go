@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -117,10 +118,14 @@ func (f *forwarders) reverseProxy(cl *cluster, resp []core.HTTPResponseFilter, e
 	if cl.protocol == irv1.Cluster_H2C {
 		rp.rp.Transport = f.h2c
 	}
-	if len(resp) > 0 {
+	rp.trailers, _ = errw.(core.HTTPTrailerErrorWriter)
+	if len(resp) > 0 || rp.trailers != nil {
 		rp.rp.ModifyResponse = func(res *http.Response) error {
 			for _, fl := range resp {
 				fl.FilterResponse(res.Request, res.StatusCode, res.Header)
+			}
+			if rp.trailers != nil {
+				res.Body = &trailerErrorBody{ReadCloser: res.Body, res: res, rp: rp}
 			}
 			return nil
 		}
@@ -135,6 +140,8 @@ type reverseProxy struct {
 	rp   httputil.ReverseProxy
 	log  *zap.Logger
 	errw core.HTTPErrorWriter
+	// trailers is errw when it can report a failure after the response header (gRPC).
+	trailers core.HTTPTrailerErrorWriter
 }
 
 // forward points r at ep for the duration of the call: ReverseProxy clones r (URL included) before
@@ -164,20 +171,10 @@ func rewrite(pr *httputil.ProxyRequest) {
 	pr.SetXForwarded()
 }
 
-// handleError maps an upstream failure to a status: a deadline (route or backend timeout, or the
-// transport's response-header timeout) is 504, anything else (refused, reset, DNS) is 502.
+// handleError answers an upstream failure that came before the response header.
 func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err error) {
-	status := http.StatusBadGateway
-	var ne net.Error
-	var op *net.OpError
-	switch {
-	case errors.Is(r.Context().Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		status = http.StatusGatewayTimeout
-	case errors.As(err, &op) && op.Op == "dial":
-	case errors.As(err, &ne) && ne.Timeout():
-		status = http.StatusGatewayTimeout
-	}
-	if r.Context().Err() != nil && !errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+	status, ok := upstreamStatus(r, err)
+	if !ok {
 		// The client went away; nobody reads the answer.
 		f.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
 		return
@@ -185,6 +182,61 @@ func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err e
 	f.log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", r.URL.Host),
 		zap.Int("status", status), zap.Error(err))
 	f.errw.WriteError(w, r, status, http.StatusText(status))
+}
+
+// upstreamStatus maps an upstream failure to a status: past the request's deadline (route or
+// backend timeout, or the client's own gRPC deadline) it is 504, whatever the error says: a
+// backend that gave up at the same deadline (a gRPC server resets the stream with CANCEL) may
+// report it before the engine's own timer fires. A dial or I/O timeout is 504 too; anything
+// else (refused, reset, connection lost) is 502. ok is false when the client canceled.
+func upstreamStatus(r *http.Request, err error) (status int, ok bool) {
+	ctx := r.Context()
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
+		return 0, false
+	}
+	if dl, set := ctx.Deadline(); set && !time.Now().Before(dl) {
+		return http.StatusGatewayTimeout, true
+	}
+	var ne net.Error
+	var op *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, true
+	case errors.As(err, &op) && op.Op == "dial":
+		return http.StatusBadGateway, true
+	case errors.As(err, &ne) && ne.Timeout():
+		return http.StatusGatewayTimeout, true
+	}
+	return http.StatusBadGateway, true
+}
+
+// trailerErrorBody is an upstream response body whose failure mid-stream becomes trailers
+// (core.HTTPTrailerErrorWriter) and a normal end of the body, so ReverseProxy sends them instead
+// of aborting the client's stream. One is allocated per response of a route that has such a
+// writer.
+type trailerErrorBody struct {
+	io.ReadCloser
+	res *http.Response
+	rp  *reverseProxy
+}
+
+func (b *trailerErrorBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == nil || errors.Is(err, io.EOF) {
+		return n, err
+	}
+	r := b.res.Request
+	status, ok := upstreamStatus(r, err)
+	if !ok {
+		return n, err // the client is gone: abort as before
+	}
+	b.rp.log.Debug("upstream error mid-stream", zap.String("host", r.Host), zap.String("upstream", r.URL.Host),
+		zap.Int("status", status), zap.Error(err))
+	if b.res.Trailer == nil {
+		b.res.Trailer = http.Header{}
+	}
+	b.rp.trailers.WriteTrailerError(b.res.Trailer, r, status, http.StatusText(status))
+	return n, io.EOF
 }
 
 // bufferPool recycles the 32 KiB copy buffers of response bodies.

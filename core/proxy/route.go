@@ -32,7 +32,9 @@ type route struct {
 	matcher core.HTTPMatcher
 	errw    core.HTTPErrorWriter
 	timeout time.Duration // whole request; 0 means none
-	chain   http.Handler
+	// deadliner reads the client's own deadline from the request (gRPC), nil for none.
+	deadliner core.HTTPDeadliner
+	chain     http.Handler
 
 	// Layer-4 routes (l4.go) have one of these instead of a matcher and a chain.
 	stream core.StreamRoute
@@ -94,6 +96,7 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	if ew, ok := m.(core.HTTPErrorWriter); ok {
 		rt.errw = ew
 	}
+	rt.deadliner, _ = m.(core.HTTPDeadliner)
 	if pw, ok := m.(core.HTTPProtocolErrorWriter); ok {
 		b.t.addNoRoute(r.GetMatch().GetId(), pw)
 	}
@@ -202,8 +205,14 @@ func (s *requestStage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if rt.timeout > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), rt.timeout)
+	timeout, bounded := rt.timeout, rt.timeout > 0
+	if rt.deadliner != nil {
+		if d, ok := rt.deadliner.RequestTimeout(r); ok && (!bounded || d < timeout) {
+			timeout, bounded = d, true
+		}
+	}
+	if bounded {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 	}

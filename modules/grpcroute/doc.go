@@ -38,6 +38,19 @@
 //	401, 403                                        UNAUTHENTICATED, PERMISSION_DENIED
 //	anything else                                   UNKNOWN
 //
+// A backend that fails after its response header went out (it reset the stream, or its
+// connection dropped) ends the call with grpc-status UNAVAILABLE in trailers
+// (core.HTTPTrailerErrorWriter), the messages before the failure delivered, where an aborted
+// stream would reach the client as INTERNAL. A message cut in the middle stays cut (the engine
+// holds back nothing), and the client reports that truncation as INTERNAL before any status.
+//
+// Deadlines. The client's grpc-timeout bounds the call at the proxy too (core.HTTPDeadliner; the
+// shorter of it and the route's timeout wins), and any upstream failure at or past that deadline
+// is DEADLINE_EXCEEDED. Without it a backend giving up at the same deadline (grpc-go resets the
+// stream with CANCEL) raced the client's own timer, and the client could hear UNAVAILABLE. The
+// header is forwarded unchanged; a client that cancels gets nothing more from the proxy (its
+// stream is gone).
+//
 // The module also claims unrouted gRPC requests (core.HTTPProtocolErrorWriter): a gRPC request no
 // route matches, on any HTTP listener of a table that has at least one gRPC route, gets
 // UNIMPLEMENTED rather than a plain 404.

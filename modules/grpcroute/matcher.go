@@ -21,6 +21,8 @@ var (
 	_ core.HTTPMatcher             = (*Matcher)(nil)
 	_ core.HTTPErrorWriter         = (*Matcher)(nil)
 	_ core.HTTPProtocolErrorWriter = (*Matcher)(nil)
+	_ core.HTTPTrailerErrorWriter  = (*Matcher)(nil)
+	_ core.HTTPDeadliner           = (*Matcher)(nil)
 	_ core.Provisioner             = (*Matcher)(nil)
 	_ core.Validator               = (*Matcher)(nil)
 )

@@ -49,6 +49,20 @@ func (*Matcher) WriteError(w http.ResponseWriter, _ *http.Request, status int, m
 	WriteStatus(w, CodeForHTTP(status), msg)
 }
 
+// WriteTrailerError implements core.HTTPTrailerErrorWriter: a backend that fails after its
+// response header (stream reset, connection lost) ends the call with grpc-status and
+// grpc-message trailers, UNAVAILABLE (DEADLINE_EXCEEDED past the client's deadline), as a lost
+// connection ends a direct call. A reset or a drop otherwise reaches the client as RST_STREAM,
+// which gRPC reports as INTERNAL.
+//
+// A message the backend had only partly sent stays cut: the engine never holds back bytes it
+// received, so the client, which cannot parse the truncated message, still reports INTERNAL.
+// Backends send small messages in one DATA frame, which the engine forwards whole.
+func (*Matcher) WriteTrailerError(trailer http.Header, _ *http.Request, status int, msg string) {
+	trailer["Grpc-Status"] = []string{strconv.FormatUint(uint64(CodeForHTTP(status)), 10)}
+	trailer["Grpc-Message"] = []string{encodeMessage("backend failed mid-stream: " + msg)}
+}
+
 // WriteStatus writes a trailers-only gRPC response: HTTP 200 and content-type application/grpc,
 // with grpc-status and grpc-message in the header block and no body, which an HTTP/2 server sends
 // as a single HEADERS frame ending the stream. Headers already set on w (say, by a filter) stay,

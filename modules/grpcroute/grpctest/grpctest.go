@@ -11,6 +11,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ type Server struct {
 	Deadlines chan Deadline
 
 	srv *grpc.Server
+	ln  *trackingListener
 }
 
 // Start serves the test service as name on a fresh loopback port until the test ends.
@@ -73,15 +75,50 @@ func StartAt(t testing.TB, name, addr string) *Server {
 		t.Fatal(err)
 	}
 	s := &Server{Name: name, Addr: ln.Addr().String(), Port: uint32(ln.Addr().(*net.TCPAddr).Port),
-		Deadlines: make(chan Deadline, 16), srv: grpc.NewServer()}
+		Deadlines: make(chan Deadline, 16), srv: grpc.NewServer(), ln: &trackingListener{Listener: ln}}
 	testgrpc.RegisterTestServiceServer(s.srv, &service{s: s})
-	go func() { _ = s.srv.Serve(ln) }()
+	go func() { _ = s.srv.Serve(s.ln) }()
 	t.Cleanup(s.srv.Stop)
 	return s
 }
 
 // Stop closes the backend and its connections.
 func (s *Server) Stop() { s.srv.Stop() }
+
+// DropConnections aborts every connection the backend has accepted, as a crashed process would:
+// no GOAWAY, no RST_STREAM, no trailers, a TCP reset (SO_LINGER 0). The server keeps accepting
+// new connections.
+func (s *Server) DropConnections() { s.ln.dropAll() }
+
+// trackingListener remembers the connections it accepted, so a test can abort them.
+type trackingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *trackingListener) dropAll() {
+	l.mu.Lock()
+	conns := l.conns
+	l.conns = nil
+	l.mu.Unlock()
+	for _, c := range conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = c.Close()
+	}
+}
 
 // Dial returns a client of the test service at addr (cleartext HTTP/2 with prior knowledge, as
 // gRPC does without TLS); the connection closes when the test ends.
@@ -167,7 +204,11 @@ func (v *service) StreamingOutputCall(req *testgrpc.StreamingOutputCallRequest, 
 	}
 	for _, p := range req.GetResponseParameters() {
 		if d := time.Duration(p.GetIntervalUs()) * time.Microsecond; d > 0 {
-			time.Sleep(d)
+			select {
+			case <-time.After(d):
+			case <-st.Context().Done():
+				return status.FromContextError(st.Context().Err()).Err()
+			}
 		}
 		if err := st.Send(&testgrpc.StreamingOutputCallResponse{Payload: payload(int(p.GetSize()))}); err != nil {
 			return err
