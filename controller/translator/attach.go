@@ -261,11 +261,15 @@ func (st *routeState) droppedSummary() string {
 		rules = append(rules, r)
 	}
 	sort.Ints(rules)
+	answer := "500"
+	if ek, ok := st.kind.(ErrorAnswerKind); ok {
+		answer = ek.ErrorAnswer()
+	}
 	parts := make([]string, 0, len(rules))
 	for _, r := range rules {
 		how := ""
 		if st.failed[r] {
-			how = " (it answers 500)"
+			how = " (it answers " + answer + ")"
 		}
 		parts = append(parts, fmt.Sprintf("Dropped Rule %d%s: %s", r, how, st.dropped[r]))
 	}

@@ -36,7 +36,8 @@
 //	                              PartiallyInvalid "Dropped Rule ...", or turns False when no
 //	                              rule is left (the spec's "Drop Rule(s)" approach)
 //	FailRule(rule, field, ...)    the same status, but the rule stays and answers 500 (a filter
-//	                              that cannot run must not be skipped)
+//	                              that cannot run must not be skipped); the message says "it
+//	                              answers 500", or what an ErrorAnswerKind's clients see instead
 //	Unresolved(field, reason, ..) ResolvedRefs=False for some other reference
 //
 // Build must be deterministic, and whether a rule is valid must not depend on the listener (the

@@ -43,6 +43,15 @@ type ClusterKind interface {
 	ClusterProtocol() irv1.Cluster_Protocol
 }
 
+// ErrorAnswerKind is optionally implemented by route kinds whose clients do not see the engine's
+// HTTP 500 as such: a rule kept as an error answer (RouteContext.FailRule) is described in the
+// route's status as "it answers <ErrorAnswer>", so the message says what a client really gets
+// (GRPCRoute: a gRPC status UNAVAILABLE). Kinds without it answer "500".
+type ErrorAnswerKind interface {
+	RouteKind
+	ErrorAnswer() string
+}
+
 // Route is one route object as the core passes see it.
 type Route interface {
 	// Object is the route's metadata: namespace, name, generation, creation time.

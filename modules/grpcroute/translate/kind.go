@@ -46,9 +46,10 @@ func init() { core.RegisterModule(Kind{}) }
 type Kind struct{}
 
 var (
-	_ translator.RouteKind   = Kind{}
-	_ translator.ClusterKind = Kind{}
-	_ features.Provider      = Kind{}
+	_ translator.RouteKind       = Kind{}
+	_ translator.ClusterKind     = Kind{}
+	_ translator.ErrorAnswerKind = Kind{}
+	_ features.Provider          = Kind{}
 )
 
 // CoxswainModule implements core.Module.
@@ -66,6 +67,10 @@ func (Kind) GroupKind() gwapiv1.RouteGroupKind {
 func (Kind) Protocols() []gwapiv1.ProtocolType {
 	return []gwapiv1.ProtocolType{gwapiv1.HTTPProtocolType, gwapiv1.HTTPSProtocolType}
 }
+
+// ErrorAnswer implements translator.ErrorAnswerKind: the engine's 500 for a failed rule reaches
+// a gRPC client as a trailers-only response with grpc-status UNAVAILABLE (grpcroute.CodeForHTTP).
+func (Kind) ErrorAnswer() string { return "gRPC status UNAVAILABLE" }
 
 // ClusterProtocol implements translator.ClusterKind: gRPC backends speak HTTP/2.
 func (Kind) ClusterProtocol() irv1.Cluster_Protocol { return irv1.Cluster_H2C }

@@ -187,7 +187,7 @@ func TestStatus(t *testing.T) {
 		for _, c := range echo.Parents[0].Conditions {
 			msgs += c.Message + "\n"
 		}
-		for _, want := range []string{"Dropped Rule 5", "bad/service", "Dropped Rule 6 (it answers 500)", "RequestMirror", `appProtocol "kubernetes.io/ws"`} {
+		for _, want := range []string{"Dropped Rule 5", "bad/service", "Dropped Rule 6 (it answers gRPC status UNAVAILABLE)", "RequestMirror", `appProtocol "kubernetes.io/ws"`} {
 			if !strings.Contains(msgs, want) {
 				t.Errorf("echo conditions do not say %q:\n%s", want, msgs)
 			}
