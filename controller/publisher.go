@@ -31,11 +31,18 @@ type Reporter interface {
 	// Gateway; none clears it. The proxies serve everything else and keep retrying these, so
 	// this may change at any time, independently of Applied.
 	Unbound(gateway *irv1.GatewayGeneration, failures []ListenerFailure)
+	// ModulesMissing says which route rules some proxy cannot serve as written because its
+	// binary lacks a module they need (the proxy answers 500 for them, or leaves them out),
+	// replacing what was said before; none clears it.
+	ModulesMissing(gaps []RouteModuleGap)
 }
 
 // ListenerFailure is one Gateway listener one proxy could not bind. The status writer owns the
 // type (this package imports it, not the other way round).
 type ListenerFailure = status.ListenerFailure
+
+// RouteModuleGap is one route rule one proxy cannot serve as written (status owns the type).
+type RouteModuleGap = status.RouteModuleGap
 
 // NewPublisher starts the Publisher of one leadership term. ctx ends with the term.
 type NewPublisher func(ctx context.Context, report Reporter) (Publisher, error)

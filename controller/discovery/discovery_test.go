@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/filters/headers"
@@ -171,12 +172,27 @@ func TestModuleAware(t *testing.T) {
 	full.waitServes(t, ln, "/filtered", 200, "be /filtered set")
 	reduced.waitServes(t, ln, "/filtered", 500, "")
 	reduced.waitServes(t, ln, "/plain", 200, "be /plain")
+	eventually(t, "the module gap reported for the route", func() error {
+		want := controller.RouteModuleGap{Kind: "HTTPRoute", Namespace: "apps", Name: "a", Rule: 0,
+			GatewayNamespace: "apps", GatewayName: "a", Section: "http", Proxy: "reduced", Module: headers.RequestModuleID}
+		if got := s.report.modulesMissing(); len(got) != 1 || got[0] != want {
+			return fmt.Errorf("gaps %+v, want %+v", got, want)
+		}
+		return nil
+	})
 	for _, pv := range s.Fleet().Proxies {
 		want := pv.Node == "reduced"
 		if got := len(pv.MissingModules) == 1 && pv.MissingModules[0] == headers.RequestModuleID; got != want || pv.LastRejection != nil {
 			t.Fatalf("proxy %s: missing %v, rejection %+v", pv.Node, pv.MissingModules, pv.LastRejection)
 		}
 	}
+	reduced.stop()
+	eventually(t, "the gap cleared once the proxy lacking the module left", func() error {
+		if got := s.report.modulesMissing(); len(got) != 0 {
+			return fmt.Errorf("gaps %+v", got)
+		}
+		return nil
+	})
 }
 
 // TestDedicated: a dedicated proxy gets only its Gateway, and only it counts for that Gateway.

@@ -163,6 +163,7 @@ type reporter struct {
 	applied map[string]int64
 	pending map[string][]string // every message, in order
 	unbound map[string][]controller.ListenerFailure
+	gaps    []controller.RouteModuleGap
 	changed chan struct{} // signalled on every Applied
 }
 
@@ -197,6 +198,18 @@ func (r *reporter) Unbound(g *irv1.GatewayGeneration, fs []controller.ListenerFa
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.unbound[g.GetNamespace()+"/"+g.GetName()] = fs
+}
+
+func (r *reporter) ModulesMissing(gaps []controller.RouteModuleGap) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gaps = gaps
+}
+
+func (r *reporter) modulesMissing() []controller.RouteModuleGap {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gaps
 }
 
 func (r *reporter) unboundOf(gw string) []controller.ListenerFailure {

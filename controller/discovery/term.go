@@ -35,8 +35,9 @@ type term struct {
 	seq      uint64
 	latest   *published
 	gateways map[gwKey]*gwState
-	sessions []*session           // sorted by node
-	cache    map[string]*prepared // tailored snapshots of latest, by tailoring key
+	sessions []*session                  // sorted by node
+	cache    map[string]*prepared        // tailored snapshots of latest, by tailoring key
+	gaps     []controller.RouteModuleGap // the route module gaps last reported
 }
 
 // published is one snapshot handed to Publish.
@@ -65,6 +66,7 @@ type prepared struct {
 	data    []byte
 	version string
 	err     error
+	gaps    []routeGap // routes this tailoring leaves out or answers 500 for: modules missing
 }
 
 func newTerm(s *Server, report controller.Reporter) *term {
@@ -255,6 +257,7 @@ func (p *prepared) build(snap *irv1.Snapshot, gw *gwKey, missing []string, m *me
 	if out != snap {
 		m.tailored.Inc()
 	}
+	p.gaps = moduleGaps(snap, gw, missing)
 	p.snap, p.version = out, out.GetVersion()
 	p.data, p.err = proto.Marshal(out)
 }
@@ -339,6 +342,7 @@ func (t *term) evaluate() {
 	}
 	t.s.metrics.pending.Set(float64(pending))
 	t.s.metrics.bindFailures.Set(float64(t.countFailures()))
+	t.reportGaps()
 	if len(applied) > 0 {
 		t.report.Applied(applied)
 	}

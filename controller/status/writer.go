@@ -75,7 +75,8 @@ type Writer struct {
 	applied  map[types.NamespacedName]int64
 	awaiting map[types.NamespacedName]awaited // what a pending generation waits for
 	unbound  map[types.NamespacedName][]ListenerFailure
-	desired  bool // Desire has run once
+	gaps     map[Key][]RouteModuleGap // route rules proxies cannot serve as written
+	desired  bool                     // Desire has run once
 
 	writes atomic.Int64
 }
@@ -103,6 +104,7 @@ func NewWriter(opts Options) *Writer {
 		applied:  map[types.NamespacedName]int64{},
 		awaiting: map[types.NamespacedName]awaited{},
 		unbound:  map[types.NamespacedName][]ListenerFailure{},
+		gaps:     map[Key][]RouteModuleGap{},
 	}
 }
 
@@ -280,7 +282,7 @@ func (w *Writer) sync(ctx context.Context, key Key) error {
 		return nil // a kind this controller does not watch
 	}
 	w.mu.Lock()
-	desired := w.routes[key]
+	desired := withModuleGaps(w.routes[key], key.Namespace, w.gaps[key], w.opts.Now())
 	w.mu.Unlock()
 	return w.count(rk.sync(ctx, key.NamespacedName, desired, w.opts.ControllerName))
 }
