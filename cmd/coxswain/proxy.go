@@ -50,9 +50,11 @@ func runProxy(args []string, e *env) int {
 	var pf proxyCmdFlags
 	var lf logFlags
 	var lim proxyFlags
+	var mf memoryFlags
 	pf.register(fs)
 	lf.register(fs)
 	lim.register(fs)
+	mf.register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -73,25 +75,33 @@ func runProxy(args []string, e *env) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
+	if err := mf.setLimit(log); err != nil {
+		fmt.Fprintf(e.stderr, "coxswain proxy: %v\n", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := pf.run(ctx, log, e, lim.limits()); err != nil {
+	if err := pf.run(ctx, log, e, lim.limits(), mf.release); err != nil {
 		log.Error("coxswain proxy failed", zap.Error(err))
 		return 1
 	}
 	return 0
 }
 
-func (pf *proxyCmdFlags) run(ctx context.Context, log *zap.Logger, e *env, limits proxy.Limits) error {
+func (pf *proxyCmdFlags) run(ctx context.Context, log *zap.Logger, e *env, limits proxy.Limits, release bool) error {
 	reg := admin.NewRegistry()
 	px := proxy.New(proxy.Options{Log: log.Named("proxy"), Registry: e.reg, Limits: limits})
+	var engine agent.Engine = px
+	if release {
+		engine = releasingEngine{Proxy: px, r: newReleaser(time.Second)}
+	}
 	var mods []string
 	for _, id := range e.reg.IDs() {
 		mods = append(mods, string(id))
 	}
 	v, _ := buildVersion()
 	ag, err := agent.New(agent.Options{
-		Log: log.Named("discovery"), Engine: px, Modules: mods, Addresses: pf.discovery,
+		Log: log.Named("discovery"), Engine: engine, Modules: mods, Addresses: pf.discovery,
 		TokenFile: pf.tokenFile, TrustBundleFile: pf.trustBundle, Node: pf.node, Gateway: pf.gateway,
 		ListenAddress: pf.listenAddress, Build: v, Metrics: reg,
 	})

@@ -23,9 +23,11 @@ func serve(args []string, e *env) int {
 	var cf configFlags
 	var lf logFlags
 	var pf proxyFlags
+	var mf memoryFlags
 	cf.register(fs)
 	lf.register(fs)
 	pf.register(fs)
+	mf.register(fs)
 	admin := fs.String("admin-address", "127.0.0.1:9901",
 		"address of the admin endpoints /healthz, /readyz and /status; empty disables them")
 	debounce := fs.Duration("debounce", standalone.DefaultDebounce, "how long file changes must settle before a reload")
@@ -42,10 +44,14 @@ func serve(args []string, e *env) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
+	if err := mf.setLimit(log); err != nil {
+		fmt.Fprintf(e.stderr, "coxswain serve: %v\n", err)
+		return 2
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runServe(ctx, log, e, cf, pf.limits(), *admin, *debounce, *drain); err != nil {
+	if err := runServe(ctx, log, e, cf, pf.limits(), mf.release, *admin, *debounce, *drain); err != nil {
 		log.Error("coxswain serve failed", zap.Error(err))
 		return 1
 	}
@@ -53,12 +59,16 @@ func serve(args []string, e *env) int {
 }
 
 // runServe wires the proxy, the runner and the admin server, and tears them down in reverse.
-func runServe(ctx context.Context, log *zap.Logger, e *env, cf configFlags, limits proxy.Limits, adminAddr string, debounce, drain time.Duration) error {
+func runServe(ctx context.Context, log *zap.Logger, e *env, cf configFlags, limits proxy.Limits, release bool, adminAddr string, debounce, drain time.Duration) error {
 	px := proxy.New(proxy.Options{Log: log.Named("proxy"), Registry: e.reg, Limits: limits})
+	var engine standalone.Engine = px
+	if release {
+		engine = releasingEngine{Proxy: px, r: newReleaser(time.Second)}
+	}
 	opts := cf.translateOptions()
 	opts.Registry = e.reg
 	runner := standalone.NewRunner(standalone.Options{
-		Path: cf.path, Log: log.Named("standalone"), Engine: px, Translate: opts, Debounce: debounce,
+		Path: cf.path, Log: log.Named("standalone"), Engine: engine, Translate: opts, Debounce: debounce,
 	})
 
 	var adminSrv *http.Server

@@ -91,8 +91,7 @@ func (f *forwarders) newForwarder(cl *cluster, resp []core.HTTPResponseFilter, e
 	if cl.protocol != irv1.Cluster_HTTP1 {
 		return f.reverseProxy(cl, resp, errw)
 	}
-	fw := &h1Forwarder{resp: resp, errw: errw, log: f.log, rht: f.rht,
-		newFallback: func() *reverseProxy { return f.reverseProxy(cl, resp, errw) }}
+	fw := &h1Forwarder{fwds: f, cl: cl, resp: resp, errw: errw, rht: f.rht}
 	// Most clusters have one endpoint: no map for them (a table of 10,000 routes has as many
 	// forwarders).
 	if len(cl.eps) == 1 {

@@ -26,15 +26,15 @@ import (
 // proxy everything it does not do: request bodies (which need the body written while the response
 // is read, and 100-continue), Upgrade (WebSocket) and requests carrying trailers.
 type h1Forwarder struct {
-	ep          *core.Endpoint             // the endpoint of a one-endpoint cluster, and its pool
-	pool        *h1Pool                    //
-	pools       map[*core.Endpoint]*h1Pool // otherwise; built once per table, read-only
-	fallback    atomic.Pointer[reverseProxy]
-	newFallback func() *reverseProxy // made on first use: most routes never need it
-	resp        []core.HTTPResponseFilter
-	errw        core.HTTPErrorWriter
-	log         *zap.Logger
-	rht         time.Duration // response header timeout; 0 means none
+	ep       *core.Endpoint               // the endpoint of a one-endpoint cluster, and its pool
+	pool     *h1Pool                      //
+	pools    map[*core.Endpoint]*h1Pool   // otherwise; built once per table, read-only
+	fallback atomic.Pointer[reverseProxy] // made on first use: most routes never need it
+	fwds     *forwarders                  // makes the fallback; its logger
+	cl       *cluster
+	resp     []core.HTTPResponseFilter
+	errw     core.HTTPErrorWriter
+	rht      time.Duration // response header timeout; 0 means none
 }
 
 var _ forwarder = (*h1Forwarder)(nil)
@@ -75,7 +75,7 @@ func (f *h1Forwarder) slowPath() *reverseProxy {
 	if rp := f.fallback.Load(); rp != nil {
 		return rp
 	}
-	rp := f.newFallback()
+	rp := f.fwds.reverseProxy(f.cl, f.resp, f.errw)
 	f.fallback.Store(rp)
 	return rp
 }
@@ -187,7 +187,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 func (f *h1Forwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) {
 	ctxErr := r.Context().Err()
 	if ctxErr != nil && !errors.Is(ctxErr, context.DeadlineExceeded) {
-		f.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
+		f.fwds.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
 		return
 	}
 	status := http.StatusBadGateway
@@ -200,7 +200,7 @@ func (f *h1Forwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endp
 	case errors.As(err, &ne) && ne.Timeout():
 		status = http.StatusGatewayTimeout
 	}
-	f.log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
+	f.fwds.log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
 		zap.Int("status", status), zap.Error(err))
 	f.errw.WriteError(w, r, status, http.StatusText(status))
 }

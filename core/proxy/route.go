@@ -48,6 +48,7 @@ type cluster struct {
 	protocol irv1.Cluster_Protocol
 	eps      []*core.Endpoint
 	balancer core.Balancer
+	plainFwd forwarder // shared by the backends that can (builder.forwarder); nil until one does
 }
 
 func (b *builder) cluster(c *irv1.Cluster) error {
@@ -104,16 +105,23 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	if err != nil {
 		return nil, err
 	}
-	choice := &backendChoice{errw: rt.errw}
-	weights := make([]uint32, len(r.GetBackends()))
+	backends := r.GetBackends()
+	choice := &backendChoice{errw: rt.errw, backends: make([]http.Handler, 0, len(backends))}
+	weights := make([]uint32, len(backends))
 	backendTimeout := time.Duration(r.GetTimeouts().GetBackendRequestMs()) * time.Millisecond
-	for i, be := range r.GetBackends() {
+	for i, be := range backends {
 		h, err := b.backend(be, ruleFilters, rt.errw, backendTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("backend %d (%s): %w", i, be.GetCluster(), err)
 		}
 		weights[i] = be.GetWeight()
 		choice.backends = append(choice.backends, h)
+	}
+	if len(backends) == 1 && weights[0] > 0 {
+		// Most routes have one backend: no choice to make, so no schedule to keep (a table of
+		// 10,000 routes would hold as many).
+		rt.chain = chain(ruleFilters, choice.backends[0])
+		return rt, nil
 	}
 	choice.sched = wrr.New(weights)
 	rt.chain = chain(ruleFilters, choice)
@@ -145,9 +153,23 @@ func (b *builder) backend(be *irv1.Backend, rule []loadedFilter, errw core.HTTPE
 			}
 		}
 		up.cluster = cl
-		up.fwd = b.p.fwd.newForwarder(cl, resp, errw)
+		up.fwd = b.forwarder(cl, resp, errw)
 	}
 	return chain(own, up), nil
+}
+
+// forwarder returns the forwarder of a backend of cl. A forwarder holds no per-request state, so
+// the backends without response filters whose route answers errors as plain text (every HTTPRoute
+// without a ResponseHeaderModifier) share one per cluster: at 10,000 routes to a few Services that
+// is a few forwarders instead of 10,000.
+func (b *builder) forwarder(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) forwarder {
+	if _, plain := errw.(plainErrors); !plain || len(resp) > 0 {
+		return b.p.fwd.newForwarder(cl, resp, errw)
+	}
+	if cl.plainFwd == nil {
+		cl.plainFwd = b.p.fwd.newForwarder(cl, nil, errw)
+	}
+	return cl.plainFwd
 }
 
 // loadedFilter is one filter module and the interfaces it implements.

@@ -35,7 +35,7 @@ type table struct {
 
 // builtListener is an IR listener with its module and compiled state.
 type builtListener struct {
-	ir     *irv1.Listener
+	ir     *irv1.Listener // without its servers (listenerHead)
 	key    sockKey
 	module core.ModuleID
 	sl     StreamListener
@@ -93,7 +93,11 @@ func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot) (*table, error) 
 	t := &table{version: snap.GetVersion(), log: p.log, bc: bc, certKeys: map[certKey]struct{}{}}
 	t.refs.Store(1)
 	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{}, clusters: map[string]*cluster{}}
-	if err := b.build(snap); err != nil {
+	err := b.build(snap)
+	// The table keeps the BuildContext for cleanup only: it must not keep the decoded snapshot
+	// (at 10,000 routes ≈40% of the heap a proxy would otherwise hold) alive as long as it serves.
+	bc.Snapshot = nil
+	if err != nil {
 		if cerr := bc.Close(); cerr != nil {
 			p.log.Warn("cleaning up a rejected snapshot", zap.Error(cerr))
 		}
@@ -164,7 +168,13 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 		return nil, fmt.Errorf("module %s: %w", id, err)
 	}
 	key := sockKey{address: l.GetAddress(), port: l.GetPort(), network: networkOf(sl)}
-	return &builtListener{ir: l, key: key, module: id, sl: sl, state: ls}, nil
+	return &builtListener{ir: listenerHead(l), key: key, module: id, sl: sl, state: ls}, nil
+}
+
+// listenerHead is l without its servers: what a built listener needs of its IR after the build
+// (its name, address and protocol), without keeping every route's decoded IR alive.
+func listenerHead(l *irv1.Listener) *irv1.Listener {
+	return &irv1.Listener{Name: l.GetName(), Address: l.GetAddress(), Port: l.GetPort(), Protocol: l.GetProtocol()}
 }
 
 func (b *builder) server(s *irv1.Server) (*server, error) {
