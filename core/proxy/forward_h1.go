@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"strings"
@@ -22,9 +21,11 @@ import (
 // (each handoff is a scheduler wake-up, ≈35 µs on a small VM), no clone of the request, and the
 // response header copied into the client's header map with a handful of allocations.
 //
-// It takes requests without a body (the common GET/HEAD/DELETE), and leaves to the stdlib reverse
-// proxy everything it does not do: request bodies (which need the body written while the response
-// is read, and 100-continue), Upgrade (WebSocket) and requests carrying trailers.
+// It takes requests without a body and requests whose body it can read whole first (up to
+// maxBufferedBody, see readBody), and leaves to the stdlib reverse proxy everything it does not do:
+// larger or still-streaming bodies (which need the body written while the response is read),
+// Expect: 100-continue (forwarded, so the upstream decides), Upgrade (WebSocket) and requests
+// carrying trailers.
 type h1Forwarder struct {
 	ep       *core.Endpoint               // the endpoint of a one-endpoint cluster, and its pool
 	pool     *h1Pool                      //
@@ -41,10 +42,24 @@ var _ forwarder = (*h1Forwarder)(nil)
 
 // h1Exchange is the per-request scratch of the fast path, pooled.
 type h1Exchange struct {
-	head h1Head
+	head    h1Head
+	body    []byte  // the request body, read whole
+	bodyBuf *[]byte // its pooled buffer, nil when none
+
+	// Cancellation (guard): the own server's connection watching its client, or else a
+	// context.AfterFunc on the request's context, unblocks the connection in use.
+	sc      *h1sConn
+	stop    func() bool
+	live    atomic.Pointer[h1Conn]
+	abortFn func() // abort, bound once
+	lost    bool   // an AfterFunc may still be running: x is not pooled again
 }
 
-var exchanges = sync.Pool{New: func() any { return &h1Exchange{} }}
+var exchanges = sync.Pool{New: func() any {
+	x := &h1Exchange{}
+	x.abortFn = x.abort
+	return x
+}}
 
 // copyBufs are the buffers chunked bodies are copied through.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
@@ -59,9 +74,18 @@ func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.E
 		return
 	}
 	x := exchanges.Get().(*h1Exchange)
-	defer exchanges.Put(x)
-	ctx := r.Context()
-	c, err := f.exchange(ctx, r, pool, x)
+	defer x.done()
+	switch x.readBody(r) {
+	case bodyRead:
+	case bodyStreams:
+		f.streamBody(w, r, ep, x)
+		return
+	default:
+		f.errw.WriteError(w, r, http.StatusBadRequest, "malformed request body")
+		return
+	}
+	x.guard(w, r)
+	c, err := f.exchange(r.Context(), r, pool, x)
 	if err != nil {
 		f.fail(w, r, ep, err)
 		return
@@ -84,9 +108,15 @@ func (f *h1Forwarder) slowPath() *reverseProxy {
 func fastPathable(r *http.Request) bool {
 	// net/http gives a request without a body ContentLength 0: HTTP/1.1 without Content-Length or
 	// chunked framing (or with "Content-Length: 0"), HTTP/2 ending the stream with its headers or
-	// declaring a zero length (more DATA would be a stream error). Chunked or unknown length is -1.
-	if r.ContentLength != 0 || r.Trailer != nil {
+	// declaring a zero length (more DATA would be a stream error). Chunked or unknown length is -1:
+	// only the own server's chunked bodies are taken (readBody can tell whether they have arrived).
+	if r.ContentLength > maxBufferedBody || r.Trailer != nil || len(r.Header["Expect"]) > 0 {
 		return false
+	}
+	if r.ContentLength < 0 {
+		if _, own := r.Body.(*h1Body); !own {
+			return false
+		}
 	}
 	// "Upgrade: h2c" is dropped, never tunnelled (see rewrite); other upgrades need a tunnel.
 	return len(r.Header["Upgrade"]) == 0 || isH2CUpgrade(r)
@@ -97,10 +127,83 @@ func isH2CUpgrade(r *http.Request) bool {
 	return len(up) > 0 && strings.EqualFold(up[0], "h2c")
 }
 
+// guard arms the cancellation of the exchange. A request of the own HTTP/1.1 server, unwrapped, is
+// watched by its connection (clientWatch), which costs nothing here; any other request whose
+// context can end gets a context.AfterFunc (an HTTP/2 stream reset, a route timeout).
+func (x *h1Exchange) guard(w http.ResponseWriter, r *http.Request) {
+	if hw, ok := w.(*h1Writer); ok && r == hw.c.req {
+		x.sc = hw.c
+		return
+	}
+	if r.Context().Done() != nil {
+		x.stop = context.AfterFunc(r.Context(), x.abortFn)
+	}
+}
+
+// use makes c the connection a cancellation unblocks.
+func (x *h1Exchange) use(c *h1Conn) {
+	switch {
+	case x.sc != nil:
+		x.sc.watch.upstream.Store(c)
+	case x.stop != nil:
+		x.live.Store(c)
+	}
+}
+
+// cancelled reports whether the request was cancelled (or its context ended). Checked after a
+// deadline is set on the connection: a cancellation that came before would have been overwritten.
+func (x *h1Exchange) cancelled(ctx context.Context) bool {
+	switch {
+	case x.sc != nil:
+		return x.sc.watch.gone.Load()
+	case x.stop != nil:
+		return ctx.Err() != nil
+	}
+	return false
+}
+
+// abort unblocks the connection in use (context.AfterFunc).
+func (x *h1Exchange) abort() {
+	if c := x.live.Load(); c != nil {
+		_ = c.nc.SetDeadline(aLongTimeAgo)
+	}
+}
+
+// release disarms the guard and reports whether the connection may be pooled: not when a
+// cancellation may have set its deadline in the past, or still be about to.
+func (x *h1Exchange) release() bool {
+	switch {
+	case x.sc != nil:
+		x.sc.watch.upstream.Store(nil)
+		ok := !x.sc.watch.gone.Load() // see clientGone: unset now means the watch will not touch it
+		x.sc = nil
+		return ok
+	case x.stop != nil:
+		ok := x.stop()
+		x.stop = nil
+		x.live.Store(nil)
+		x.lost = !ok
+		return ok
+	}
+	return true
+}
+
+// done releases the exchange at the end of forward, panicking or not.
+func (x *h1Exchange) done() {
+	x.release()
+	x.putBody()
+	if !x.lost {
+		exchanges.Put(x)
+	}
+}
+
 // exchange sends r on a pooled connection and reads the response header into x. A reused
 // connection that turns out closed before answering (the upstream's keep-alive timeout raced us)
-// is replaced and the request sent again, which is safe: it has no body and nothing was received.
+// is replaced and the request sent again if it is replayable: its body, if any, is in x, and its
+// method is idempotent as net/http's client counts them. A request that is not gets a pooled
+// connection only after a peek shows it still open and silent, and is never sent twice.
 func (f *h1Forwarder) exchange(ctx context.Context, r *http.Request, pool *h1Pool, x *h1Exchange) (*h1Conn, error) {
+	replay := replayable(r)
 	for attempt := 0; ; attempt++ {
 		var c *h1Conn
 		var err error
@@ -109,18 +212,33 @@ func (f *h1Forwarder) exchange(ctx context.Context, r *http.Request, pool *h1Poo
 		} else {
 			c, err = pool.dial(ctx)
 		}
+		for err == nil && c.reused && !replay && !c.alive() {
+			_ = c.nc.Close()
+			c, err = pool.get(ctx)
+		}
 		if err != nil {
 			return nil, err
 		}
+		x.use(c)
 		err = f.roundTrip(ctx, r, c, x)
 		if err == nil {
 			return c, nil
 		}
 		_ = c.nc.Close()
-		if !c.reused || !staleConn(err) || ctx.Err() != nil {
+		if !c.reused || !replay || !staleConn(err) || x.cancelled(ctx) {
 			return nil, err
 		}
 	}
+}
+
+// replayable reports whether r may be sent again after a connection failed under it, by net/http's
+// rule: an idempotent method, or an idempotency key.
+func replayable(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return len(r.Header["Idempotency-Key"]) > 0 || len(r.Header["X-Idempotency-Key"]) > 0
 }
 
 // staleConn reports whether err is how a kept-alive connection closed by the peer shows up.
@@ -130,77 +248,85 @@ func staleConn(err error) bool {
 
 func isConnReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
-// roundTrip writes the request and reads the response header, under the response-header timeout
-// and the request's deadline; a request whose context is cancelled (an HTTP/2 stream reset, a
-// client gone from a net/http connection) unblocks it at once. The response-header timeout is
-// re-armed lazily: a deadline still at least half the timeout away is left as it is, so that a
-// busy connection does not touch its timer on every request (the wait is bounded by between half
-// and all of the timeout).
+// roundTrip writes the request and its body and reads the response header, under the
+// response-header timeout and the request's deadline; a cancellation (guard) unblocks it at once.
+// The response-header timeout is re-armed lazily: a deadline still at least half the timeout away
+// is left as it is, so that a busy connection does not touch its timer on every request (the wait
+// is bounded by between half and all of the timeout).
 func (f *h1Forwarder) roundTrip(ctx context.Context, r *http.Request, c *h1Conn, x *h1Exchange) error {
 	ctxDeadline, hasCtx := ctx.Deadline()
 	now := time.Now()
+	set := true
 	switch {
 	case hasCtx && (f.rht == 0 || ctxDeadline.Before(now.Add(f.rht))):
 		c.setDeadline(ctxDeadline)
 	case f.rht > 0:
-		if c.deadline.IsZero() || c.deadline.Before(now.Add(f.rht/2)) {
+		if set = c.deadline.IsZero() || c.deadline.Before(now.Add(f.rht/2)); set {
 			c.setDeadline(now.Add(f.rht))
 		}
 	case !c.deadline.IsZero():
 		c.setDeadline(time.Time{})
+	default:
+		set = false
 	}
-	var stop func() bool
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
+	if set && x.cancelled(ctx) {
+		return cancelErr(ctx)
 	}
-	writeRequest(c.bw, r)
+	writeRequest(c.bw, r, int64(len(x.body)))
+	_, _ = c.bw.Write(x.body)
 	err := c.bw.Flush()
 	if err == nil {
 		err = x.head.read(c.br)
 	}
-	if stop != nil && !stop() {
-		return ctx.Err()
+	if x.cancelled(ctx) {
+		return cancelErr(ctx)
 	}
 	return err
 }
 
+// cancelErr is the error of a cancelled exchange: the context's (a deadline is a 504), else
+// context.Canceled (the client went away and the context's cancellation may still be under way).
+func cancelErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
+}
+
 // bodyDeadline sets the deadline the body is read under before it is copied: the request's own, or
 // none (a download may outlast the response-header timeout). A body already buffered whole needs
-// no read and no timer.
-func bodyDeadline(ctx context.Context, c *h1Conn, hd *h1Head, method string) {
+// no read and no timer. It reports false when the request was cancelled meanwhile.
+func bodyDeadline(ctx context.Context, c *h1Conn, x *h1Exchange, method string) bool {
+	hd := &x.head
 	if hd.bodyless(method) || (hd.length >= 0 && int64(c.br.Buffered()) >= hd.length) {
-		return
+		return true
 	}
 	if d, ok := ctx.Deadline(); ok {
-		if !d.Equal(c.deadline) {
-			c.setDeadline(d)
+		if d.Equal(c.deadline) {
+			return true
 		}
-	} else if !c.deadline.IsZero() {
+		c.setDeadline(d)
+	} else {
+		if c.deadline.IsZero() {
+			return true
+		}
 		c.setDeadline(time.Time{})
 	}
+	return !x.cancelled(ctx)
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
 
-// fail answers an exchange that produced no response: 504 for a deadline, 502 otherwise. A client
-// that went away gets nothing.
+// fail answers an exchange that produced no response (upstreamStatus: 504 past a deadline, 502
+// otherwise). A client that went away gets nothing.
 func (f *h1Forwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) {
-	ctxErr := r.Context().Err()
-	if ctxErr != nil && !errors.Is(ctxErr, context.DeadlineExceeded) {
-		f.fwds.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
+	log := f.fwds.log
+	status, ok := upstreamStatus(r, err)
+	if !ok {
+		log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
 		return
 	}
-	status := http.StatusBadGateway
-	var ne net.Error
-	var op *net.OpError
-	switch {
-	case errors.Is(ctxErr, context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		status = http.StatusGatewayTimeout
-	case errors.As(err, &op) && op.Op == "dial":
-	case errors.As(err, &ne) && ne.Timeout():
-		status = http.StatusGatewayTimeout
-	}
-	f.fwds.log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
+	log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
 		zap.Int("status", status), zap.Error(err))
 	f.errw.WriteError(w, r, status, http.StatusText(status))
 }

@@ -2,8 +2,10 @@ package proxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
+	"strconv"
 	"testing"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
@@ -67,6 +69,141 @@ func BenchmarkH1ProxyAllocs(b *testing.B) {
 	br := bufio.NewReader(c)
 	req := []byte("GET /bench?x=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
 	body := make([]byte, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if err := skipHeader(br); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(br, body); err != nil || string(body) != "ok" {
+			b.Fatalf("%q %v", body, err)
+		}
+	}
+}
+
+// serveBodies is serveFixed for requests with bodies: it reads each request's header and its body
+// (Content-Length or chunked) before answering, allocating nothing per request.
+func serveBodies(tb testing.TB, resp string) *testBackend {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = ln.Close() })
+	raw := []byte(resp)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for skipRequest(br) == nil {
+					if _, err := c.Write(raw); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return &testBackend{name: "bodies", port: portOf(tb, ln.Addr().String())}
+}
+
+// skipRequest reads one request header and discards its body.
+func skipRequest(br *bufio.Reader) error {
+	length, chunked := int64(0), false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok {
+			v = bytes.TrimSpace(v)
+			switch {
+			case bytes.EqualFold(k, []byte("Content-Length")):
+				length, _ = strconv.ParseInt(string(v), 10, 64)
+			case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+				chunked = bytes.EqualFold(v, []byte("chunked"))
+			}
+		}
+	}
+	if !chunked {
+		_, err := br.Discard(int(length))
+		return err
+	}
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		size, _, _ := bytes.Cut(bytes.TrimSpace(line), []byte(";"))
+		n, err := strconv.ParseInt(string(size), 16, 64)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return skipHeader(br) // trailers
+		}
+		if _, err := br.Discard(int(n) + 2); err != nil {
+			return err
+		}
+	}
+}
+
+// BenchmarkH1ProxyPost is BenchmarkH1ProxyAllocs for a POST with a body, framed by Content-Length
+// or chunked (in 8 KiB chunks), as one client write.
+func BenchmarkH1ProxyPost(b *testing.B) {
+	be := serveBodies(b, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+	l := httpListener(0, server("", vhost("example.com", route("r", "/", backend("bodies", 1)))))
+	p := newProxy(b)
+	apply(b, p, snapshot(b, []*irv1.Listener{l}, []*irv1.Cluster{cluster("bodies", be)}))
+	for _, size := range []int{1 << 10, 64 << 10} {
+		for _, chunked := range []bool{false, true} {
+			name := strconv.Itoa(size>>10) + "KiB"
+			if chunked {
+				name += "-chunked"
+			}
+			b.Run(name, func(b *testing.B) {
+				benchPost(b, addrOf(b, p, l.Name), postRequest(size, chunked))
+			})
+		}
+	}
+}
+
+func postRequest(size int, chunked bool) []byte {
+	body := bytes.Repeat([]byte("x"), size)
+	req := []byte("POST /bench HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nContent-Type: application/octet-stream\r\n")
+	if !chunked {
+		req = append(req, "Content-Length: "+strconv.Itoa(size)+"\r\n\r\n"...)
+		return append(req, body...)
+	}
+	req = append(req, "Transfer-Encoding: chunked\r\n\r\n"...)
+	for len(body) > 0 {
+		n := min(len(body), 8<<10)
+		req = append(req, strconv.FormatInt(int64(n), 16)+"\r\n"...)
+		req = append(req, body[:n]...)
+		req = append(req, "\r\n"...)
+		body = body[n:]
+	}
+	return append(req, "0\r\n\r\n"...)
+}
+
+func benchPost(b *testing.B, addr string, req []byte) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	body := make([]byte, 2)
+	b.SetBytes(int64(len(req)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.Write(req); err != nil {

@@ -119,7 +119,7 @@ func TestWriteRequest(t *testing.T) {
 	r.Header.Set("X-Injected", "a\r\nX-Evil: 1")
 	var b bytes.Buffer
 	bw := bufio.NewWriter(&b)
-	writeRequest(bw, r)
+	writeRequest(bw, r, 0)
 	_ = bw.Flush()
 	out, err := http.ReadRequest(bufio.NewReader(&b))
 	if err != nil {

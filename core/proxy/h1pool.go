@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -102,6 +103,18 @@ type h1Conn struct {
 	idleFrom time.Time
 	reused   bool      // served a request before this one
 	deadline time.Time // armed on nc; zero when none
+	peek     socketPeek
+}
+
+// alive reports whether a pooled connection is still open and silent: a peek that finds nothing to
+// read. An upstream that closed it while idle has sent end of stream, which shows here before a
+// request is risked on it.
+func (c *h1Conn) alive() bool {
+	p := &c.peek
+	if p.rc == nil {
+		return true
+	}
+	return p.check() && !p.data && p.err == nil
 }
 
 // setDeadline arms (or with a zero t, clears) the connection's deadline and remembers it.
@@ -137,6 +150,11 @@ func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
 		return nil, err
 	}
 	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), bw: bufio.NewWriterSize(nc, h1WriteBuf), pool: p}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.peek.init(rc)
+		}
+	}
 	return c, nil
 }
 

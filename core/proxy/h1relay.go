@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -57,8 +58,9 @@ func methodWithBody(m string) bool {
 // writeRequest writes r's header as an HTTP/1.1 request to the upstream: request line in origin
 // form, the (possibly rewritten) Host, the end-to-end headers, and X-Forwarded-For (the client's
 // chain with its address appended), -Host and -Proto, exactly as the stdlib reverse proxy sets them.
-// Errors surface on Flush.
-func writeRequest(bw *bufio.Writer, r *http.Request) {
+// The body, of length n, is framed by Content-Length whatever framing it came with. Errors surface
+// on Flush.
+func writeRequest(bw *bufio.Writer, r *http.Request, n int64) {
 	_, _ = bw.WriteString(r.Method)
 	_ = bw.WriteByte(' ')
 	writeRequestURI(bw, r.URL)
@@ -96,10 +98,17 @@ func writeRequest(bw *bufio.Writer, r *http.Request) {
 	} else {
 		_, _ = bw.WriteString("\r\nX-Forwarded-Proto: http\r\n")
 	}
-	if methodWithBody(r.Method) {
-		_, _ = bw.WriteString("Content-Length: 0\r\n")
+	if n > 0 || methodWithBody(r.Method) {
+		_, _ = bw.WriteString("Content-Length: ")
+		writeInt(bw, n)
+		_, _ = bw.WriteString("\r\n")
 	}
 	_, _ = bw.WriteString("\r\n")
+}
+
+// writeInt writes n in decimal without allocating.
+func writeInt(bw *bufio.Writer, n int64) {
+	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, 10))
 }
 
 func writeRequestURI(bw *bufio.Writer, u *url.URL) {
@@ -145,9 +154,12 @@ func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x
 		fl.FilterResponse(r, hd.status, h)
 	}
 	w.WriteHeader(hd.status)
-	bodyDeadline(r.Context(), c, hd, r.Method)
+	if !bodyDeadline(r.Context(), c, x, r.Method) {
+		_ = c.nc.Close()
+		panic(http.ErrAbortHandler)
+	}
 	if hd.bodyless(r.Method) {
-		f.done(c, hd)
+		f.done(c, x)
 		return
 	}
 	flusher, _ := w.(http.Flusher)
@@ -166,11 +178,13 @@ func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x
 		_ = c.nc.Close()
 		panic(http.ErrAbortHandler)
 	}
-	f.done(c, hd)
+	f.done(c, x)
 }
 
-func (f *h1Forwarder) done(c *h1Conn, hd *h1Head) {
-	if hd.close {
+// done pools c after a complete exchange, unless either side asked to close it or a cancellation
+// may have touched it.
+func (f *h1Forwarder) done(c *h1Conn, x *h1Exchange) {
+	if !x.release() || x.head.close {
 		_ = c.nc.Close()
 		return
 	}

@@ -29,7 +29,8 @@ import (
 // TLS has a whole record) and is not parked.
 //
 // Handlers must not keep the request or its header after returning (the next request reuses
-// them); the request's context is the connection's, cancelled when the connection ends.
+// them); the request's context is the connection's, cancelled when the client goes away during a
+// request (see clientWatch) and when the connection ends.
 func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
 	s := &h1Server{
 		sc:         sc,
@@ -184,18 +185,20 @@ type h1sConn struct {
 	br       *bufio.Reader // nil while the connection idles without buffers
 	bw       *bufio.Writer
 	ctx      context.Context
+	cancel   context.CancelFunc
 	remote   string
 	tls      *tls.ConnectionState // nil on cleartext
 	rw       readWaiter
 	idle     atomic.Bool // waiting for a request (Shutdown may close it)
 	hijacked bool
 
-	head h1ReqHead
-	req  *http.Request
-	hdr  http.Header
-	u    url.URL
-	body h1Body
-	w    h1Writer
+	head  h1ReqHead
+	req   *http.Request
+	hdr   http.Header
+	u     url.URL
+	body  h1Body
+	w     h1Writer
+	watch clientWatch
 }
 
 // A connection holds its buffers only while it serves a request (they go back to the pools in
@@ -234,16 +237,6 @@ func (c *h1sConn) releaseBuffers() {
 func (c *h1sConn) start() {
 	s := c.srv
 	c.remote = c.nc.RemoteAddr().String()
-	// The requests' context is the connection's and is never cancelled: a request ends when its
-	// handler returns, and the forwarder bounds its upstream wait with timeouts and deadlines, not
-	// with a per-request cancellation (which would cost a context and a callback per request).
-	ctx := context.Background()
-	if s.sc.ConnContext != nil {
-		ctx = s.sc.ConnContext(ctx, c.nc)
-	}
-	c.ctx = ctx
-	c.req = (&http.Request{}).WithContext(ctx)
-	c.hdr = make(http.Header)
 	c.rw.init(c.nc)
 	c.buffers()
 	if s.readHeader > 0 {
@@ -261,6 +254,16 @@ func (c *h1sConn) start() {
 		c.handToH2(&replayConn{Conn: c.nc, r: c.br})
 		return
 	}
+	// The requests' context is the connection's: one context per connection, not per request. It
+	// is cancelled when the client goes away during a request (clientWatch) and when the
+	// connection ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	if s.sc.ConnContext != nil {
+		ctx = s.sc.ConnContext(ctx, c.nc)
+	}
+	c.ctx, c.cancel = ctx, cancel
+	c.req = (&http.Request{}).WithContext(ctx)
+	c.hdr = make(http.Header)
 	c.run()
 }
 
@@ -492,6 +495,9 @@ func (c *h1sConn) close() {
 	c.srv.untrack(c)
 	_ = c.nc.Close()
 	c.releaseBuffers()
+	if c.cancel != nil {
+		c.cancel()
+	}
 }
 
 // replyError answers a request the parser refused, then the connection closes. I/O errors and
@@ -533,11 +539,13 @@ func (c *h1sConn) serve() bool {
 	c.body.reset(c, h)
 	r.Body = requestBody(&c.body, h)
 	c.w.reset(c, h.minor, r.Method == http.MethodHead, h.close || s.closing.Load())
-	if c.handle(r) {
-		return false
+	if r.Body == http.NoBody {
+		c.watchClient() // else the forwarder does once it has read the body
 	}
-	if c.hijacked {
-		return false
+	aborted := c.handle(r)
+	c.unwatchClient()
+	if aborted || c.hijacked || c.watch.gone.Load() {
+		return false // a client that went away gets no answer
 	}
 	ok := c.w.finish()
 	if ok && !c.body.drain(drainLimit) {

@@ -278,8 +278,9 @@ func (w *h1Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.sent {
 		return nil, nil, errors.New("hijack after the response started")
 	}
-	w.hijack = true
 	c := w.c
+	c.unwatchClient()
+	w.hijack = true
 	c.hijacked = true
 	c.srv.untrack(c) // Shutdown no longer waits for it, as with net/http
 	_ = c.nc.SetDeadline(time.Time{})

@@ -1,0 +1,179 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// clientWatchDelay is how long a request may run before its connection is watched for the client
+// going away. Watching costs a goroutine, a peek and a wake-up to stop it; a request answered
+// sooner (nearly all of them) costs only the arming and stopping of a timer.
+const clientWatchDelay = 20 * time.Millisecond
+
+// clientWatch notices a client that goes away while its request is being served, as net/http's
+// background read does: once the request body has been read whole, a goroutine waits on the
+// connection's reader (Peek, which buffers and consumes nothing: the serving goroutine does not
+// read while the handler runs, and takes the reader back before it does). End of stream, a TLS
+// close_notify or a reset means the client is gone: the connection's context (every request's) is
+// cancelled and the fast path's upstream connection, if there is one, is unblocked at once and
+// then closed instead of pooled. Bytes from the client (a pipelined request) end the watch and stay
+// buffered for the next request, so pipelining is unaffected; a request with bytes already
+// buffered behind it is not watched at all.
+//
+// A client that half-closes after sending its request (shutdown(SHUT_WR)) looks gone too, as it
+// does to net/http.
+type clientWatch struct {
+	t        *time.Timer   // runs watch after clientWatchDelay; nil until first needed
+	done     chan struct{} // one value per run of watch
+	peek     socketPeek    // on the TCP socket (beneath TLS too), for clientReady
+	off      bool          // the socket cannot be polled (clientReady)
+	armed    bool          // the timer is set for the current request (serving goroutine only)
+	stop     atomic.Bool   // the serving goroutine is taking the socket back
+	gone     atomic.Bool   // the client went away; the connection is finished
+	upstream atomic.Pointer[h1Conn]
+}
+
+// watchClient arms the watch for the request being served. Call it on the serving goroutine once the
+// request body, if any, has been read whole, and only while the handler runs.
+func (c *h1sConn) watchClient() {
+	w := &c.watch
+	if w.armed || c.hijacked || c.br.Buffered() > 0 {
+		return
+	}
+	if w.t == nil {
+		w.done = make(chan struct{}, 1)
+		w.t = time.AfterFunc(time.Hour, c.watch1)
+		w.t.Stop()
+	}
+	w.armed = true
+	w.t.Reset(clientWatchDelay)
+}
+
+// initPeek readies the socket peek; false (for good) when the socket cannot be polled.
+func (c *h1sConn) initPeek() bool {
+	w := &c.watch
+	if w.peek.rc != nil {
+		return true
+	}
+	if w.off {
+		return false
+	}
+	nc := c.nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		w.off = true
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		w.off = true
+		return false
+	}
+	w.peek.init(rc)
+	return true
+}
+
+// clientReady reports, without waiting, whether the client has sent bytes that are not read yet.
+func (c *h1sConn) clientReady() bool {
+	return c.br.Buffered() > 0 || (c.initPeek() && c.watch.peek.ready())
+}
+
+// unwatchClient disarms the watch; when it is already running, it takes the socket back from it
+// (a read deadline in the past wakes it) and waits for it to end. Afterwards the socket has no read
+// deadline if the watch ran, and the one it had otherwise.
+func (c *h1sConn) unwatchClient() {
+	w := &c.watch
+	if !w.armed {
+		return
+	}
+	w.armed = false
+	if w.t.Stop() {
+		return
+	}
+	w.stop.Store(true)
+	_ = c.nc.SetReadDeadline(aLongTimeAgo)
+	<-w.done
+	w.stop.Store(false)
+	_ = c.nc.SetReadDeadline(time.Time{})
+}
+
+// watch1 is one watch, on the timer's goroutine. It clears the read deadline (the header timeout
+// may still be set) and then checks stop, so that unwatchClient's past deadline either comes after
+// the clearing and wakes the wait, or came before it and stop is seen.
+func (c *h1sConn) watch1() {
+	w := &c.watch
+	defer func() { w.done <- struct{}{} }()
+	_ = c.nc.SetReadDeadline(time.Time{})
+	if w.stop.Load() {
+		return
+	}
+	_, err := c.br.Peek(1)
+	if err == nil || w.stop.Load() || isTimeout(err) {
+		return
+	}
+	c.clientGone()
+}
+
+// clientGone marks the connection finished and cancels what runs on its behalf. gone is set before
+// the upstream connection is looked at, so a forwarder that finds gone unset after deregistering its
+// connection knows the watch will not touch it (h1Exchange.release).
+func (c *h1sConn) clientGone() {
+	w := &c.watch
+	w.gone.Store(true)
+	if c.cancel != nil {
+		c.cancel()
+	}
+	if uc := w.upstream.Load(); uc != nil {
+		_ = uc.nc.SetDeadline(aLongTimeAgo)
+	}
+}
+
+// socketPeek tells, without waiting and without consuming anything, whether a socket has data or
+// has ended: a MSG_PEEK of one byte.
+type socketPeek struct {
+	rc   syscall.RawConn
+	fn   func(uintptr) bool // step, bound once
+	data bool
+	err  error
+}
+
+func (p *socketPeek) init(rc syscall.RawConn) {
+	p.rc, p.fn = rc, p.step
+}
+
+func (p *socketPeek) step(fd uintptr) bool {
+	var b [1]byte
+	for {
+		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case errors.Is(e, syscall.EINTR):
+			continue
+		case errors.Is(e, syscall.EAGAIN):
+		case e != nil:
+			p.err = e
+		case n == 0:
+			p.err = io.EOF
+		default:
+			p.data = true
+		}
+		return true
+	}
+}
+
+// ready reports, without waiting, whether the socket has data to read.
+func (p *socketPeek) ready() bool {
+	return p.check() && p.data
+}
+
+// check peeks; false when the socket cannot be asked.
+func (p *socketPeek) check() bool {
+	p.data, p.err = false, nil
+	return p.rc != nil && p.rc.Read(p.fn) == nil
+}
