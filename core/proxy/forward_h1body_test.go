@@ -249,3 +249,33 @@ func closingBackend(t *testing.T) (*testBackend, <-chan struct{}) {
 	}()
 	return &testBackend{name: "raw", port: portOf(t, ln.Addr().String())}, closed
 }
+
+// An upstream that answers before reading a large body (which goes the stdlib way) gets its answer
+// to the client, and the connection is not left in a state where two readers share it.
+func TestH1EarlyAnswerToLargeBody(t *testing.T) {
+	be := newBackend(t, "early", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	})
+	l := httpListener(0, server("", vhost("", route("r", "/", backend("early", 1)))))
+	p := newProxy(t)
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("early", be)}))
+	for range 3 {
+		c := dialClient(t, addrOf(t, p, l.Name), false)
+		go func() {
+			_, _ = io.WriteString(c, "POST /b HTTP/1.1\r\nHost: example.com\r\nContent-Length: 1048576\r\n\r\n")
+			for range 64 {
+				if _, err := c.Write(make([]byte, 16<<10)); err != nil {
+					return
+				}
+			}
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		_ = c.Close()
+	}
+}

@@ -5,35 +5,52 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"sync"
+	"sync/atomic"
 )
 
 // h1Body is a request body read off the connection: exactly Content-Length bytes, or chunks (with
 // httputil's strict chunk parser) followed by a trailer section that is validated and dropped. On
 // the first read of a request that expects it, "100 Continue" is sent.
+//
+// The stdlib transport reads a body from its own goroutine and may still be reading when the
+// handler has returned (an upstream that answered early), so reads are serialised and end with
+// the handler (close), as net/http's are; and the 100 Continue, written from that goroutine, is
+// ordered against the response (noContinue).
 type h1Body struct {
 	c         *h1sConn
+	mu        sync.Mutex
 	remaining int64     // Content-Length framing: bytes left
 	chunks    io.Reader // chunked framing, nil otherwise
-	expect    bool      // send 100 Continue before the first read
+	expect    atomic.Bool
+	cmu       sync.Mutex // held while the 100 Continue is written
+	expected  bool       // the request asked for 100 Continue
+	continued bool       // and got it (under cmu)
 	done      bool
+	closed    bool // the handler returned
 	err       error
 }
 
+var errBodyInterrupted = errors.New("request body read interrupted when the handler returned")
+
 func (b *h1Body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.read(p)
+}
+
+func (b *h1Body) read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
 	if b.done {
 		return 0, io.EOF
 	}
-	if b.expect {
-		b.expect = false
-		if _, err := b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n"); err == nil {
-			if err := b.c.bw.Flush(); err != nil {
-				b.err = err
-				return 0, err
-			}
-		}
+	if b.expect.Load() && !b.sendContinue() {
+		return 0, b.err
 	}
 	var n int
 	var err error
@@ -62,7 +79,8 @@ func (b *h1Body) Read(p []byte) (int, error) {
 
 // trailers reads the trailer section after the last chunk with the same field checks as the header.
 func (b *h1Body) trailers() error {
-	var h h1ReqHead
+	h := &b.c.trailer // scratch reused across requests
+	h.raw = h.raw[:0]
 	for {
 		s, e, err := h.readLine(b.c.br, b.c.srv.maxHeader)
 		if err != nil {
@@ -78,7 +96,57 @@ func (b *h1Body) trailers() error {
 	}
 }
 
+// sendContinue writes "100 Continue" unless the response got there first; false on a write error.
+func (b *h1Body) sendContinue() bool {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	if !b.expect.Load() {
+		return true
+	}
+	b.continued = true // before expect turns false: noContinue's callers read it after
+	b.expect.Store(false)
+	if _, err := b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n"); err == nil {
+		err = b.c.bw.Flush()
+		if err != nil {
+			b.err = err
+			return false
+		}
+	}
+	return true
+}
+
+// noContinue is called before the response is written: no 100 Continue may follow it. It reports
+// whether the client, asked to wait for one, never got it (so it may or may not send the body).
+func (b *h1Body) noContinue() (unmet bool) {
+	if b.expect.Load() {
+		b.cmu.Lock()
+		b.expect.Store(false)
+		b.cmu.Unlock()
+	}
+	return b.expected && !b.continued
+}
+
 func (b *h1Body) Close() error { return nil }
+
+// close ends reads by anyone but the serving goroutine, after the handler returned. A read still
+// under way is interrupted by a read deadline in the past; the body's end is then unknown and the
+// connection closes.
+func (b *h1Body) close() {
+	if !b.mu.TryLock() {
+		_ = b.c.nc.SetReadDeadline(aLongTimeAgo)
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = errBodyInterrupted
+		}
+	}
+	b.closed = true
+	b.mu.Unlock()
+}
+
+// bodyDrain reads a closed body for the serving goroutine.
+type bodyDrain h1Body
+
+func (d *bodyDrain) Read(p []byte) (int, error) { return (*h1Body)(d).read(p) }
 
 // drain reads what the handler left of the body, up to max bytes, so the connection can carry the
 // next request; it reports whether it got to the end.
@@ -89,22 +157,24 @@ func (b *h1Body) drain(max int64) bool {
 	if b.done {
 		return true
 	}
-	if b.expect {
+	if b.expected && !b.continued {
 		// The client waits for "100 Continue" before sending the body, or may send it anyway:
 		// only closing leaves no doubt about what comes next.
 		return false
 	}
-	n, err := io.CopyN(io.Discard, b, max+1)
+	n, err := io.CopyN(io.Discard, (*bodyDrain)(b), max+1)
 	return n <= max && errors.Is(err, io.EOF)
 }
 
 func (b *h1Body) reset(c *h1sConn, h *h1ReqHead) {
-	*b = h1Body{c: c, remaining: h.length, expect: h.expect}
+	b.c, b.remaining, b.chunks = c, h.length, nil
+	b.expected, b.continued, b.done, b.closed, b.err = h.expect, false, false, false, nil
 	if h.chunked {
 		b.chunks = httputil.NewChunkedReader(c.br)
 	} else if h.length <= 0 {
-		b.done, b.expect = true, false
+		b.done, b.expected = true, false
 	}
+	b.expect.Store(b.expected)
 }
 
 // requestBody is the Body a request gets: NoBody when it has none, as net/http does.

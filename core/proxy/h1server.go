@@ -192,13 +192,14 @@ type h1sConn struct {
 	idle     atomic.Bool // waiting for a request (Shutdown may close it)
 	hijacked bool
 
-	head  h1ReqHead
-	req   *http.Request
-	hdr   http.Header
-	u     url.URL
-	body  h1Body
-	w     h1Writer
-	watch clientWatch
+	head    h1ReqHead
+	trailer h1ReqHead // a chunked body's trailer section, read and dropped
+	req     *http.Request
+	hdr     http.Header
+	u       url.URL
+	body    h1Body
+	w       h1Writer
+	watch   clientWatch
 }
 
 // A connection holds its buffers only while it serves a request (they go back to the pools in
@@ -544,6 +545,9 @@ func (c *h1sConn) serve() bool {
 	}
 	aborted := c.handle(r)
 	c.unwatchClient()
+	if h.chunked || h.length > 0 {
+		c.body.close()
+	}
 	if aborted || c.hijacked || c.watch.gone.Load() {
 		return false // a client that went away gets no answer
 	}

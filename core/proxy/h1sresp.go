@@ -71,6 +71,7 @@ func (w *h1Writer) interim(code int) {
 	if code == http.StatusContinue || w.minor == 0 {
 		return
 	}
+	w.c.body.noContinue()
 	bw := w.c.bw
 	writeStatusLine(bw, code)
 	writeHeaderFields(bw, w.hdr)
@@ -154,7 +155,7 @@ func (w *h1Writer) commit(final bool) {
 			}
 		}
 	}
-	if w.c.srv.closing.Load() {
+	if w.c.body.noContinue() || w.c.srv.closing.Load() {
 		w.close = true
 	}
 	bw := w.c.bw
@@ -280,6 +281,7 @@ func (w *h1Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c := w.c
 	c.unwatchClient()
+	c.body.noContinue()
 	w.hijack = true
 	c.hijacked = true
 	c.srv.untrack(c) // Shutdown no longer waits for it, as with net/http
