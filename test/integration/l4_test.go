@@ -56,7 +56,39 @@ func TestTCPRoute(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "an HTTP request through the TCP listener", func() error {
+	tcpServedBy(t, port, "tcp-backend")
+
+	t.Run("a newer TCPRoute on the same listener is shadowed, and takes over when the older goes", func(t *testing.T) {
+		startBackend(t, "tcp-backend-2", "10.99.10.2:8080")
+		createService(t, e, ns, "svc2", "10.99.10.2")
+		// On a creation-time tie "tcp" sorts before "tcp-newer".
+		newer := &gwapiv1.TCPRoute{}
+		newer.Namespace, newer.Name = ns, "tcp-newer"
+		newer.Spec.ParentRefs = []gwapiv1.ParentReference{parentRef(ns, "gw")}
+		newer.Spec.Rules = []gwapiv1.TCPRouteRule{{BackendRefs: []gwapiv1.BackendRef{l4Ref("svc2", 80, 1)}}}
+		if _, err := e.Gateway.GatewayV1().TCPRoutes(ns).Create(ctxFor(t), newer, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		l4RouteConds(t, e, "TCPRoute", ns, "tcp-newer", nil,
+			accepted, resolved, cond{translator.RouteConditionConflicted, "True", translator.RouteReasonShadowed})
+		l4RouteConds(t, e, "TCPRoute", ns, "tcp", []string{translator.RouteConditionConflicted}, accepted, resolved)
+		waitListener(t, e, ns, "gw", "tcp", []string{"TCPRoute"}, 2, listenerHealthy...)
+		tcpServedBy(t, port, "tcp-backend")
+
+		if err := e.Gateway.GatewayV1().TCPRoutes(ns).Delete(ctxFor(t), "tcp", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		l4RouteConds(t, e, "TCPRoute", ns, "tcp-newer", []string{translator.RouteConditionConflicted}, accepted, resolved)
+		waitListener(t, e, ns, "gw", "tcp", []string{"TCPRoute"}, 1, listenerHealthy...)
+		tcpServedBy(t, port, "tcp-backend-2")
+	})
+}
+
+// tcpServedBy waits until an HTTP request sent over a raw TCP connection to the gateway's port is
+// answered by backend.
+func tcpServedBy(t testing.TB, port int, backend string) {
+	t.Helper()
+	eventually(t, "an HTTP request through the TCP listener to "+backend, func() error {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", gatewayIP, port), 2*time.Second)
 		if err != nil {
 			return err
@@ -71,7 +103,7 @@ func TestTCPRoute(t *testing.T) {
 			return err
 		}
 		defer res.Body.Close()
-		if res.StatusCode != 200 || res.Header.Get("X-Backend") != "tcp-backend" {
+		if res.StatusCode != 200 || res.Header.Get("X-Backend") != backend {
 			return fmt.Errorf("got %d from %q", res.StatusCode, res.Header.Get("X-Backend"))
 		}
 		return nil
