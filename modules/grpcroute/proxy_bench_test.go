@@ -28,15 +28,21 @@ func BenchmarkGRPCUnary(b *testing.B) {
 		name     string
 		parallel int
 	}{{"serial", 0}, {"parallel", 8}} {
-		for _, bc := range []struct{ name, addr string }{{"direct", be.Addr}, {"proxy", addrs[0]}} {
-			b.Run(mode.name+"/"+bc.name, func(b *testing.B) { benchUnary(b, grpctest.Dial(b, bc.addr), mode.parallel) })
+		for _, bc := range []struct {
+			name, addr string
+			deadline   time.Duration
+		}{{"direct", be.Addr, 0}, {"proxy", addrs[0], 0}, {"proxy-deadline", addrs[0], 10 * time.Second}} {
+			b.Run(mode.name+"/"+bc.name, func(b *testing.B) {
+				benchUnary(b, grpctest.Dial(b, bc.addr), mode.parallel, bc.deadline)
+			})
 		}
 	}
 }
 
 // benchUnary makes b.N calls, one at a time when parallel is 0, else from parallel goroutines
-// per GOMAXPROCS, and reports calls/s and latency percentiles.
-func benchUnary(b *testing.B, c testgrpc.TestServiceClient, parallel int) {
+// per GOMAXPROCS, and reports calls/s and latency percentiles. With a deadline each call carries
+// it (grpc-timeout), which the proxy turns into a deadline of its own.
+func benchUnary(b *testing.B, c testgrpc.TestServiceClient, parallel int, deadline time.Duration) {
 	ctx := context.Background()
 	if _, err := c.EmptyCall(ctx, &testgrpc.Empty{}); err != nil { // connect outside the timing
 		b.Fatal(err)
@@ -47,7 +53,13 @@ func benchUnary(b *testing.B, c testgrpc.TestServiceClient, parallel int) {
 		lat := make([]time.Duration, 0, 1024)
 		for next() {
 			t0 := time.Now()
-			if _, err := c.EmptyCall(ctx, &testgrpc.Empty{}); err != nil {
+			cctx, cancel := ctx, context.CancelFunc(func() {})
+			if deadline > 0 {
+				cctx, cancel = context.WithTimeout(ctx, deadline)
+			}
+			_, err := c.EmptyCall(cctx, &testgrpc.Empty{})
+			cancel()
+			if err != nil {
 				b.Error(err)
 				return
 			}
