@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,33 @@ func TestReleaserCoalesces(t *testing.T) {
 	scheduled[1]()
 	if runs != 2 {
 		t.Fatalf("%d runs, want 2", runs)
+	}
+}
+
+func TestLowerGC(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	tests := []struct {
+		name           string
+		start, percent int
+		during         int
+	}{
+		{name: "lowered", start: 100, percent: 25, during: 25},
+		{name: "already lower", start: 10, percent: 25, during: 10},
+		{name: "off stays off", start: -1, percent: 25, during: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			debug.SetGCPercent(tt.start)
+			restore := lowerGC(tt.percent)
+			if got := debug.SetGCPercent(tt.during); got != tt.during {
+				t.Fatalf("GOGC %d during, want %d", got, tt.during)
+			}
+			restore()
+			if got := debug.SetGCPercent(100); got != tt.start {
+				t.Fatalf("GOGC %d after, want %d", got, tt.start)
+			}
+		})
 	}
 }
 

@@ -81,19 +81,19 @@ func runProxy(args []string, e *env) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := pf.run(ctx, log, e, lim.limits(), mf.release); err != nil {
+	if err := pf.run(ctx, log, e, lim.limits(), &mf); err != nil {
 		log.Error("coxswain proxy failed", zap.Error(err))
 		return 1
 	}
 	return 0
 }
 
-func (pf *proxyCmdFlags) run(ctx context.Context, log *zap.Logger, e *env, limits proxy.Limits, release bool) error {
+func (pf *proxyCmdFlags) run(ctx context.Context, log *zap.Logger, e *env, limits proxy.Limits, mf *memoryFlags) error {
 	reg := admin.NewRegistry()
 	px := proxy.New(proxy.Options{Log: log.Named("proxy"), Registry: e.reg, Limits: limits})
 	var engine agent.Engine = px
-	if release {
-		engine = releasingEngine{Proxy: px, r: newReleaser(time.Second)}
+	if lean, ok := mf.engine(px); ok {
+		engine = lean
 	}
 	var mods []string
 	for _, id := range e.reg.IDs() {

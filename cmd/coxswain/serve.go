@@ -51,7 +51,7 @@ func serve(args []string, e *env) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runServe(ctx, log, e, cf, pf.limits(), mf.release, *admin, *debounce, *drain); err != nil {
+	if err := runServe(ctx, log, e, cf, pf.limits(), &mf, *admin, *debounce, *drain); err != nil {
 		log.Error("coxswain serve failed", zap.Error(err))
 		return 1
 	}
@@ -59,11 +59,11 @@ func serve(args []string, e *env) int {
 }
 
 // runServe wires the proxy, the runner and the admin server, and tears them down in reverse.
-func runServe(ctx context.Context, log *zap.Logger, e *env, cf configFlags, limits proxy.Limits, release bool, adminAddr string, debounce, drain time.Duration) error {
+func runServe(ctx context.Context, log *zap.Logger, e *env, cf configFlags, limits proxy.Limits, mf *memoryFlags, adminAddr string, debounce, drain time.Duration) error {
 	px := proxy.New(proxy.Options{Log: log.Named("proxy"), Registry: e.reg, Limits: limits})
 	var engine standalone.Engine = px
-	if release {
-		engine = releasingEngine{Proxy: px, r: newReleaser(time.Second)}
+	if lean, ok := mf.engine(px); ok {
+		engine = lean
 	}
 	opts := cf.translateOptions()
 	opts.Registry = e.reg
