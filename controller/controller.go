@@ -134,7 +134,7 @@ func (c *Controller) lead(ctx context.Context) {
 		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
 		Addresses:      c.opts.StatusAddresses, Features: c.features,
 		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(),
-		Workers: c.opts.StatusWorkers,
+		Workers: c.opts.StatusWorkers, ErrorAnswers: errorAnswersOf(c.opts.Registry),
 	})
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(ctx) })

@@ -173,6 +173,19 @@ func routeKindsOf(reg *core.Registry) []string {
 	return out
 }
 
+// errorAnswersOf says, per route kind of reg that implements translator.ErrorAnswerKind, what
+// its clients get from a rule that answers the engine's error (status.Options.ErrorAnswers).
+func errorAnswersOf(reg *core.Registry) map[string]string {
+	out := map[string]string{}
+	for _, id := range reg.Namespace(translator.RouteKindNamespace) {
+		info, _ := reg.Lookup(id)
+		if k, ok := info.New().(translator.ErrorAnswerKind); ok {
+			out[string(k.GroupKind().Kind)] = k.ErrorAnswer()
+		}
+	}
+	return out
+}
+
 func notFound(kind, name string, err error) error {
 	if err != nil {
 		return err

@@ -73,8 +73,9 @@ func equalGapList(a, b []RouteModuleGap) bool {
 
 // withModuleGaps returns a copy of desired whose parent entries that gaps concern (the parentRef
 // names the Gateway, and its sectionName, when set, the listener) carry ModulesAvailable=False,
-// at the generation of their Accepted condition. desired is not modified.
-func withModuleGaps(desired *gwapiv1.RouteStatus, routeNS string, gaps []RouteModuleGap, now metav1.Time) *gwapiv1.RouteStatus {
+// at the generation of their Accepted condition. answer is what the route kind's clients get from
+// a rule that answers an error ("500" when empty). desired is not modified.
+func withModuleGaps(desired *gwapiv1.RouteStatus, routeNS string, gaps []RouteModuleGap, answer string, now metav1.Time) *gwapiv1.RouteStatus {
 	if desired == nil || len(gaps) == 0 {
 		return desired
 	}
@@ -93,7 +94,7 @@ func withModuleGaps(desired *gwapiv1.RouteStatus, routeNS string, gaps []RouteMo
 			}
 			p.Conditions = append(append([]metav1.Condition(nil), p.Conditions...), metav1.Condition{
 				Type: ConditionModulesAvailable, Status: metav1.ConditionFalse, Reason: ReasonModuleMissing,
-				Message: gapMessage(mine), ObservedGeneration: gen, LastTransitionTime: now,
+				Message: gapMessage(mine, answer), ObservedGeneration: gen, LastTransitionTime: now,
 			})
 		}
 		out.Parents[i] = p
@@ -116,8 +117,11 @@ func concerns(ref gwapiv1.ParentReference, routeNS string, g RouteModuleGap) boo
 }
 
 // gapMessage says which rule does what on which proxies, and why: "Rule 0 answers 500 on proxy
-// p1 (module filter.x is not compiled into it)".
-func gapMessage(gaps []RouteModuleGap) string {
+// p1 (module filter.x is not compiled into it)"; answer replaces "500" when set.
+func gapMessage(gaps []RouteModuleGap, answer string) string {
+	if answer == "" {
+		answer = "500"
+	}
 	type effect struct {
 		rule    int
 		dropped bool
@@ -149,7 +153,7 @@ func gapMessage(gaps []RouteModuleGap) string {
 			names = append(names, p)
 		}
 		sort.Strings(names)
-		what := "answers 500"
+		what := "answers " + answer
 		if e.dropped {
 			what = "is left out"
 		}

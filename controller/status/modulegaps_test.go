@@ -25,21 +25,25 @@ func TestWithModuleGaps(t *testing.T) {
 		name    string
 		parents []gwapiv1.RouteParentStatus
 		gaps    []RouteModuleGap
+		answer  string
 		want    []string // per parent: "" for no condition, else substrings of its message joined by "|"
 	}{
-		{"no gaps: no condition", []gwapiv1.RouteParentStatus{parent("gw", "")}, nil, []string{""}},
+		{"no gaps: no condition", []gwapiv1.RouteParentStatus{parent("gw", "")}, nil, "", []string{""}},
 		{"a filter missing on one proxy", []gwapiv1.RouteParentStatus{parent("gw", "")},
-			[]RouteModuleGap{gap("gw", "http", "p1", 0, false)}, []string{"Rule 0 answers 500 on proxy p1|module filter.x"}},
+			[]RouteModuleGap{gap("gw", "http", "p1", 0, false)}, "", []string{"Rule 0 answers 500 on proxy p1|module filter.x"}},
+		{"a kind whose clients see another error", []gwapiv1.RouteParentStatus{parent("gw", "")},
+			[]RouteModuleGap{gap("gw", "http", "p1", 0, false)}, "gRPC status UNAVAILABLE",
+			[]string{"Rule 0 answers gRPC status UNAVAILABLE on proxy p1"}},
 		{"proxies of one effect are listed together", []gwapiv1.RouteParentStatus{parent("gw", "")},
-			[]RouteModuleGap{gap("gw", "http", "p1", 1, true), gap("gw", "http", "p2", 1, true)}, []string{"Rule 1 is left out on proxy p1, p2"}},
+			[]RouteModuleGap{gap("gw", "http", "p1", 1, true), gap("gw", "http", "p2", 1, true)}, "", []string{"Rule 1 is left out on proxy p1, p2"}},
 		{"only the parents concerned", []gwapiv1.RouteParentStatus{parent("gw", "http"), parent("gw", "https"), parent("other", "")},
-			[]RouteModuleGap{gap("gw", "http", "p1", 0, false)}, []string{"p1", "", ""}},
+			[]RouteModuleGap{gap("gw", "http", "p1", 0, false)}, "", []string{"p1", "", ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			desired := &gwapiv1.RouteStatus{Parents: tc.parents}
 			before := len(tc.parents[0].Conditions)
-			got := withModuleGaps(desired, "apps", tc.gaps, t1)
+			got := withModuleGaps(desired, "apps", tc.gaps, tc.answer, t1)
 			if len(desired.Parents[0].Conditions) != before {
 				t.Fatal("desired was modified")
 			}

@@ -53,6 +53,10 @@ type Options struct {
 	Workers int
 	// Now stamps the conditions the writer makes up itself; metav1.Now when nil.
 	Now func() metav1.Time
+	// ErrorAnswers say, per route kind, what clients of a rule that answers the engine's error
+	// get, when it is not an HTTP 500 (GRPCRoute: "gRPC status UNAVAILABLE"; see
+	// translator.ErrorAnswerKind). Messages about rules a proxy cannot serve use it.
+	ErrorAnswers map[string]string
 }
 
 // Writer is the single writer of status. It holds the desired status of every object we own (from
@@ -282,7 +286,7 @@ func (w *Writer) sync(ctx context.Context, key Key) error {
 		return nil // a kind this controller does not watch
 	}
 	w.mu.Lock()
-	desired := withModuleGaps(w.routes[key], key.Namespace, w.gaps[key], w.opts.Now())
+	desired := withModuleGaps(w.routes[key], key.Namespace, w.gaps[key], w.opts.ErrorAnswers[string(key.Kind)], w.opts.Now())
 	w.mu.Unlock()
 	return w.count(rk.sync(ctx, key.NamespacedName, desired, w.opts.ControllerName))
 }
