@@ -10,8 +10,9 @@ import (
 //
 //	/healthz  200 while the process runs
 //	/readyz   200 once the first snapshot is applied, 503 before
-//	/status   JSON: the version serving, the last reload's error, and the Report (the status the
-//	          controller would write, the problems and the documents left out)
+//	/status   JSON: the version serving, the last reload's error, the listeners that cannot be
+//	          bound now, and the Report (the status the controller would write, with those
+//	          listeners Programmed=False, the problems and the documents left out)
 //	/stats    JSON: the counters of the listeners that keep some, by listener (UDP sessions and
 //	          datagrams dropped by the session cap, stream connections accepted and dropped)
 //
@@ -34,12 +35,14 @@ func AdminHandler(r *Runner) http.Handler {
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		st := r.State()
+		unbound := r.Unbound()
 		body := struct {
-			Version    string    `json:"version"`
-			ApplyError string    `json:"applyError,omitempty"`
-			Time       time.Time `json:"time"`
-			Report     *Report   `json:"report,omitempty"`
-		}{st.Version, st.ApplyError, st.Time, st.Report}
+			Version    string            `json:"version"`
+			ApplyError string            `json:"applyError,omitempty"`
+			Unbound    []UnboundListener `json:"unboundListeners,omitempty"`
+			Time       time.Time         `json:"time"`
+			Report     *Report           `json:"report,omitempty"`
+		}{st.Version, st.ApplyError, unbound, st.Time, withUnbound(st.Report, unbound, time.Now())}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

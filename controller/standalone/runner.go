@@ -18,8 +18,10 @@ import (
 // Engine is what the runner drives: the in-process proxy (*proxy.Proxy).
 type Engine interface {
 	// Apply swaps in a snapshot atomically, or rejects it whole and keeps the old one serving.
+	// A listener it cannot bind does not reject it: Failed lists it until a retry binds it.
 	Apply(ctx context.Context, snap *irv1.Snapshot) error
 	Bound() []proxy.BoundListener
+	Failed() []proxy.ListenerFailure
 }
 
 var _ Engine = (*proxy.Proxy)(nil)
@@ -62,6 +64,8 @@ type State struct {
 	ApplyError string
 	// Time is when the latest reload finished.
 	Time time.Time
+
+	snap *irv1.Snapshot // the snapshot serving now
 }
 
 // NewRunner returns a runner; it does nothing until Reload or Run.
@@ -85,11 +89,16 @@ func (r *Runner) State() *State { return r.state.Load() }
 func (r *Runner) Ready() <-chan struct{} { return r.ready }
 
 // Run applies the manifests, then watches them and reloads on change until ctx is done. It fails
-// if the first load cannot be applied (for example, a port is taken): a newcomer should see that
-// at once rather than a process serving nothing.
+// if the first load cannot be applied, or if not one of its listeners could be bound (every port
+// taken, say): a newcomer should see that at once rather than a process serving nothing. Once
+// something serves, a listener that cannot be bound is logged and reported (/status), and
+// retried, while the rest serves.
 func (r *Runner) Run(ctx context.Context) error {
 	if err := r.Reload(ctx); err != nil {
 		return err
+	}
+	if u := r.Unbound(); len(u) > 0 && len(r.opts.Engine.Bound()) == 0 {
+		return fmt.Errorf("no listener could be bound: %s at %s: %s", u[0].Listener, u[0].Address, u[0].Error)
 	}
 	return Watch(ctx, r.log, r.opts.Path, r.opts.Debounce, func() {
 		// Reload logs its own failures; the old snapshot keeps serving.
@@ -115,7 +124,7 @@ func (r *Runner) Reload(ctx context.Context) error {
 		if st := r.State(); st.ApplyError != "" {
 			// The files are back to what is serving: nothing to apply, nothing wrong any more.
 			r.log.Info("manifests are back to the configuration serving", zap.String("version", st.Version))
-			r.state.Store(&State{Version: st.Version, Report: r.lastReport, Time: time.Now()})
+			r.state.Store(&State{Version: st.Version, Report: r.lastReport, Time: time.Now(), snap: st.snap})
 			return nil
 		}
 		r.log.Debug("manifests unchanged")
@@ -132,14 +141,15 @@ func (r *Runner) Reload(ctx context.Context) error {
 			msg = "configuration rejected; nothing is serving"
 		}
 		r.log.Error(msg, zap.String("version", tr.Snapshot.GetVersion()), zap.Error(err))
-		r.state.Store(&State{Version: r.State().Version, Report: rep, ApplyError: err.Error(), Time: time.Now()})
+		r.state.Store(&State{Version: r.State().Version, Report: rep, ApplyError: err.Error(), Time: time.Now(), snap: r.State().snap})
 		return err
 	}
 	r.lastDigest, r.lastReport = res.Digest, rep
 	prev := r.State().Version
-	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now()})
+	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now(), snap: tr.Snapshot})
 	r.once.Do(func() { close(r.ready) })
 	r.logSummary(res, tr, rep, prev == tr.Snapshot.GetVersion())
+	r.logUnbound()
 	return nil
 }
 

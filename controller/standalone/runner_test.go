@@ -38,6 +38,8 @@ func (e *recordingEngine) Apply(_ context.Context, s *irv1.Snapshot) error {
 
 func (e *recordingEngine) Bound() []proxy.BoundListener { return nil }
 
+func (e *recordingEngine) Failed() []proxy.ListenerFailure { return nil }
+
 func (e *recordingEngine) count() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -102,7 +102,7 @@ func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g
 		}
 		out.Listeners = append(out.Listeners, l)
 	}
-	applyUnbound(&out, live, desired, g)
+	applyUnbound(&out, live, desired, g, len(addrs) > 0)
 	return out
 }
 

@@ -39,7 +39,8 @@ const maxFailureMessage = 2048
 //
 // Only conditions the translator made True are turned False: an invalid listener keeps its own
 // reason.
-func applyUnbound(out *gwapiv1.GatewayStatus, live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g gate) {
+// gatewayLevel false leaves the Gateway's own conditions alone (AddressNotAssigned says more).
+func applyUnbound(out *gwapiv1.GatewayStatus, live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g gate, gatewayLevel bool) {
 	if len(g.Unbound) == 0 {
 		return
 	}
@@ -66,7 +67,7 @@ func applyUnbound(out *gwapiv1.GatewayStatus, live gwapiv1.GatewayStatus, desire
 		setFalse(l.Conditions, string(gwapiv1.ListenerConditionProgrammed), string(gwapiv1.ListenerReasonPending), listenerMessage(fs), g)
 		l.Conditions = mergeConditions(liveListener(live, l.Name), l.Conditions)
 	}
-	if len(out.Addresses) == 0 || !programmedTrue(desired.Conditions) {
+	if !gatewayLevel || !programmedTrue(desired.Conditions) {
 		return // AddressNotAssigned, or the translator's own False, says more
 	}
 	switch {
@@ -79,6 +80,18 @@ func applyUnbound(out *gwapiv1.GatewayStatus, live gwapiv1.GatewayStatus, desire
 		return
 	}
 	out.Conditions = mergeConditions(live.Conditions, out.Conditions)
+}
+
+// WithUnbound returns a copy of a translated Gateway status with what proxies cannot bind marked
+// as the status writer marks it (standalone `serve` uses it for the status it reports).
+func WithUnbound(desired *gwapiv1.GatewayStatus, failures []ListenerFailure, now metav1.Time) *gwapiv1.GatewayStatus {
+	if desired == nil || len(failures) == 0 {
+		return desired
+	}
+	out := desired.DeepCopy()
+	g := gate{Generation: generationOf(desired.Conditions), Unbound: failures, Now: now}
+	applyUnbound(out, *desired, desired, g, true)
+	return out
 }
 
 func programmedTrue(conds []metav1.Condition) bool {
