@@ -45,6 +45,13 @@ func (e *env) grpcBench() error {
 	if err != nil {
 		return err
 	}
+	// A leftover process on one of the ports would be measured in place of the one started.
+	for _, port := range []int{grpcBackendPort, grpcCoxswainPort, grpcCoxswainAdm, grpcNginxPort, grpcCaddyPort, grpcHAProxyPort} {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond); err == nil {
+			_ = c.Close()
+			return fmt.Errorf("port %d is already in use", port)
+		}
+	}
 	be, err := start(e.dir, "grpc-backend", e.loadCPU, []string{"GOMAXPROCS=1"}, bin, "serve",
 		"-listen", "127.0.0.1:"+strconv.Itoa(grpcBackendPort))
 	if err != nil {

@@ -33,6 +33,7 @@ type forwarders struct {
 	h2c    *http.Transport
 	pool   *bufferPool
 	pools  *h1Pools      // the HTTP/1.1 fast path's connections
+	h2cp   *h2cPools     // the h2c clusters' connections (h2c_conn.go)
 	rht    time.Duration // upstream response header timeout
 }
 
@@ -44,6 +45,7 @@ func newForwarders(log *zap.Logger, l Limits) *forwarders {
 		h2c:    newTransport(l, true),
 		pool:   &bufferPool{},
 		pools:  newH1Pools(l),
+		h2cp:   newH2CPools(l),
 		rht:    Positive(l.UpstreamResponseHeaderTimeout),
 	}
 }
@@ -82,12 +84,17 @@ func (f *forwarders) closeIdle() {
 	f.h1.CloseIdleConnections()
 	f.h2c.CloseIdleConnections()
 	f.pools.closeAll()
+	f.h2cp.closeIdle()
 }
 
 // newForwarder returns the forwarder of one backend: cl's transport, the backend's response filters
 // and its route's error writer. HTTP/1.1 clusters get the fast path (forward_h1.go) in front of the
-// stdlib reverse proxy, which keeps what the fast path leaves to it.
+// stdlib reverse proxy, which keeps what the fast path leaves to it. h2c clusters get the engine's
+// own HTTP/2 client (forward_h2c.go).
 func (f *forwarders) newForwarder(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) forwarder {
+	if cl.protocol == irv1.Cluster_H2C {
+		return f.newH2CForwarder(cl, resp, errw)
+	}
 	if cl.protocol != irv1.Cluster_HTTP1 {
 		return f.reverseProxy(cl, resp, errw)
 	}

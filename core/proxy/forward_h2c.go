@@ -1,0 +1,272 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/coxswain-labs/coxswain/core"
+)
+
+// h2cForwarder forwards to an h2c cluster (cleartext HTTP/2 with prior knowledge: appProtocol
+// kubernetes.io/h2c, gRPC) over the engine's own HTTP/2 client (h2c_conn.go) instead of
+// httputil.ReverseProxy and http.Transport. Compared with them it makes no clone of the request
+// and no copy of the response header, runs no goroutine per request beyond the one that sends a
+// request body, and flushes the client's response only when no more of it is already buffered
+// (so a unary gRPC response, whose header, message and trailers arrive together, is not flushed
+// in three pieces), while a stream's messages still leave as soon as they arrive.
+//
+// Upgrade requests (which HTTP/2 cannot carry this way) keep to the stdlib reverse proxy.
+type h2cForwarder struct {
+	ep       *core.Endpoint // a one-endpoint cluster's endpoint and its pool
+	pool     *h2cPool
+	pools    map[*core.Endpoint]*h2cPool // otherwise; read-only
+	fwds     *forwarders
+	cl       *cluster
+	resp     []core.HTTPResponseFilter
+	errw     core.HTTPErrorWriter
+	terrw    core.HTTPTrailerErrorWriter // errw, when it can report failures in trailers (gRPC)
+	fallback atomic.Pointer[reverseProxy]
+}
+
+var _ forwarder = (*h2cForwarder)(nil)
+
+func (f *forwarders) newH2CForwarder(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) *h2cForwarder {
+	fw := &h2cForwarder{fwds: f, cl: cl, resp: resp, errw: errw}
+	fw.terrw, _ = errw.(core.HTTPTrailerErrorWriter)
+	if len(cl.eps) == 1 {
+		fw.ep, fw.pool = cl.eps[0], f.h2cp.pool(cl.eps[0].HostPort)
+		return fw
+	}
+	fw.pools = make(map[*core.Endpoint]*h2cPool, len(cl.eps))
+	for _, ep := range cl.eps {
+		fw.pools[ep] = f.h2cp.pool(ep.HostPort)
+	}
+	return fw
+}
+
+func (f *h2cForwarder) slowPath() *reverseProxy {
+	if rp := f.fallback.Load(); rp != nil {
+		return rp
+	}
+	rp := f.fwds.reverseProxy(f.cl, f.resp, f.errw)
+	f.fallback.CompareAndSwap(nil, rp)
+	return f.fallback.Load()
+}
+
+func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) {
+	pool := f.pool
+	if ep != f.ep {
+		pool = f.pools[ep]
+	}
+	if pool == nil || r.Header["Upgrade"] != nil {
+		f.slowPath().forward(w, r, ep)
+		return
+	}
+	ctx := r.Context()
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	s, err := f.open(r, pool, !hasBody)
+	if err != nil {
+		f.fail(w, r, ep, err)
+		return
+	}
+	defer s.finish()
+	if hasBody {
+		go s.sendBody(r.Body, r)
+	}
+	if err := s.awaitHeader(ctx.Done()); err != nil {
+		f.fail(w, r, ep, err)
+		return
+	}
+	// The upstream's fields go straight into the client's header map, where the response
+	// filters see them (read-only once the header arrived).
+	h := w.Header()
+	addFields(h, s.header, sameKey)
+	for _, k := range h2cHopByHop {
+		if _, ok := h[k]; ok {
+			delete(h, k)
+		}
+	}
+	for _, fl := range f.resp {
+		fl.FilterResponse(r, s.status, h)
+	}
+	w.WriteHeader(s.status)
+	f.copyBody(w, r, ep, s)
+}
+
+// open reserves a stream slot and opens the stream, once more on another connection if the one
+// chosen started going away meanwhile.
+func (f *h2cForwarder) open(r *http.Request, pool *h2cPool, endStream bool) (*h2cStream, error) {
+	var err error
+	for range 2 {
+		var c *h2cConn
+		if c, err = pool.get(r.Context()); err != nil {
+			return nil, err
+		}
+		var s *h2cStream
+		if s, err = c.open(func(add func(string, string)) { requestFields(r, add) }, endStream); err == nil {
+			return s, nil
+		}
+		c.release()
+		if !errors.Is(err, errH2CGoAway) {
+			break
+		}
+	}
+	return nil, err
+}
+
+// copyBody copies the response body as it arrives, flushing whenever nothing more is buffered,
+// then the trailers.
+func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, s *h2cStream) {
+	done := r.Context().Done()
+	var rc *http.ResponseController
+	// The header goes out on its own only if nothing follows it yet (a stream that answers
+	// before its first message); else with the first bytes of the body.
+	if !s.more() {
+		rc = http.NewResponseController(w)
+		if rc.Flush() != nil {
+			return
+		}
+	}
+	for {
+		p, end, err := s.next(done)
+		if len(p) > 0 {
+			_, werr := w.Write(p)
+			s.consumed(p)
+			if werr != nil {
+				return // the client is gone; finish resets the upstream stream
+			}
+		}
+		if err != nil {
+			f.failMidStream(w, r, ep, err)
+			return
+		}
+		if end {
+			break
+		}
+		if !s.more() {
+			if rc == nil {
+				rc = http.NewResponseController(w)
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+	}
+	addFields(w.Header(), s.trailer, trailerKey) // complete: the readLoop writes no more
+}
+
+// fail answers an upstream failure that came before the response header.
+func (f *h2cForwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) {
+	status, ok := upstreamStatus(r, err)
+	if !ok {
+		f.fwds.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
+		return
+	}
+	f.fwds.log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
+		zap.Int("status", status), zap.Error(err))
+	f.errw.WriteError(w, r, status, http.StatusText(status))
+}
+
+// failMidStream ends a response whose upstream failed after its header: in trailers when the
+// route's error writer can (gRPC: a grpc-status the client reads), else by aborting the client's
+// stream.
+func (f *h2cForwarder) failMidStream(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) {
+	status, ok := upstreamStatus(r, err)
+	if !ok || f.terrw == nil {
+		panic(http.ErrAbortHandler)
+	}
+	f.fwds.log.Debug("upstream error mid-stream", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
+		zap.Int("status", status), zap.Error(err))
+	tr := http.Header{}
+	f.terrw.WriteTrailerError(tr, r, status, http.StatusText(status))
+	h := w.Header()
+	for k, vv := range tr {
+		h[trailerKey(k)] = vv
+	}
+}
+
+// requestFields are the request's HTTP/2 fields: pseudo-headers, the client's headers minus the
+// connection-specific ones, TE only as "trailers", and X-Forwarded-For (the client's address
+// appended to any chain it sent), -Host and -Proto, as the HTTP/1.1 path sets them.
+func requestFields(r *http.Request, add func(name, value string)) {
+	host := r.Host
+	if host == "" {
+		host = r.URL.Host
+	}
+	add(":method", r.Method)
+	add(":scheme", "http")
+	add(":authority", host)
+	add(":path", r.URL.RequestURI())
+	for k, vv := range r.Header {
+		if h2cSkip[k] {
+			if k == "Te" && containsToken(vv, "trailers") {
+				add("te", "trailers")
+			}
+			continue
+		}
+		name := lowerH2(k)
+		if connectionNamed(r.Header["Connection"], k) {
+			continue
+		}
+		for _, v := range vv {
+			if validH2Field(name, v) {
+				add(name, v)
+			}
+		}
+	}
+	if r.ContentLength > 0 {
+		add("content-length", strconv.FormatInt(r.ContentLength, 10))
+	}
+	if len(r.Trailer) > 0 { // the trailers the request announced (net/http moved them off r.Header)
+		keys := make([]string, 0, len(r.Trailer))
+		for k := range r.Trailer {
+			keys = append(keys, k)
+		}
+		add("trailer", strings.Join(keys, ","))
+	}
+	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
+			ip = strings.Join(prior, ", ") + ", " + ip
+		}
+		if validH2Field("x-forwarded-for", ip) {
+			add("x-forwarded-for", ip)
+		}
+	}
+	if validH2Field("x-forwarded-host", host) {
+		add("x-forwarded-host", host)
+	}
+	if r.TLS != nil {
+		add("x-forwarded-proto", "https")
+	} else {
+		add("x-forwarded-proto", "http")
+	}
+}
+
+// connectionNamed reports whether the Connection header lists name (those are hop-by-hop too).
+func connectionNamed(conn []string, name string) bool {
+	for _, v := range conn {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func containsToken(vv []string, tok string) bool {
+	for _, v := range vv {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), tok) {
+				return true
+			}
+		}
+	}
+	return false
+}
