@@ -75,13 +75,13 @@ func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.E
 	}
 	x := exchanges.Get().(*h1Exchange)
 	defer x.done()
-	switch x.readBody(r) {
+	switch res, err := x.readBody(r); res {
 	case bodyRead:
 	case bodyStreams:
 		f.streamBody(w, r, ep, x)
 		return
 	default:
-		f.errw.WriteError(w, r, http.StatusBadRequest, "malformed request body")
+		f.refuseBody(w, r, err)
 		return
 	}
 	x.guard(w, r)

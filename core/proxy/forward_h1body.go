@@ -32,17 +32,27 @@ type bodyResult int
 const (
 	bodyRead    bodyResult = iota // the body (maybe none) is in x.body
 	bodyStreams                   // part of it is in x.body, the rest is still to come
-	bodyFailed                    // the client sent a malformed or truncated body
+	bodyFailed                    // the client sent a malformed or truncated body, or stalled
 )
+
+// refuseBody answers a request whose body could not be read: 408 when the client stalled past the
+// body timeout, 400 otherwise (malformed or cut short). The connection then closes (h1Body.drain).
+func (f *h1Forwarder) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
+	if isTimeout(err) {
+		f.errw.WriteError(w, r, http.StatusRequestTimeout, "request body timeout")
+		return
+	}
+	f.errw.WriteError(w, r, http.StatusBadRequest, "malformed request body")
+}
 
 // readBody reads r's body into x. A body of declared length (at most maxBufferedBody, see
 // fastPathable) is read whole. A chunked one (from the own server) is read while its bytes are
 // already there: if it ends within maxBufferedBody it is forwarded like a body of known length;
 // if the client pauses or the body runs longer, it streams (streamBody), so a slow or long-lived
 // upload is never held back.
-func (x *h1Exchange) readBody(r *http.Request) bodyResult {
+func (x *h1Exchange) readBody(r *http.Request) (bodyResult, error) {
 	if r.ContentLength == 0 {
-		return bodyRead
+		return bodyRead, nil
 	}
 	hb, own := r.Body.(*h1Body)
 	if r.ContentLength > 0 {
@@ -50,30 +60,30 @@ func (x *h1Exchange) readBody(r *http.Request) bodyResult {
 		n, err := io.ReadFull(r.Body, buf[:r.ContentLength])
 		x.body = buf[:n]
 		if err != nil {
-			return bodyFailed
+			return bodyFailed, err
 		}
 		if own {
 			hb.c.watchClient()
 		}
-		return bodyRead
+		return bodyRead, nil
 	}
 	buf := x.takeBody(maxBufferedBody + 1)
 	n := 0
 	for {
 		if n == len(buf) || !hb.c.clientReady() {
 			x.body = buf[:n]
-			return bodyStreams
+			return bodyStreams, nil
 		}
 		k, err := hb.Read(buf[n:])
 		n += k
 		if errors.Is(err, io.EOF) {
 			x.body = buf[:n]
 			hb.c.watchClient()
-			return bodyRead
+			return bodyRead, nil
 		}
 		if err != nil {
 			x.body = buf[:n]
-			return bodyFailed
+			return bodyFailed, err
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coxswain-labs/coxswain/core/proxy"
 )
@@ -162,4 +163,35 @@ func TestH1BodilessResponses(t *testing.T) {
 			t.Fatalf("%s: status %d length %d body %q, want %d %d %q", want.method, resp.StatusCode, resp.ContentLength, b, want.status, want.length, want.body)
 		}
 	}
+}
+
+// A client that stalls in the middle of a body is cut off after RequestBodyTimeout (408, then a
+// close: slowloris on the body); one that keeps sending, however slowly, is not.
+func TestH1RequestBodyTimeout(t *testing.T) {
+	addr := h1Proxy(t, proxy.Limits{RequestBodyTimeout: 200 * time.Millisecond})
+	t.Run("stalled", func(t *testing.T) {
+		c := dialClient(t, addr, false)
+		_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nhello")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("%v %v, want 408", resp, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if _, err := br.ReadByte(); err == nil {
+			t.Fatal("the connection stayed open")
+		}
+	})
+	t.Run("trickling", func(t *testing.T) {
+		c := dialClient(t, addr, false)
+		_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 8\r\n\r\n")
+		for range 8 {
+			time.Sleep(60 * time.Millisecond) // pacing: 480 ms in all, a byte every 60 ms
+			_, _ = io.WriteString(c, "x")
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Got-Body") != "xxxxxxxx" {
+			t.Fatalf("%v %v", resp, err)
+		}
+	})
 }

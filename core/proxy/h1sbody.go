@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // h1Body is a request body read off the connection: exactly Content-Length bytes, or chunks (with
@@ -27,7 +28,8 @@ type h1Body struct {
 	expected  bool       // the request asked for 100 Continue
 	continued bool       // and got it (under cmu)
 	done      bool
-	closed    bool // the handler returned
+	closed    bool      // the handler returned
+	dl        time.Time // the read deadline while the body is read; zero when none
 	err       error
 }
 
@@ -51,6 +53,9 @@ func (b *h1Body) read(p []byte) (int, error) {
 	}
 	if b.expect.Load() && !b.sendContinue() {
 		return 0, b.err
+	}
+	if !b.dl.IsZero() && b.c.br.Buffered() == 0 {
+		b.rearm()
 	}
 	var n int
 	var err error
@@ -93,6 +98,17 @@ func (b *h1Body) trailers() error {
 		if _, err := parseField(h.raw, s, e); err != nil {
 			return badRequest("malformed trailer field")
 		}
+	}
+}
+
+// rearm pushes the read deadline out by the body timeout before a read that will wait for the
+// socket, lazily: only when less than half of it is left, so a body that arrives briskly costs no
+// timer operation beyond the first.
+func (b *h1Body) rearm() {
+	wait := b.c.srv.bodyWait
+	if now := time.Now(); b.dl.Sub(now) < wait/2 {
+		b.dl = now.Add(wait)
+		_ = b.c.nc.SetReadDeadline(b.dl)
 	}
 }
 

@@ -39,6 +39,7 @@ func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
 		readHeader: Positive(sc.Limits.ReadHeaderTimeout),
 		idle:       Positive(sc.Limits.IdleTimeout),
 		write:      Positive(sc.Limits.WriteTimeout),
+		bodyWait:   Positive(sc.Limits.RequestBodyTimeout),
 		conns:      map[*h1sConn]struct{}{},
 	}
 	if s.maxHeader <= 0 {
@@ -58,6 +59,7 @@ type h1Server struct {
 	readHeader time.Duration
 	idle       time.Duration
 	write      time.Duration
+	bodyWait   time.Duration // the longest wait for more of a request body
 
 	closing atomic.Bool
 	mu      sync.Mutex
@@ -530,9 +532,13 @@ func (c *h1sConn) serve() bool {
 		c.replyError(err)
 		return false
 	}
+	c.body.dl = time.Time{} // body.reset leaves it to this
 	if h.chunked || h.length > 0 {
-		// The body is read under the handler's own limits, not the header timeout.
-		_ = c.nc.SetReadDeadline(time.Time{})
+		// The body is read under the body timeout (re-armed as it arrives), not the header's.
+		if s.bodyWait > 0 {
+			c.body.dl = time.Now().Add(s.bodyWait)
+		}
+		_ = c.nc.SetReadDeadline(c.body.dl)
 	}
 	if s.write > 0 {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(s.write))
@@ -555,10 +561,13 @@ func (c *h1sConn) serve() bool {
 	if ok && !c.body.drain(drainLimit) {
 		ok = false
 	}
-	if ok && s.readHeader > 0 {
+	switch {
+	case ok && s.readHeader > 0:
 		// One timer per request: it bounds both the wait for the next request (after which the
 		// connection is parked) and the reading of its header.
 		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
+	case ok && !c.body.dl.IsZero():
+		_ = c.nc.SetReadDeadline(time.Time{})
 	}
 	return ok
 }

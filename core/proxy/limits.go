@@ -12,6 +12,10 @@ type Limits struct {
 	// WriteTimeout bounds writing a response. Default none: responses may stream for as long as the
 	// route's timeouts allow.
 	WriteTimeout time.Duration
+	// RequestBodyTimeout bounds each wait for more of an HTTP/1.1 request body: a client that sends
+	// nothing for this long in the middle of a body is cut off (408 when nothing was forwarded yet).
+	// Default 60s, as nginx's client_body_timeout.
+	RequestBodyTimeout time.Duration
 	// MaxHeaderBytes caps the request header size. Default 64 KiB.
 	MaxHeaderBytes int
 	// MaxConcurrentStreams caps the streams of one HTTP/2 connection. Default 250.
@@ -49,6 +53,7 @@ var DefaultLimits = Limits{
 	ReadHeaderTimeout:             10 * time.Second,
 	IdleTimeout:                   120 * time.Second,
 	WriteTimeout:                  -1,
+	RequestBodyTimeout:            60 * time.Second,
 	MaxHeaderBytes:                64 << 10,
 	MaxConcurrentStreams:          250,
 	TLSHandshakeTimeout:           10 * time.Second,
@@ -73,6 +78,7 @@ func (l Limits) withDefaults() Limits {
 	dur(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
 	dur(&l.IdleTimeout, d.IdleTimeout)
 	dur(&l.WriteTimeout, d.WriteTimeout)
+	dur(&l.RequestBodyTimeout, d.RequestBodyTimeout)
 	dur(&l.TLSHandshakeTimeout, d.TLSHandshakeTimeout)
 	dur(&l.DrainTimeout, d.DrainTimeout)
 	dur(&l.UpstreamDialTimeout, d.UpstreamDialTimeout)
