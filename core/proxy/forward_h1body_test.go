@@ -279,3 +279,28 @@ func TestH1EarlyAnswerToLargeBody(t *testing.T) {
 		_ = c.Close()
 	}
 }
+
+// HTTP/2 requests to an HTTP/1.1 cluster: a body of declared length is read whole and sent with a
+// Content-Length; one of unknown length takes the stdlib path. Both arrive whole.
+func TestH2RequestBodiesToH1(t *testing.T) {
+	be := newBodyBackend(t)
+	l := httpsListener(0, tlsServer("", []string{"ns/c"}, vhost("", route("r", "/", backend("body", 1)))))
+	p := newProxy(t)
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("body", be.testBackend)}, secret(t, "ns/c", "c", "example.com")))
+	c := newClient(addrOf(t, p, l.Name), func(tr *http.Transport) { tr.ForceAttemptHTTP2 = true })
+	body := strings.Repeat("0123456789abcdef", 64)
+	for _, known := range []bool{true, false} {
+		var rd io.Reader = strings.NewReader(body)
+		if !known {
+			rd = io.MultiReader(rd) // hides the length
+		}
+		req, _ := http.NewRequest(http.MethodPost, hostURL("https", "example.com", "/"), rd)
+		r := must(t, c.do(req))
+		if r.proto != 2 || r.status != 200 || r.body != body {
+			t.Fatalf("known length %v: proto %d status %d, %d bytes back", known, r.proto, r.status, len(r.body))
+		}
+		if known && r.header.Get("X-Got-Length") != "1024" {
+			t.Errorf("upstream Content-Length %q", r.header.Get("X-Got-Length"))
+		}
+	}
+}
