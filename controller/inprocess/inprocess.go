@@ -7,6 +7,9 @@ package inprocess
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -23,19 +26,32 @@ type Options struct {
 	Limits   proxy.Limits
 }
 
+// proxyName is how conditions name the in-process proxy.
+const proxyName = "in-process"
+
 // New returns the controller.NewPublisher that starts a fresh proxy for each leadership term.
 func New(opts Options) controller.NewPublisher {
 	return func(_ context.Context, report controller.Reporter) (controller.Publisher, error) {
 		px := proxy.New(proxy.Options{Log: opts.Log, Registry: opts.Registry, Limits: opts.Limits})
-		return &publisher{proxy: px, report: report}, nil
+		p := &publisher{proxy: px, report: report, done: make(chan struct{}), reported: map[string][]controller.ListenerFailure{}}
+		p.wg.Go(p.watch)
+		return p, nil
 	}
 }
 
-// publisher applies snapshots synchronously, so a nil error means the listeners are bound and
-// the table is serving: that is the acknowledgement Programmed waits for.
+// publisher applies snapshots synchronously, so a nil error means the table is serving and every
+// listener that could be bound is: that is the acknowledgement Programmed waits for. Listeners
+// the proxy cannot bind are reported as Unbound, again whenever that changes.
 type publisher struct {
 	proxy  *proxy.Proxy
 	report controller.Reporter
+	done   chan struct{}
+	stop   sync.Once
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	snap     *irv1.Snapshot
+	reported map[string][]controller.ListenerFailure // by "<namespace>/<name>"
 }
 
 var _ controller.Publisher = (*publisher)(nil)
@@ -45,7 +61,66 @@ func (p *publisher) Publish(ctx context.Context, snap *irv1.Snapshot) error {
 		return fmt.Errorf("applying snapshot %s: %w", snap.GetVersion(), err)
 	}
 	p.report.Applied(snap.GetGateways())
+	p.mu.Lock()
+	p.snap = snap
+	p.mu.Unlock()
+	p.reportUnbound()
 	return nil
 }
 
-func (p *publisher) Close(ctx context.Context) error { return p.proxy.Close(ctx) }
+func (p *publisher) Close(ctx context.Context) error {
+	p.stop.Do(func() { close(p.done) })
+	p.wg.Wait()
+	return p.proxy.Close(ctx)
+}
+
+// watch reports Unbound again whenever the proxy's listeners change (a retried bind succeeded).
+func (p *publisher) watch() {
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-p.proxy.ListenersChanged():
+		}
+		p.reportUnbound()
+	}
+}
+
+// reportUnbound reports, for every Gateway of the snapshot serving, the listeners the proxy
+// cannot bind, when they changed since the last report.
+func (p *publisher) reportUnbound() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.snap == nil {
+		return
+	}
+	byName := map[string]proxy.ListenerFailure{}
+	for _, f := range p.proxy.Failed() {
+		byName[f.Name] = f
+	}
+	now := map[string][]controller.ListenerFailure{}
+	for _, l := range p.snap.GetListeners() {
+		f, ok := byName[l.GetName()]
+		if !ok {
+			continue
+		}
+		for _, sv := range l.GetServers() {
+			for _, src := range sv.GetSources() {
+				parts := strings.SplitN(src, "/", 3)
+				if len(parts) < 3 {
+					continue
+				}
+				gw := parts[0] + "/" + parts[1]
+				now[gw] = append(now[gw], controller.ListenerFailure{Listener: parts[2], Proxy: proxyName, Address: f.Address,
+					Error: f.Error, AddressNotUsable: f.Reason == proxy.BindAddressNotAvailable})
+			}
+		}
+	}
+	for _, g := range p.snap.GetGateways() {
+		k := g.GetNamespace() + "/" + g.GetName()
+		if !reflect.DeepEqual(now[k], p.reported[k]) {
+			p.report.Unbound(g, now[k])
+		}
+	}
+	p.reported = now
+}
