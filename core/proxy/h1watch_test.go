@@ -244,3 +244,28 @@ func newProxyLimits(t *testing.T, readHeader time.Duration) *proxy.Proxy {
 	})
 	return p
 }
+
+// Over TLS, a watch taken back by a read deadline (the request ended while the client stayed
+// silent) leaves the TLS connection usable for the next request.
+func TestH1ClientWatchTLS(t *testing.T) {
+	be := newCancelBackend(t)
+	l := httpsListener(0, tlsServer("", []string{"ns/c"}, vhost("", route("r", "/", backend("cb", 1)))))
+	p := newProxy(t)
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("cb", be.testBackend)}, secret(t, "ns/c", "c", "example.com")))
+	c := dialClient(t, addrOf(t, p, l.Name), true)
+	br := bufio.NewReader(c)
+	for i := range 3 {
+		_, _ = io.WriteString(c, "GET /hold?"+string(rune('a'+i))+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		await(t, "the request upstream", be.arrived)
+		time.Sleep(60 * time.Millisecond) // ordering only: the watch (armed after 20 ms) is running by now
+		be.release <- struct{}{}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if want := "held " + string(rune('a'+i)); resp.StatusCode != 200 || string(b) != want {
+			t.Fatalf("request %d: status %d body %q, want %q", i, resp.StatusCode, b, want)
+		}
+	}
+}
