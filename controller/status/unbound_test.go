@@ -44,11 +44,11 @@ func TestGatewayStatusUnbound(t *testing.T) {
 		{name: "one listener's port taken: that listener only", desired: twoListeners(2), applied: 2,
 			unbound: []ListenerFailure{inUse("extra", "p2")},
 			gateway: want{"True", "Programmed", nil}, http: want{"True", "Programmed", nil},
-			extra:   want{"False", "Pending", []string{"Proxy p2 cannot bind 10.99.0.1:8080", "address already in use", "retries"}}},
+			extra: want{"False", "Pending", []string{"Proxy p2 cannot bind 10.99.0.1:8080", "address already in use", "retries"}}},
 		{name: "two proxies fail the same listener: both named", desired: twoListeners(2), applied: 2,
 			unbound: []ListenerFailure{inUse("extra", "p1"), inUse("extra", "p2")},
 			gateway: want{"True", "Programmed", nil}, http: want{"True", "Programmed", nil},
-			extra:   want{"False", "Pending", []string{"Proxy p1 cannot bind", "proxy p2 cannot bind"}}},
+			extra: want{"False", "Pending", []string{"Proxy p1 cannot bind", "proxy p2 cannot bind"}}},
 		{name: "no listener bound: the Gateway is not Programmed", desired: twoListeners(2), applied: 2,
 			unbound: []ListenerFailure{inUse("extra", "p1"), inUse("http", "p1")},
 			gateway: want{"False", "Pending", []string{"No listener can be bound", "p1"}},
@@ -60,7 +60,7 @@ func TestGatewayStatusUnbound(t *testing.T) {
 		{name: "a failure shows while the generation is held", desired: twoListeners(3), applied: 2, liveTrue: true,
 			unbound: []ListenerFailure{inUse("extra", "p2")},
 			gateway: want{"True", "Programmed", nil}, http: want{"True", "Programmed", nil},
-			extra:   want{"False", "Pending", []string{"Proxy p2 cannot bind"}}},
+			extra: want{"False", "Pending", []string{"Proxy p2 cannot bind"}}},
 		{name: "an invalid listener keeps its own reason", desired: func() *gwapiv1.GatewayStatus {
 			st := twoListeners(2)
 			st.Listeners[1].Conditions[0] = cond("Programmed", "False", "Invalid", 2, t1)
