@@ -90,4 +90,6 @@ type streamKindRoute struct {
 func (r streamKindRoute) Object() metav1.Object                 { return r.obj }
 func (r streamKindRoute) ParentRefs() []gwapiv1.ParentReference { return r.spec.ParentRefs }
 func (r streamKindRoute) Hostnames() []gwapiv1.Hostname         { return r.spec.Hostnames }
-func (r streamKindRoute) Build(rc *RouteContext) []*Entry       { return SingleRule(rc, r.match, r.spec.Rules) }
+func (r streamKindRoute) Build(rc *RouteContext) []*Entry {
+	return SingleRule(rc, r.match, r.spec.Rules)
+}
