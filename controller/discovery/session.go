@@ -96,14 +96,15 @@ func (s *session) notify() {
 func (s *session) serves(k gwKey) bool { return s.gw == nil || *s.gw == k }
 
 // missingFor is what of p's modules the proxy lacks (t.mu held). A change is logged: the
-// routes needing them answer 500 on this proxy.
+// rules needing them answer an error on this proxy (500, or gRPC UNAVAILABLE) and their routes
+// carry ModulesAvailable=False.
 func (s *session) missingFor(p *published) []string {
 	if s.missingOf == p.seq {
 		return s.missing
 	}
 	m := missingModules(p.modules, s.modules)
 	if !equalStrings(m, s.missing) && len(m) > 0 {
-		s.t.log.Warn("proxy lacks modules the snapshot names: it gets the snapshot without them (routes needing a missing filter answer 500)",
+		s.t.log.Warn("proxy lacks modules the snapshot names: it gets the snapshot without them (rules needing them answer an error there; their routes carry ModulesAvailable=False)",
 			append(s.fields(), zap.Strings("missing", m))...)
 	}
 	s.missing, s.missingOf = m, p.seq
