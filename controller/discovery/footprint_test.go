@@ -14,7 +14,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,10 +37,15 @@ import (
 //   - idle-rss-MiB: VmRSS once connected, before the first push (the binary and the runtime);
 //   - rss-MiB, anon-MiB: VmRSS and its anonymous part (RssAnon: heap and stacks, not the
 //     binary's file pages) right after the acknowledgement and one request;
-//   - rss-settled-MiB: VmRSS 3 s later (what bench/runner's B8 reads for the standalone process);
+//   - rss-settled-MiB, anon-settled-MiB: the same 3 s later (bench/runner's B8 reads the
+//     standalone process's RSS after 3 s too);
 //   - hwm-MiB: VmHWM, the peak while decoding and building the first table;
-//   - rss-update-MiB, hwm-update-MiB: VmRSS and VmHWM after a second push (one endpoint changed), whose table is built
-//     while the first still serves.
+//   - hwm-update-MiB: VmHWM after a second push (the Gateway's generation changed, and with
+//     cluster=per-route one endpoint), whose table is built while the first still serves;
+//   - rss-update-settled-MiB: VmRSS 3 s after that.
+//
+// VmRSS includes the binary's file pages (VmRSS - RssAnon), which vary by a few MiB with the
+// page cache's state of the binary: compare builds on RssAnon, or on copies made the same way.
 //
 // Routes are HTTPRoutes as bench/runner's B8 writes them (own hostname, one PathPrefix rule); the
 // backends are either one Service for all (cluster=shared) or one Service with its own endpoint per
@@ -85,43 +89,31 @@ func proxyFootprint(b *testing.B, bin string, n int, perRoute bool) {
 	s.waitApplied(b, gw, 2)
 	servesLast(b, port, n)
 	updated := procMem(b, pid)
+	time.Sleep(3 * time.Second)
+	updatedSettled := procMem(b, pid)
 	mib := func(kib int) float64 { return float64(kib) / 1024 }
 	b.ReportMetric(mib(idle.rss), "idle-rss-MiB")
 	b.ReportMetric(mib(loaded.rss), "rss-MiB")
 	b.ReportMetric(mib(loaded.anon), "anon-MiB")
 	b.ReportMetric(mib(settled.rss), "rss-settled-MiB")
+	b.ReportMetric(mib(settled.anon), "anon-settled-MiB")
 	b.ReportMetric(mib(loaded.hwm), "hwm-MiB")
-	b.ReportMetric(mib(updated.rss), "rss-update-MiB")
 	b.ReportMetric(mib(updated.hwm), "hwm-update-MiB")
+	b.ReportMetric(mib(updatedSettled.rss), "rss-update-settled-MiB")
 }
 
-var (
-	proxyBinOnce sync.Once
-	proxyBinPath string
-	proxyBinErr  error
-)
-
-// proxyBinary is $COXSWAIN_BIN, or cmd/coxswain built once per test process.
-func proxyBinary(b testing.TB) string {
-	if p := os.Getenv("COXSWAIN_BIN"); p != "" {
-		return p
+// proxyBinary is cmd/coxswain built into a temporary directory, or a fresh copy there of
+// $COXSWAIN_BIN (so that two builds compared start from the same page-cache state).
+func proxyBinary(b *testing.B) string {
+	path := filepath.Join(b.TempDir(), "coxswain")
+	cmd := exec.Command("go", "build", "-o", path, "github.com/coxswain-labs/coxswain/cmd/coxswain")
+	if src := os.Getenv("COXSWAIN_BIN"); src != "" {
+		cmd = exec.Command("cp", src, path)
 	}
-	proxyBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "coxswain-footprint-")
-		if err != nil {
-			proxyBinErr = err
-			return
-		}
-		proxyBinPath = filepath.Join(dir, "coxswain")
-		out, err := exec.Command("go", "build", "-o", proxyBinPath, "github.com/coxswain-labs/coxswain/cmd/coxswain").CombinedOutput()
-		if err != nil {
-			proxyBinErr = fmt.Errorf("go build ./cmd/coxswain: %v\n%s", err, out)
-		}
-	})
-	if proxyBinErr != nil {
-		b.Fatal(proxyBinErr)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s: %v\n%s", cmd, err, out)
 	}
-	return proxyBinPath
+	return path
 }
 
 // startProxyProcess runs `coxswain proxy` as a shared proxy of s and returns its pid; it is killed
