@@ -23,9 +23,9 @@ var (
 	l4RateConns  = flag.Int("l4-rate-conns", 32, "L4: concurrent workers of the connection-rate case")
 	l4UDP        = flag.String("l4-udp", "64x1,4x32", "L4 UDP cases, clients x datagrams in flight per client")
 	l4Payload    = flag.Int("l4-payload", 64, "L4: bytes echoed per connection (connection rate) and per datagram")
-	l4NginxBuf   = flag.String("l4-nginx-buffer", "64k", "L4: nginx stream proxy_buffer_size (nginx's default is 16k)")
-	l4HAPipe     = flag.Int("l4-haproxy-pipesize", 0, "L4: HAProxy tune.pipesize in bytes (0: the kernel's, 64 KiB)")
-	l4HANoSplice = flag.Bool("l4-haproxy-nosplice", false, "L4: run HAProxy without option splice-auto")
+	l4NginxBuf   = flag.String("l4-nginx-buffer", "16k", "L4: nginx stream proxy_buffer_size (16k is nginx's default; 64k measured no better)")
+	l4HAPipe     = flag.Int("l4-haproxy-pipesize", 1<<20, "L4: HAProxy tune.pipesize in bytes (0: the kernel's 64 KiB; 1 MiB is what Go's splice uses)")
+	l4HANoSplice = flag.Bool("l4-haproxy-nosplice", false, "L4: run HAProxy without option splice-request/splice-response")
 	l4CPUProfile = flag.String("l4-cpuprofile", "", "L4: directory for CPU profiles of coxswain (run 1 of each case; needs bin/coxswain-pprof)")
 )
 
@@ -132,6 +132,16 @@ func (e *env) newL4(udp bool) (*l4Env, error) {
 	d.Dir, d.Cert, d.Key, d.CertB64, d.KeyB64 = e.dir, e.data.Cert, e.data.Key, e.data.CertB64, e.data.KeyB64
 	d.NginxBuffer, d.HAProxyPipe, d.HAProxySplice = *l4NginxBuf, *l4HAPipe, !*l4HANoSplice
 	l := &l4Env{env: e, data: d, peers: map[string]*l4Peer{}}
+	// A port already taken (a leftover process) would make a proxy or the backend fail to bind while
+	// the readiness checks still succeed against the intruder.
+	for _, pt := range []l4Ports{d.Backend, d.Coxswain, d.Nginx, d.HAProxy} {
+		for _, port := range []int{pt.TCP, pt.TLS, pt.Admin} {
+			if c, err := net.DialTimeout("tcp", hostPort(port), 200*time.Millisecond); port != 0 && err == nil {
+				_ = c.Close()
+				return nil, fmt.Errorf("port %d is already in use", port)
+			}
+		}
+	}
 	p, err := start(e.dir, "l4backend", e.loadCPU, []string{"GOMAXPROCS=1"}, filepath.Join(filepath.Dir(e.bin.backend), "bench-l4backend"),
 		"-tcp", hostPort(d.Backend.TCP), "-tls", hostPort(d.Backend.TLS), "-udp", hostPort(d.Backend.UDP),
 		"-cert", d.Cert, "-key", d.Key)
@@ -242,6 +252,6 @@ func renderL4(name, dst string, d l4Data) error {
 func (l *l4Env) knobs() string {
 	return strings.Join([]string{
 		"nginx proxy_buffer_size=" + l.data.NginxBuffer,
-		fmt.Sprintf("haproxy splice-auto=%v tune.pipesize=%d", l.data.HAProxySplice, l.data.HAProxyPipe),
+		fmt.Sprintf("haproxy splice-request+splice-response=%v tune.pipesize=%d", l.data.HAProxySplice, l.data.HAProxyPipe),
 	}, "; ")
 }
