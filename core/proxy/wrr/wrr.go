@@ -34,25 +34,49 @@ type Schedule struct {
 	stride uint64
 }
 
+// Schedules with one pickable entry, or none, have no state that Next changes, so New returns
+// shared ones: a table of 10,000 one-endpoint clusters would otherwise hold 10,000 of them.
+var (
+	never = Schedule{only: -1}
+	fixed [64]Schedule // fixed[i] always picks i
+)
+
+func init() {
+	for i := range fixed {
+		fixed[i].only = i
+	}
+}
+
 // New computes the schedule of weights. Entries of weight 0 are never picked; if every weight is 0
 // (or there are none) Next returns -1.
 func New(weights []uint32) *Schedule {
+	first, count := -1, 0
+	for i, w := range weights {
+		if w != 0 {
+			if first < 0 {
+				first = i
+			}
+			count++
+		}
+	}
+	switch {
+	case count == 0:
+		return &never
+	case count == 1 && first < len(fixed):
+		return &fixed[first]
+	}
 	s := &Schedule{only: -1}
-	var nonzero []uint32 // indices
+	if count == 1 {
+		s.only = first
+		return s
+	}
+	nonzero := make([]uint32, 0, count) // indices
 	var g uint64
 	for i, w := range weights {
-		if w == 0 {
-			continue
+		if w != 0 {
+			nonzero = append(nonzero, uint32(i))
+			g = gcd(g, uint64(w))
 		}
-		nonzero = append(nonzero, uint32(i))
-		g = gcd(g, uint64(w))
-	}
-	switch len(nonzero) {
-	case 0:
-		return s
-	case 1:
-		s.only = int(nonzero[0])
-		return s
 	}
 	var total uint64
 	for _, i := range nonzero {
@@ -127,7 +151,7 @@ func (s *Schedule) Len() uint64 {
 // Seek sets the position of the next pick; balancers start at a random position so that proxies
 // restarted together do not all send their first requests to the same endpoint.
 func (s *Schedule) Seek(pos uint64) {
-	if s != nil {
+	if s != nil && s.total > 0 { // a schedule of one entry or none has no position (and is shared)
 		s.n.Store(pos)
 	}
 }

@@ -141,3 +141,33 @@ func BenchmarkNext(b *testing.B) {
 		})
 	}
 }
+
+// TestSharedSchedules: schedules of one pickable entry (or none) are shared and stateless.
+func TestSharedSchedules(t *testing.T) {
+	tests := []struct {
+		name    string
+		weights []uint32
+		want    int
+		shared  bool
+	}{
+		{name: "none", weights: nil, want: -1, shared: true},
+		{name: "all zero", weights: []uint32{0, 0}, want: -1, shared: true},
+		{name: "one", weights: []uint32{7}, want: 0, shared: true},
+		{name: "one of three", weights: []uint32{0, 3, 0}, want: 1, shared: true},
+		{name: "beyond the shared ones", weights: append(make([]uint32, 100), 1), want: 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := New(tt.weights), New(tt.weights)
+			if (a == b) != tt.shared {
+				t.Fatalf("shared = %v, want %v", a == b, tt.shared)
+			}
+			a.Seek(12345)
+			for range 3 {
+				if got := b.Next(); got != tt.want {
+					t.Fatalf("Next = %d, want %d", got, tt.want)
+				}
+			}
+		})
+	}
+}
