@@ -37,12 +37,11 @@ type h2cStream struct {
 
 	wake     chan struct{} // readLoop → handler
 	sendWake chan struct{} // window updates → body sender
-	finished chan struct{} // closed when the handler is done with the stream
 }
 
 func newH2CStream(c *h2cConn) *h2cStream {
 	return &h2cStream{c: c, recvAvail: h2cStreamWindow, wake: make(chan struct{}, 1),
-		sendWake: make(chan struct{}, 1), finished: make(chan struct{})}
+		sendWake: make(chan struct{}, 1)}
 }
 
 func (s *h2cStream) signal() {
@@ -315,11 +314,7 @@ func (s *h2cStream) awaitWindow(want int) (int32, bool) {
 			return n, true
 		}
 		c.mu.Unlock()
-		select {
-		case <-s.sendWake:
-		case <-s.finished:
-			return 0, false
-		}
+		<-s.sendWake // fail and finish wake it too, after setting dead
 	}
 }
 
@@ -328,7 +323,7 @@ func (s *h2cStream) awaitWindow(want int) (int32, bool) {
 // will read go back to the connection window, and the stream slot is released.
 func (s *h2cStream) finish() {
 	s.dead.Store(true)
-	close(s.finished)
+	s.wakeSender()
 	c := s.c
 	c.forget(s)
 	s.mu.Lock()
