@@ -54,7 +54,6 @@ func (x *h1Exchange) readBody(r *http.Request) (bodyResult, error) {
 	if r.ContentLength == 0 {
 		return bodyRead, nil
 	}
-	hb, own := r.Body.(*h1Body)
 	if r.ContentLength > 0 {
 		buf := x.takeBody(int(r.ContentLength))
 		n, err := io.ReadFull(r.Body, buf[:r.ContentLength])
@@ -62,11 +61,9 @@ func (x *h1Exchange) readBody(r *http.Request) (bodyResult, error) {
 		if err != nil {
 			return bodyFailed, err
 		}
-		if own {
-			hb.c.watchClient()
-		}
-		return bodyRead, nil
+		return bodyRead, nil // an own body read whole has armed the client watch
 	}
+	hb := r.Body.(*h1Body) // see fastPathable
 	buf := x.takeBody(maxBufferedBody + 1)
 	n := 0
 	for {
@@ -78,7 +75,6 @@ func (x *h1Exchange) readBody(r *http.Request) (bodyResult, error) {
 		n += k
 		if errors.Is(err, io.EOF) {
 			x.body = buf[:n]
-			hb.c.watchClient()
 			return bodyRead, nil
 		}
 		if err != nil {

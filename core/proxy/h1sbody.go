@@ -79,6 +79,11 @@ func (b *h1Body) read(p []byte) (int, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		b.err = err
 	}
+	if b.done && !b.closed {
+		// Read whole while the handler runs: from now on the client is watched. (This may be a
+		// transport's goroutine; serve closes the body, under mu, before it disarms the watch.)
+		b.c.watchClient()
+	}
 	return n, err
 }
 

@@ -547,13 +547,13 @@ func (c *h1sConn) serve() bool {
 	r.Body = requestBody(&c.body, h)
 	c.w.reset(c, h.minor, r.Method == http.MethodHead, h.close || s.closing.Load())
 	if r.Body == http.NoBody {
-		c.watchClient() // else the forwarder does once it has read the body
+		c.watchClient() // else the body does once it is read whole
 	}
 	aborted := c.handle(r)
-	c.unwatchClient()
 	if h.chunked || h.length > 0 {
-		c.body.close()
+		c.body.close() // first: a body read may arm the watch
 	}
+	c.unwatchClient()
 	if aborted || c.hijacked || c.watch.gone.Load() {
 		return false // a client that went away gets no answer
 	}

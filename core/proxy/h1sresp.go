@@ -280,6 +280,7 @@ func (w *h1Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, errors.New("hijack after the response started")
 	}
 	c := w.c
+	c.body.close() // no read (and no watch armed by one) after this
 	c.unwatchClient()
 	c.body.noContinue()
 	w.hijack = true

@@ -37,8 +37,10 @@ type clientWatch struct {
 	upstream atomic.Pointer[h1Conn]
 }
 
-// watchClient arms the watch for the request being served. Call it on the serving goroutine once the
-// request body, if any, has been read whole, and only while the handler runs.
+// watchClient arms the watch for the request being served, once the request body, if any, has been
+// read whole, and only while the handler runs: on the serving goroutine, or in the body read that
+// ends the body (which may be a transport's goroutine: serve closes the body, under its lock,
+// before it calls unwatchClient, so the two are ordered).
 func (c *h1sConn) watchClient() {
 	w := &c.watch
 	if w.armed || c.hijacked || c.br.Buffered() > 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -267,5 +268,27 @@ func TestH1ClientWatchTLS(t *testing.T) {
 		if want := "held " + string(rune('a'+i)); resp.StatusCode != 200 || string(b) != want {
 			t.Fatalf("request %d: status %d body %q, want %q", i, resp.StatusCode, b, want)
 		}
+	}
+}
+
+// Requests whose body goes the stdlib way (over 64 KiB, or Expect: 100-continue) are watched too
+// once the transport has read the body: the upstream request is cancelled when the client leaves.
+func TestH1ClientGoneStdlibPath(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	for _, tc := range []struct{ name, req string }{
+		{"100 KiB body", "POST /hang HTTP/1.1\r\nHost: a\r\nContent-Length: 102400\r\n\r\n" + big},
+		{"expect continue", "POST /hang HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be := newCancelBackend(t)
+			l := httpListener(0, server("", vhost("", route("r", "/", backend("cb", 1)))))
+			p := newProxy(t)
+			apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("cb", be.testBackend)}))
+			c := dialClient(t, addrOf(t, p, l.Name), false)
+			_, _ = io.WriteString(c, tc.req)
+			await(t, "the request upstream", be.arrived)
+			_ = c.Close()
+			await(t, "the upstream request's cancellation", be.canceled)
+		})
 	}
 }
