@@ -8,14 +8,18 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// addressPool gives each of our Gateways that asks for no particular address (no spec.addresses,
-// or only IPAddress entries without a value) an IP address of its own from a range (--gateway-address-pool): the proxy binds the Gateway's
-// listeners on it and the status publishes it, so Gateways listening on the same port never
-// share a socket. It is what a load-balancer controller does with a range of external IPs, for a
-// range that is routed to the proxy's host.
+// addressPool gives each of our Gateways that asks for an address (no spec.addresses, or an
+// IPAddress entry without a value) an IP address of its own from a range (--gateway-address-pool):
+// the proxy binds the Gateway's listeners on it and the status publishes it, so Gateways listening
+// on the same port never share a socket. It is what a load-balancer controller does with a range
+// of external IPs, for a range that is routed to the proxy's host.
 //
-// An address stays with its Gateway until the Gateway is deleted or names addresses of its own. A pool that starts (a new leader, a restart) takes each Gateway's address back from its
-// status when it is still in the range and unclaimed, so addresses survive a failover.
+// An address stays with its Gateway until the Gateway is deleted, stops asking, or another of our
+// Gateways names that address in its spec.addresses: a static address is the user's choice and
+// always wins over the pool's, so the pool never hands out an address some Gateway asked for by
+// value (the one that held it gets another). A pool that starts (a new leader, a restart) takes
+// each Gateway's address back from its status when it is still in the range and unclaimed, so
+// addresses survive a failover.
 type addressPool struct {
 	prefix   netip.Prefix
 	assigned map[types.NamespacedName]netip.Addr
@@ -31,15 +35,21 @@ func newAddressPool(prefix netip.Prefix) *addressPool {
 func (p *addressPool) assign(gateways []*gwapiv1.Gateway, classes map[string]bool) map[types.NamespacedName]netip.Addr {
 	var want []*gwapiv1.Gateway
 	keep := map[types.NamespacedName]bool{}
+	taken := map[netip.Addr]bool{} // static addresses first: they are never the pool's to give
 	for _, gw := range gateways {
-		if classes[string(gw.Spec.GatewayClassName)] && !asksForAddress(gw) {
+		if !classes[string(gw.Spec.GatewayClassName)] {
+			continue
+		}
+		for _, a := range staticAddresses(gw) {
+			taken[a] = true
+		}
+		if asksForAddress(gw) {
 			want = append(want, gw)
 			keep[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = true
 		}
 	}
-	taken := map[netip.Addr]bool{}
 	for k, a := range p.assigned {
-		if keep[k] {
+		if keep[k] && !taken[a] {
 			taken[a] = true
 		} else {
 			delete(p.assigned, k)
@@ -74,15 +84,36 @@ func (p *addressPool) assign(gateways []*gwapiv1.Gateway, classes map[string]boo
 	return out
 }
 
-// asksForAddress reports whether the Gateway names an address of its own in spec.addresses. An
-// IPAddress entry without a value asks for "some address" (GatewayAddressEmpty): the pool's to give.
+// asksForAddress reports whether the Gateway asks for an address it does not name: no
+// spec.addresses, or an IPAddress entry without a value (GatewayAddressEmpty), which the pool
+// fills beside any addresses the Gateway names. A Gateway with an address type we do not support
+// is not accepted and gets nothing.
 func asksForAddress(gw *gwapiv1.Gateway) bool {
+	empty := len(gw.Spec.Addresses) == 0
 	for _, a := range gw.Spec.Addresses {
-		if a.Value != "" || (a.Type != nil && *a.Type != gwapiv1.IPAddressType) {
-			return true
+		if a.Type != nil && *a.Type != gwapiv1.IPAddressType {
+			return false
+		}
+		if a.Value == "" {
+			empty = true
 		}
 	}
-	return false
+	return empty
+}
+
+// staticAddresses are the IP addresses the Gateway names in spec.addresses (as the translator
+// binds them: IPv4-mapped IPv6 as IPv4); values that do not parse are the translator's to report.
+func staticAddresses(gw *gwapiv1.Gateway) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range gw.Spec.Addresses {
+		if a.Value == "" || (a.Type != nil && *a.Type != gwapiv1.IPAddressType) {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Value); err == nil && ip.Zone() == "" {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out
 }
 
 // published is the Gateway's address from its live status, when it is ours to give and free.

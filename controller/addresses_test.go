@@ -30,6 +30,16 @@ func TestAddressPool(t *testing.T) {
 	ipType := gwapiv1.IPAddressType
 	emptyValue := poolGateway("empty", "mine", 1)
 	emptyValue.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: &ipType}}
+	static := func(name string, age int, values ...string) *gwapiv1.Gateway {
+		gw := poolGateway(name, "mine", age)
+		for _, v := range values {
+			gw.Spec.Addresses = append(gw.Spec.Addresses, gwapiv1.GatewaySpecAddress{Type: &ipType, Value: v})
+		}
+		return gw
+	}
+	hostname := gwapiv1.HostnameAddressType
+	byName := poolGateway("byname", "mine", 1)
+	byName.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: &hostname, Value: "lb.example.com"}, {Type: &ipType}}
 	type step struct {
 		gateways []*gwapiv1.Gateway
 		want     map[string]string // gateway name → address; absent means none
@@ -70,6 +80,32 @@ func TestAddressPool(t *testing.T) {
 		}},
 		{name: "an IPAddress entry without a value asks for an address from the pool", pool: "10.250.0.0/24", steps: []step{
 			{gateways: []*gwapiv1.Gateway{emptyValue}, want: map[string]string{"empty": "10.250.0.1"}},
+		}},
+		{name: "a static address in the range is never handed out", pool: "10.250.0.0/24", steps: []step{
+			{gateways: []*gwapiv1.Gateway{static("s", 3, "10.250.0.1", "::ffff:10.250.0.2"), poolGateway("a", "mine", 2)},
+				want: map[string]string{"a": "10.250.0.3"}},
+		}},
+		{name: "a static address takes an assigned one back", pool: "10.250.0.0/24", steps: []step{
+			{gateways: []*gwapiv1.Gateway{poolGateway("a", "mine", 2)}, want: map[string]string{"a": "10.250.0.1"}},
+			{gateways: []*gwapiv1.Gateway{poolGateway("a", "mine", 2), static("s", 1, "10.250.0.1")},
+				want: map[string]string{"a": "10.250.0.2"}},
+		}},
+		{name: "a static address of another class is not reserved", pool: "10.250.0.0/24", steps: []step{
+			{gateways: []*gwapiv1.Gateway{func() *gwapiv1.Gateway {
+				gw := static("theirs", 2, "10.250.0.1")
+				gw.Spec.GatewayClassName = "other"
+				return gw
+			}(), poolGateway("a", "mine", 1)}, want: map[string]string{"a": "10.250.0.1"}},
+		}},
+		{name: "an empty value beside a static address gets one more", pool: "10.250.0.0/24", steps: []step{
+			{gateways: []*gwapiv1.Gateway{func() *gwapiv1.Gateway {
+				gw := static("both", 1, "10.250.0.1")
+				gw.Spec.Addresses = append(gw.Spec.Addresses, gwapiv1.GatewaySpecAddress{Type: &ipType})
+				return gw
+			}()}, want: map[string]string{"both": "10.250.0.2"}},
+		}},
+		{name: "an unsupported address type gets none", pool: "10.250.0.0/24", steps: []step{
+			{gateways: []*gwapiv1.Gateway{byName}, want: map[string]string{}},
 		}},
 		{name: "IPv6", pool: "fd00:250::/120", steps: []step{
 			{gateways: []*gwapiv1.Gateway{poolGateway("a", "mine", 1)}, want: map[string]string{"a": "fd00:250::"}},

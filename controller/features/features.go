@@ -40,6 +40,10 @@ var Core = []Feature{
 	// A Gateway that asks for an address without a value gets one: the controller's pool address
 	// or its --status-address, like a Gateway that asks for none.
 	{Name: gwfeatures.SupportGatewayAddressEmpty, Requires: []core.ModuleID{"listener.http"}},
+	// A Gateway's IPAddress spec.addresses are its listeners' bind addresses; the proxy reports
+	// one it cannot bind (AddressNotUsable) and other address types are not accepted
+	// (UnsupportedAddress).
+	{Name: gwfeatures.SupportGatewayStaticAddresses, Requires: []core.ModuleID{"listener.http"}},
 	// The proxy picks the most specific listener hostname of a port and never falls back to a less
 	// specific one, so a listener's routes never answer for another listener.
 	{Name: gwfeatures.SupportGatewayHTTPListenerIsolation, Requires: []core.ModuleID{"listener.http"}},

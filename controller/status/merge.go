@@ -82,7 +82,9 @@ func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g
 	}
 	hold := g.Applied < g.Generation || !Equal(live.Addresses, addrs)
 	switch {
-	case len(addrs) == 0:
+	case len(addrs) == 0 && programmedTrue(desired.Conditions):
+		// Only a Gateway the translator programmed lacks an address; one it did not (not
+		// accepted, an unusable spec address) keeps the reason that says why.
 		setFalse(out.Conditions, string(gwapiv1.GatewayConditionProgrammed), string(gwapiv1.GatewayReasonAddressNotAssigned),
 			"No address to publish: start the controller with --status-address", g)
 		out.Conditions = mergeConditions(live.Conditions, out.Conditions)

@@ -14,8 +14,8 @@ import (
 )
 
 // TestGatewayAddresses: an address the controller assigned is bound and published for a Gateway
-// that names none (no spec.addresses, or an IPAddress entry without a value), and ignored for one
-// that names its own.
+// that asks for one (no spec.addresses, or an IPAddress entry without a value, also beside
+// addresses of its own), and ignored for one that only names its own.
 func TestGatewayAddresses(t *testing.T) {
 	ip := gwapiv1.IPAddressType
 	assigned := map[types.NamespacedName]netip.Addr{nn("ns", "gw"): netip.MustParseAddr("10.250.0.7")}
@@ -23,15 +23,21 @@ func TestGatewayAddresses(t *testing.T) {
 		name     string
 		spec     []gwapiv1.GatewaySpecAddress
 		assigned map[types.NamespacedName]netip.Addr
-		bind     string
+		bind     []string
 		status   []string
 	}{
-		{name: "no spec.addresses", assigned: assigned, bind: "10.250.0.7", status: []string{"10.250.0.7"}},
+		{name: "no spec.addresses", assigned: assigned, bind: []string{"10.250.0.7"}, status: []string{"10.250.0.7"}},
 		{name: "an empty IPAddress value", spec: []gwapiv1.GatewaySpecAddress{{Type: &ip}}, assigned: assigned,
-			bind: "10.250.0.7", status: []string{"10.250.0.7"}},
+			bind: []string{"10.250.0.7"}, status: []string{"10.250.0.7"}},
 		{name: "an address of its own", spec: []gwapiv1.GatewaySpecAddress{{Type: &ip, Value: "192.0.2.1"}}, assigned: assigned,
-			bind: "192.0.2.1", status: []string{"192.0.2.1"}},
-		{name: "nothing assigned: every address, none published", bind: ""},
+			bind: []string{"192.0.2.1"}, status: []string{"192.0.2.1"}},
+		{name: "an address of its own and an empty value", spec: []gwapiv1.GatewaySpecAddress{{Value: "192.0.2.1"}, {Type: &ip}},
+			assigned: assigned, bind: []string{"10.250.0.7", "192.0.2.1"}, status: []string{"10.250.0.7", "192.0.2.1"}},
+		{name: "an address of its own and an empty value, nothing assigned", spec: []gwapiv1.GatewaySpecAddress{{Value: "192.0.2.1"}, {Type: &ip}},
+			bind: []string{"192.0.2.1"}, status: []string{"192.0.2.1"}},
+		{name: "nothing assigned: every address, none published", bind: []string{""}},
+		{name: "an unusable address: nothing bound or published", spec: []gwapiv1.GatewaySpecAddress{{Value: "192.0.2.1"}, {Value: "224.0.0.1"}},
+			assigned: assigned},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,8 +52,12 @@ func TestGatewayAddresses(t *testing.T) {
 			res := Translate(context.Background(), store, Options{
 				Registry: core.NewRegistry(streamKind{}), GatewayAddresses: tc.assigned,
 			})
-			if l := res.Snapshot.Listeners; len(l) != 1 || l[0].Address != tc.bind {
-				t.Errorf("listeners %v, want one bound to %q", l, tc.bind)
+			var bind []string
+			for _, l := range res.Snapshot.Listeners {
+				bind = append(bind, l.Address)
+			}
+			if !slices.Equal(bind, tc.bind) {
+				t.Errorf("listeners bound to %q, want %q", bind, tc.bind)
 			}
 			var status []string
 			for _, a := range res.Gateways[nn("ns", "gw")].Addresses {

@@ -21,7 +21,10 @@ type gatewayState struct {
 	// Gateway-level rejection (addresses, parameters); empty when the Gateway itself is fine.
 	rejectReason gwapiv1.GatewayConditionReason
 	rejectMsg    string
-	listeners    []*listenerState
+	// unusableMsg says which spec address can never be bound: the Gateway is accepted, but none
+	// of it is programmed (AddressNotUsable) until the spec changes.
+	unusableMsg string
+	listeners   []*listenerState
 }
 
 // condState is one condition being decided: ok is its status, reason and msg explain it.
@@ -59,7 +62,7 @@ type listenerState struct {
 
 // programmed reports whether the listener goes into the snapshot.
 func (l *listenerState) programmed() bool {
-	if l.gw.rejectReason != "" || !l.accepted.ok || l.conflicted.ok {
+	if l.gw.rejectReason != "" || l.gw.unusableMsg != "" || !l.accepted.ok || l.conflicted.ok {
 		return false
 	}
 	switch l.spec.Protocol {
@@ -125,48 +128,84 @@ func infraParams(gw *gwapiv1.Gateway) string {
 	return string(r.Kind) + " " + r.Name
 }
 
-// gatewayAddresses validates spec.addresses: only IP addresses are supported, each becomes a
-// bind address. An empty IPAddress value asks for any address. A Gateway that names no address
-// (no spec.addresses, or only empty values) binds the address the controller gave it, if any,
-// else every address.
+// gatewayAddresses turns spec.addresses into bind addresses:
+//
+//   - an entry of any type but IPAddress (unset means IPAddress) is not supported: the Gateway is
+//     not accepted (UnsupportedAddress);
+//   - an IPAddress value is bound as given (an IPv4-mapped IPv6 address as IPv4); one that is not
+//     a unicast IP address can never be bound, so the Gateway stays accepted but nothing of it is
+//     programmed (AddressNotUsable) until the spec is fixed;
+//   - no entry, or an IPAddress entry without a value, asks for an address: the one the
+//     controller gave the Gateway from its pool, when it gave one; else every address, unless
+//     the spec names addresses of its own (a port cannot be bound on every address and on one).
+//
+// Whether a valid address is local to a proxy only the proxy knows: it binds what it can and
+// reports the rest, which the status writer turns into AddressNotUsable.
 func (t *translation) gatewayAddresses(g *gatewayState) {
+	asks := len(g.gw.Spec.Addresses) == 0
 	seen := map[string]bool{}
 	for i, a := range g.gw.Spec.Addresses {
-		typ := gwapiv1.IPAddressType
-		if a.Type != nil {
-			typ = *a.Type
-		}
 		field := fmt.Sprintf("spec.addresses[%d]", i)
-		if typ != gwapiv1.IPAddressType {
+		if typ := addressType(a.Type); typ != gwapiv1.IPAddressType {
 			msg := fmt.Sprintf("address type %q is not supported; only IPAddress", typ)
-			g.reject(gwapiv1.GatewayReasonUnsupportedAddress, msg)
+			g.reject(gwapiv1.GatewayReasonUnsupportedAddress, field+": "+msg)
 			t.gatewayProblem(g, field+".type", string(gwapiv1.GatewayReasonUnsupportedAddress), msg)
 			continue
 		}
-		addr := ""
-		if a.Value != "" {
-			ip, err := netip.ParseAddr(a.Value)
-			if err != nil || ip.Zone() != "" {
-				msg := fmt.Sprintf("%q is not an IP address", a.Value)
-				g.reject(gwapiv1.GatewayReasonUnsupportedAddress, msg)
-				t.gatewayProblem(g, field+".value", string(gwapiv1.GatewayReasonUnsupportedAddress), msg)
-				continue
+		if a.Value == "" {
+			asks = true
+			continue
+		}
+		ip, why := staticAddress(a.Value)
+		if why != "" {
+			msg := fmt.Sprintf("%q %s", a.Value, why)
+			if g.unusableMsg == "" {
+				g.unusableMsg = field + ": " + msg
 			}
-			addr = ip.Unmap().String()
+			t.gatewayProblem(g, field+".value", string(gwapiv1.GatewayReasonAddressNotUsable), msg)
+			continue
 		}
-		if !seen[addr] {
-			seen[addr] = true
-			g.addresses = append(g.addresses, addr)
+		if s := ip.String(); !seen[s] {
+			seen[s] = true
+			g.addresses = append(g.addresses, s)
 		}
 	}
-	if a, ok := t.opts.GatewayAddresses[g.key]; ok && (len(g.addresses) == 0 || (len(g.addresses) == 1 && seen[""])) {
-		g.addresses = []string{a.Unmap().String()}
-		return
-	}
-	if seen[""] || len(g.addresses) == 0 {
-		g.addresses = []string{""}
+	if asks {
+		if a, ok := t.opts.GatewayAddresses[g.key]; ok {
+			if s := a.Unmap().String(); !seen[s] {
+				g.addresses = append(g.addresses, s)
+			}
+		} else if len(g.addresses) == 0 && g.unusableMsg == "" {
+			g.addresses = []string{""}
+		}
 	}
 	sort.Strings(g.addresses)
+}
+
+func addressType(t *gwapiv1.AddressType) gwapiv1.AddressType {
+	if t == nil {
+		return gwapiv1.IPAddressType
+	}
+	return *t
+}
+
+// staticAddress parses an IPAddress value a listener can bind, or says why it is not one.
+func staticAddress(v string) (netip.Addr, string) {
+	ip, err := netip.ParseAddr(v)
+	switch {
+	case err != nil:
+		return ip, "is not an IP address (IPAddress values are IPv4 or IPv6 addresses, e.g. 192.0.2.10 or 2001:db8::10)"
+	case ip.Zone() != "":
+		return ip, "has an IPv6 zone; a Gateway address cannot name an interface"
+	}
+	ip = ip.Unmap()
+	switch {
+	case ip.IsUnspecified():
+		return ip, "is the unspecified address; to listen on every address, leave spec.addresses empty"
+	case ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return ip, "is not a unicast address"
+	}
+	return ip, ""
 }
 
 func (t *translation) translateListener(g *gatewayState, i int) *listenerState {

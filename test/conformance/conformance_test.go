@@ -120,6 +120,11 @@ func suiteOptions(t *testing.T, c *harness.Cluster, profiles []suite.Conformance
 			Contact:      []string{"https://github.com/coxswain-labs/coxswain/issues"},
 		},
 	}
+	// GatewayStaticAddresses: one address the proxy can bind and one it cannot (flags
+	// -usable-address and -unusable-address override them).
+	ip := gwapiv1.IPAddressType
+	opts.UsableNetworkAddresses = []gwapiv1.GatewaySpecAddress{{Type: &ip, Value: harness.UsableAddress}}
+	opts.UnusableNetworkAddresses = []gwapiv1.GatewaySpecAddress{{Type: &ip, Value: harness.UnusableAddress}}
 	flags.ApplyAll(&opts)
 	if !slices.Equal(opts.ConformanceProfiles, profiles) {
 		t.Logf("profiles overridden by -conformance-profiles: %v", opts.ConformanceProfiles)

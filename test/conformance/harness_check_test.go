@@ -10,13 +10,16 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"net/netip"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,8 +39,10 @@ import (
 // a Deployment's pod is named <deployment>-<hash>-<random>, becomes Ready with an address of the
 // pod range once its HTTP and HTTPS ports listen (the certificate from a Secret volume, the pod
 // name from a fieldRef), is published in its Service's EndpointSlice, answers echo-basic's JSON,
-// has its log line readable through pods/log, and is deleted with its namespace.
+// has its log line readable through pods/log, and is deleted with its namespace. And the static
+// addresses the suite is given are what they are said to be.
 func checkHarness(t *testing.T, c *harness.Cluster) {
+	checkStaticAddresses(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube := c.Env.Kube
@@ -80,6 +85,24 @@ func checkHarness(t *testing.T, c *harness.Cluster) {
 	})
 	if err != nil {
 		t.Fatalf("namespace %s not deleted: %v", ns, err)
+	}
+}
+
+// checkStaticAddresses binds the usable static address and fails to bind the unusable one, as
+// the proxy will (it runs in this network namespace).
+func checkStaticAddresses(t *testing.T) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(harness.UsableAddress, "0"))
+	if err != nil {
+		t.Fatalf("usable address %s cannot be bound: %v", harness.UsableAddress, err)
+	}
+	must(t, ln.Close())
+	ln, err = net.Listen("tcp", net.JoinHostPort(harness.UnusableAddress, "0"))
+	if err == nil {
+		_ = ln.Close()
+		t.Fatalf("unusable address %s can be bound", harness.UnusableAddress)
+	}
+	if !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Fatalf("unusable address %s: %v, want EADDRNOTAVAIL", harness.UnusableAddress, err)
 	}
 }
 

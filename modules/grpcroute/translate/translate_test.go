@@ -216,7 +216,7 @@ func TestFeatures(t *testing.T) {
 	for _, f := range features.Supported(full) {
 		names = append(names, string(f.Name))
 	}
-	want := []string{"GRPCRoute", "GRPCRouteNamedRouteRule", "Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "ReferenceGrant"}
+	want := []string{"GRPCRoute", "GRPCRouteNamedRouteRule", "Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}
 	if !slices.Equal(names, want) {
 		t.Errorf("features %v, want %v", names, want)
 	}

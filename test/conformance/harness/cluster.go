@@ -31,10 +31,19 @@ import (
 const (
 	PodRange    = "10.244.0.0/16"
 	GatewayPool = "10.250.0.0/24"
-	ServiceCIDR = "10.96.0.0/16"
-	NodeName    = "conformance-node"
-	KubeletPort = 10250
-	podBridge   = "cxpods0"
+	// StaticRange is local like GatewayPool but not the pool's: Gateways that name an address of
+	// it in spec.addresses (GatewayStaticAddresses) bind it, and the pool never hands it out.
+	StaticRange = "10.250.1.0/24"
+	// UsableAddress is the suite's usable static address: in StaticRange.
+	UsableAddress = "10.250.1.10"
+	// UnusableAddress is the suite's unusable static address: TEST-NET-1 (RFC 5737), which
+	// nothing in the namespace holds or routes, so binding it fails (EADDRNOTAVAIL) and no packet
+	// for it can leave the namespace.
+	UnusableAddress = "192.0.2.10"
+	ServiceCIDR     = "10.96.0.0/16"
+	NodeName        = "conformance-node"
+	KubeletPort     = 10250
+	podBridge       = "cxpods0"
 )
 
 // EnvArtifacts names the directory that receives the logs of a run (kube-controller-manager,
@@ -63,8 +72,10 @@ func Start(t *testing.T) *Cluster {
 	}
 	c := &Cluster{Artifacts: artifacts, Binaries: binaries(t)}
 	t.Logf("harness: binaries ready (%s)", time.Since(began).Round(time.Millisecond))
-	if err := localRoute(GatewayPool); err != nil {
-		t.Fatal(err)
+	for _, cidr := range []string{GatewayPool, StaticRange} {
+		if err := localRoute(cidr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.Env = env.Start(t, env.WithAPIServerFlag("service-cluster-ip-range", ServiceCIDR))
 	c.Kubeconfig = c.Env.WriteKubeConfig(t)
