@@ -171,3 +171,62 @@ func (b *trailerBody) Read(p []byte) (int, error) {
 }
 
 func (b *trailerBody) Close() error { return nil }
+
+// TestH2CGoAway: a backend shutting down gracefully (GOAWAY) finishes the request in flight on
+// the old connection, and the next request goes to a new connection (here a new backend process
+// on the same port).
+func TestH2CGoAway(t *testing.T) {
+	var accepted atomic.Int64
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			entered <- struct{}{}
+			<-release
+		}
+		_, _ = io.WriteString(w, "done")
+	}
+	be, srv := newH2CBackendFunc(t, "be", handler, &accepted)
+	addr := srv.Listener.Addr().String()
+	cl := cluster("be", be)
+	cl.Protocol = irv1.Cluster_H2C
+	l := httpListener(0, server("", vhost("", route("r", "/", backend("be", 1)))))
+	p := newProxy(t)
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cl}))
+	c := newClient(addrOf(t, p, l.Name), nil)
+
+	slow := make(chan result, 1)
+	go func() { slow <- c.get(hostURL("http", "example.com", "/slow")) }()
+	<-entered
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Config.Shutdown(context.Background()) }()
+	eventually(t, "the backend to stop accepting", func() bool { return dialFails(addr) })
+	close(release)
+	if r := <-slow; r.err != nil || r.body != "done" {
+		t.Fatalf("request in flight during GOAWAY: %q %v", r.body, r.err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	// A new backend on the same port: the proxy must dial it rather than reuse the old connection.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pr http.Protocols
+	pr.SetUnencryptedHTTP2(true)
+	srv2 := &http.Server{Handler: http.HandlerFunc(handler), Protocols: &pr}
+	go func() { _ = srv2.Serve(ln) }()
+	t.Cleanup(func() { _ = srv2.Close() })
+	if r := must(t, c.get(hostURL("http", "example.com", "/"))); r.status != 200 || r.body != "done" {
+		t.Fatalf("after the restart: %d %q", r.status, r.body)
+	}
+}
+
+func dialFails(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+	if err != nil {
+		return true
+	}
+	_ = c.Close()
+	return false
+}
