@@ -184,6 +184,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 	var pool *addressPool
 	if c.opts.AddressPool.IsValid() {
 		pool = newAddressPool(c.opts.AddressPool)
+		opts.AssignsAddresses = true
 	}
 	var last *irv1.Snapshot // the latest snapshot made, published or not
 	var published string

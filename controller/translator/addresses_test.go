@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -23,8 +24,10 @@ func TestGatewayAddresses(t *testing.T) {
 		name     string
 		spec     []gwapiv1.GatewaySpecAddress
 		assigned map[types.NamespacedName]netip.Addr
+		pool     bool
 		bind     []string
 		status   []string
+		reason   string // of Programmed; Programmed when empty
 	}{
 		{name: "no spec.addresses", assigned: assigned, bind: []string{"10.250.0.7"}, status: []string{"10.250.0.7"}},
 		{name: "an empty IPAddress value", spec: []gwapiv1.GatewaySpecAddress{{Type: &ip}}, assigned: assigned,
@@ -36,8 +39,11 @@ func TestGatewayAddresses(t *testing.T) {
 		{name: "an address of its own and an empty value, nothing assigned", spec: []gwapiv1.GatewaySpecAddress{{Value: "192.0.2.1"}, {Type: &ip}},
 			bind: []string{"192.0.2.1"}, status: []string{"192.0.2.1"}},
 		{name: "nothing assigned: every address, none published", bind: []string{""}},
+		{name: "a pool with nothing left: not programmed", pool: true, reason: "AddressNotAssigned"},
+		{name: "a pool with nothing left, an address of its own and an empty value", pool: true,
+			spec: []gwapiv1.GatewaySpecAddress{{Value: "192.0.2.1"}, {Type: &ip}}, bind: []string{"192.0.2.1"}, status: []string{"192.0.2.1"}},
 		{name: "an unusable address: nothing bound or published", spec: []gwapiv1.GatewaySpecAddress{{Value: "192.0.2.1"}, {Value: "224.0.0.1"}},
-			assigned: assigned},
+			assigned: assigned, reason: "AddressNotUsable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +56,7 @@ func TestGatewayAddresses(t *testing.T) {
 				}}},
 			}
 			res := Translate(context.Background(), store, Options{
-				Registry: core.NewRegistry(streamKind{}), GatewayAddresses: tc.assigned,
+				Registry: core.NewRegistry(streamKind{}), GatewayAddresses: tc.assigned, AssignsAddresses: tc.pool,
 			})
 			var bind []string
 			for _, l := range res.Snapshot.Listeners {
@@ -65,6 +71,13 @@ func TestGatewayAddresses(t *testing.T) {
 			}
 			if !slices.Equal(status, tc.status) {
 				t.Errorf("status addresses %v, want %v", status, tc.status)
+			}
+			want := tc.reason
+			if want == "" {
+				want = "Programmed"
+			}
+			if c := meta.FindStatusCondition(res.Gateways[nn("ns", "gw")].Conditions, "Programmed"); c == nil || c.Reason != want {
+				t.Errorf("Programmed %+v, want reason %s", c, want)
 			}
 		})
 	}

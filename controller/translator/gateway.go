@@ -21,10 +21,12 @@ type gatewayState struct {
 	// Gateway-level rejection (addresses, parameters); empty when the Gateway itself is fine.
 	rejectReason gwapiv1.GatewayConditionReason
 	rejectMsg    string
-	// unusableMsg says which spec address can never be bound: the Gateway is accepted, but none
-	// of it is programmed (AddressNotUsable) until the spec changes.
-	unusableMsg string
-	listeners   []*listenerState
+	// addrReason and addrMsg say why the Gateway has no address to bind (AddressNotUsable: a spec
+	// address can never be bound; AddressNotAssigned: the pool has none left). It stays accepted,
+	// but none of it is programmed.
+	addrReason gwapiv1.GatewayConditionReason
+	addrMsg    string
+	listeners  []*listenerState
 }
 
 // condState is one condition being decided: ok is its status, reason and msg explain it.
@@ -62,7 +64,7 @@ type listenerState struct {
 
 // programmed reports whether the listener goes into the snapshot.
 func (l *listenerState) programmed() bool {
-	if l.gw.rejectReason != "" || l.gw.unusableMsg != "" || !l.accepted.ok || l.conflicted.ok {
+	if l.gw.rejectReason != "" || l.gw.addrMsg != "" || !l.accepted.ok || l.conflicted.ok {
 		return false
 	}
 	switch l.spec.Protocol {
@@ -136,8 +138,9 @@ func infraParams(gw *gwapiv1.Gateway) string {
 //     a unicast IP address can never be bound, so the Gateway stays accepted but nothing of it is
 //     programmed (AddressNotUsable) until the spec is fixed;
 //   - no entry, or an IPAddress entry without a value, asks for an address: the one the
-//     controller gave the Gateway from its pool, when it gave one; else every address, unless
-//     the spec names addresses of its own (a port cannot be bound on every address and on one).
+//     controller gave the Gateway from its pool, when it gave one; else nothing more when the
+//     spec names addresses of its own (a port cannot be bound on every address and on one);
+//     else, with a pool, none (AddressNotAssigned: it is not programmed); else every address.
 //
 // Whether a valid address is local to a proxy only the proxy knows: it binds what it can and
 // reports the rest, which the status writer turns into AddressNotUsable.
@@ -159,9 +162,7 @@ func (t *translation) gatewayAddresses(g *gatewayState) {
 		ip, why := staticAddress(a.Value)
 		if why != "" {
 			msg := fmt.Sprintf("%q %s", a.Value, why)
-			if g.unusableMsg == "" {
-				g.unusableMsg = field + ": " + msg
-			}
+			g.noAddress(gwapiv1.GatewayReasonAddressNotUsable, field+": "+msg)
 			t.gatewayProblem(g, field+".value", string(gwapiv1.GatewayReasonAddressNotUsable), msg)
 			continue
 		}
@@ -171,15 +172,28 @@ func (t *translation) gatewayAddresses(g *gatewayState) {
 		}
 	}
 	if asks {
-		if a, ok := t.opts.GatewayAddresses[g.key]; ok {
+		a, ok := t.opts.GatewayAddresses[g.key]
+		switch {
+		case ok:
 			if s := a.Unmap().String(); !seen[s] {
 				g.addresses = append(g.addresses, s)
 			}
-		} else if len(g.addresses) == 0 && g.unusableMsg == "" {
+		case len(g.addresses) > 0 || g.addrMsg != "":
+		case t.opts.AssignsAddresses:
+			g.noAddress(gwapiv1.GatewayReasonAddressNotAssigned,
+				"The address pool has no free address: free one (delete a Gateway) or widen --gateway-address-pool")
+		default:
 			g.addresses = []string{""}
 		}
 	}
 	sort.Strings(g.addresses)
+}
+
+// noAddress marks the Gateway as having no address to bind; the first reason found is reported.
+func (g *gatewayState) noAddress(reason gwapiv1.GatewayConditionReason, msg string) {
+	if g.addrMsg == "" {
+		g.addrReason, g.addrMsg = reason, msg
+	}
 }
 
 func addressType(t *gwapiv1.AddressType) gwapiv1.AddressType {

@@ -76,7 +76,7 @@ func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	// The bind addresses are the addresses we know; in a cluster the controller adds the load
 	// balancer's.
 	for _, a := range g.addresses {
-		if a != "" && g.rejectReason == "" && g.unusableMsg == "" {
+		if a != "" && g.rejectReason == "" && g.addrMsg == "" {
 			typ := gwapiv1.IPAddressType
 			st.Addresses = append(st.Addresses, gwapiv1.GatewayStatusAddress{Type: &typ, Value: a})
 		}
@@ -96,8 +96,8 @@ func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 		prog = condState{reason: string(gwapiv1.GatewayReasonAddressNotUsable), msg: g.rejectMsg}
 	case g.rejectReason == gwapiv1.GatewayReasonPending:
 		prog = condState{reason: string(gwapiv1.GatewayReasonPending), msg: g.rejectMsg}
-	case g.rejectReason == "" && g.unusableMsg != "":
-		prog = condState{reason: string(gwapiv1.GatewayReasonAddressNotUsable), msg: g.unusableMsg}
+	case g.rejectReason == "" && g.addrMsg != "":
+		prog = condState{reason: string(g.addrReason), msg: g.addrMsg}
 	case g.rejectReason != "" || programmed == 0:
 		prog = condState{reason: string(gwapiv1.GatewayReasonInvalid), msg: "no listener is programmed"}
 	}
@@ -138,8 +138,8 @@ func (l *listenerState) notProgrammedWhy() string {
 	switch {
 	case l.gw.rejectReason != "":
 		return "the Gateway is not accepted"
-	case l.gw.unusableMsg != "":
-		return "the Gateway's address is not usable: " + l.gw.unusableMsg
+	case l.gw.addrMsg != "":
+		return "the Gateway is not programmed (" + string(l.gw.addrReason) + "): " + l.gw.addrMsg
 	case l.conflicted.ok:
 		return l.conflicted.msg
 	case !l.accepted.ok:

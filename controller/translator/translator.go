@@ -32,6 +32,9 @@ type Options struct {
 	// spec.addresses (controller --gateway-address-pool). Such a Gateway's listeners bind its
 	// address and its status publishes it, exactly as if the spec had asked for it.
 	GatewayAddresses map[types.NamespacedName]netip.Addr
+	// AssignsAddresses says GatewayAddresses come from a pool: a Gateway that asks for an address
+	// and got none is not programmed (AddressNotAssigned) rather than bound on every address.
+	AssignsAddresses bool
 }
 
 // Result is one translation: the snapshot every proxy should run and the status the controller
