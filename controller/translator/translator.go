@@ -28,9 +28,10 @@ type Options struct {
 	Now func() metav1.Time
 	// Registry holds the translate.route.* modules; core.Freeze() when nil.
 	Registry *core.Registry
-	// GatewayAddresses are IP addresses the controller gave Gateways that name none in
-	// spec.addresses (controller --gateway-address-pool). Such a Gateway's listeners bind its
-	// address and its status publishes it, exactly as if the spec had asked for it.
+	// GatewayAddresses are IP addresses the controller gave Gateways that ask for one (no
+	// spec.addresses, or an IPAddress entry without a value; controller --gateway-address-pool).
+	// Such a Gateway's listeners bind its address (beside any it names) and its status publishes
+	// it, exactly as if the spec had named it.
 	GatewayAddresses map[types.NamespacedName]netip.Addr
 	// AssignsAddresses says GatewayAddresses come from a pool: a Gateway that asks for an address
 	// and got none is not programmed (AddressNotAssigned) rather than bound on every address.
