@@ -48,7 +48,7 @@ type cluster struct {
 	protocol irv1.Cluster_Protocol
 	eps      []*core.Endpoint
 	balancer core.Balancer
-	plainFwd forwarder // shared by the backends that can (builder.forwarder); nil until one does
+	plainUp  *upstream // shared by the backends that can (builder.plainUpstream); nil until one does
 }
 
 func (b *builder) cluster(c *irv1.Cluster) error {
@@ -152,24 +152,32 @@ func (b *builder) backend(be *irv1.Backend, rule []loadedFilter, errw core.HTTPE
 				}
 			}
 		}
+		if _, plain := errw.(plainErrors); plain && len(own) == 0 && len(resp) == 0 && timeout == 0 {
+			return b.plainUpstream(cl), nil
+		}
 		up.cluster = cl
 		up.fwd = b.forwarder(cl, resp, errw)
 	}
 	return chain(own, up), nil
 }
 
-// forwarder returns the forwarder of a backend of cl. A forwarder holds no per-request state, so
-// the backends without response filters whose route answers errors as plain text (every HTTPRoute
-// without a ResponseHeaderModifier) share one per cluster: at 10,000 routes to a few Services that
-// is a few forwarders instead of 10,000.
+// forwarder returns the forwarder of a backend of cl. Forwarders and upstreams hold no
+// per-request state, so the backends without response filters whose route answers errors as plain
+// text (every HTTPRoute without a ResponseHeaderModifier) share their cluster's: at 10,000 routes
+// to a few Services that is a few forwarders instead of 10,000.
 func (b *builder) forwarder(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) forwarder {
 	if _, plain := errw.(plainErrors); !plain || len(resp) > 0 {
 		return b.p.fwd.newForwarder(cl, resp, errw)
 	}
-	if cl.plainFwd == nil {
-		cl.plainFwd = b.p.fwd.newForwarder(cl, nil, errw)
+	return b.plainUpstream(cl).fwd
+}
+
+// plainUpstream is cl's shared upstream: no filter, timeout or error writer of a backend's own.
+func (b *builder) plainUpstream(cl *cluster) *upstream {
+	if cl.plainUp == nil {
+		cl.plainUp = &upstream{cluster: cl, errw: plainErrors{}, fwd: b.p.fwd.newForwarder(cl, nil, plainErrors{})}
 	}
-	return cl.plainFwd
+	return cl.plainUp
 }
 
 // loadedFilter is one filter module and the interfaces it implements.
