@@ -32,10 +32,12 @@ func udpOne(ctx context.Context, c *config, st *stats) {
 	out := make([]byte, max(c.size, 8))
 	in := make([]byte, 64<<10)
 	var next, valid uint64 // next sequence number; echoes below valid are late
+	var inFlight int64     // datagrams sent since the last timeout and not answered yet
 	var sentAt time.Time
 	send := func() bool {
 		binary.BigEndian.PutUint64(out, next)
 		next++
+		inFlight++
 		sentAt = time.Now()
 		if _, err := conn.Write(out); err != nil {
 			st.fail(err)
@@ -60,8 +62,8 @@ func udpOne(ctx context.Context, c *config, st *stats) {
 		n, err := conn.Read(in)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			st.lost.Add(int64(next - valid))
-			valid = next
+			st.lost.Add(inFlight)
+			valid, inFlight = next, 0
 			if !burst() {
 				return
 			}
@@ -69,7 +71,7 @@ func udpOne(ctx context.Context, c *config, st *stats) {
 		case err != nil:
 			st.fail(err) // e.g. ECONNREFUSED from an ICMP unreachable
 			time.Sleep(time.Millisecond)
-			valid = next
+			valid, inFlight = next, 0
 			if !burst() {
 				return
 			}
@@ -77,6 +79,7 @@ func udpOne(ctx context.Context, c *config, st *stats) {
 		case n < 8 || binary.BigEndian.Uint64(in) < valid:
 			continue
 		}
+		inFlight--
 		if c.window == 1 {
 			lat = append(lat, time.Since(sentAt))
 		}
