@@ -135,29 +135,29 @@ func (b *builder) backend(be *irv1.Backend, rule []loadedFilter, errw core.HTTPE
 	if err != nil {
 		return nil, err
 	}
-	up := &upstream{errw: errw, timeout: timeout}
-	if name := be.GetCluster(); name != "" {
-		cl, ok := b.clusters[name]
-		if !ok {
-			return nil, fmt.Errorf("cluster %s is not in the snapshot", name)
-		}
-		if cl.protocol != irv1.Cluster_HTTP1 && cl.protocol != irv1.Cluster_H2C {
-			return nil, fmt.Errorf("cluster %s speaks %s, not HTTP", name, cl.protocol)
-		}
-		var resp []core.HTTPResponseFilter
-		for _, fs := range [][]loadedFilter{rule, own} {
-			for _, f := range fs {
-				if f.resp != nil {
-					resp = append(resp, f.resp)
-				}
+	name := be.GetCluster()
+	if name == "" {
+		return chain(own, &upstream{errw: errw, timeout: timeout}), nil
+	}
+	cl, ok := b.clusters[name]
+	if !ok {
+		return nil, fmt.Errorf("cluster %s is not in the snapshot", name)
+	}
+	if cl.protocol != irv1.Cluster_HTTP1 && cl.protocol != irv1.Cluster_H2C {
+		return nil, fmt.Errorf("cluster %s speaks %s, not HTTP", name, cl.protocol)
+	}
+	var resp []core.HTTPResponseFilter
+	for _, fs := range [][]loadedFilter{rule, own} {
+		for _, f := range fs {
+			if f.resp != nil {
+				resp = append(resp, f.resp)
 			}
 		}
-		if _, plain := errw.(plainErrors); plain && len(own) == 0 && len(resp) == 0 && timeout == 0 {
-			return b.plainUpstream(cl), nil
-		}
-		up.cluster = cl
-		up.fwd = b.forwarder(cl, resp, errw)
 	}
+	if _, plain := errw.(plainErrors); plain && len(own) == 0 && len(resp) == 0 && timeout == 0 {
+		return b.plainUpstream(cl), nil
+	}
+	up := &upstream{cluster: cl, errw: errw, timeout: timeout, fwd: b.forwarder(cl, resp, errw)}
 	return chain(own, up), nil
 }
 
