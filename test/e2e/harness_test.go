@@ -203,7 +203,11 @@ func (s *server) adminGet(path string) (string, int, error) {
 type status struct {
 	Version    string `json:"version"`
 	ApplyError string `json:"applyError"`
-	Report     struct {
+	Unbound    []struct {
+		Reason   string   `json:"reason"`
+		Gateways []string `json:"gateways"`
+	} `json:"unboundListeners"`
+	Report struct {
 		Version  string `json:"version"`
 		Problems []struct {
 			Source string `json:"source"`

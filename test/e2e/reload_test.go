@@ -216,7 +216,7 @@ func TestInvalidFiles(t *testing.T) {
 		s.awaitLog("header regex logged", "more.yaml", "HTTPRoute default/more-bad")
 	})
 
-	t.Run("a change that cannot be applied keeps the old configuration", func(t *testing.T) {
+	t.Run("a listener whose port is taken does not hold back the rest", func(t *testing.T) {
 		taken, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -228,18 +228,41 @@ func TestInvalidFiles(t *testing.T) {
 			listener{name: "http", protocol: "HTTP", port: port},
 			listener{name: "taken", protocol: "HTTP", port: takenPort},
 		))
-		s.awaitLog("rejection logged", "configuration rejected")
-		if st := s.status(); st.Version != before || st.ApplyError == "" {
-			t.Errorf("after a rejected change: version %s (was %s), applyError %q", st.Version, before, st.ApplyError)
-		}
+		s.awaitLog("bind failure logged", "listener cannot be bound", fmt.Sprintf("127.0.0.1:%d", takenPort), "default/gw/taken")
+		eventually(t, 20*time.Second, "the new configuration applied, the taken listener reported", func() error {
+			st := s.status()
+			if st.Version == before || st.ApplyError != "" {
+				return fmt.Errorf("version %s (was %s), applyError %q", st.Version, before, st.ApplyError)
+			}
+			if len(st.Unbound) != 1 || st.Unbound[0].Reason != "AddressInUse" ||
+				len(st.Unbound[0].Gateways) != 1 || st.Unbound[0].Gateways[0] != "default/gw/taken" {
+				return fmt.Errorf("unboundListeners %+v", st.Unbound)
+			}
+			return nil
+		})
 		expect("/good", "b1")
 		expect("/more", "b2")
 
-		// Fixing the file recovers.
+		// Freeing the port lets the proxy bind it without a new configuration.
+		_ = taken.Close()
+		eventually(t, 20*time.Second, "the freed port bound and serving", func() error {
+			if st := s.status(); len(st.Unbound) != 0 {
+				return fmt.Errorf("unboundListeners %+v", st.Unbound)
+			}
+			res, err := do(ctx, c, request{url: fmt.Sprintf("http://127.0.0.1:%d/good", takenPort)})
+			if err != nil {
+				return err
+			}
+			if got := res.backendOf(); got != "b1" {
+				return fmt.Errorf("GET /good on the freed port: %s", got)
+			}
+			return nil
+		})
+
 		s.replace("gateway.yaml", gateway)
-		eventually(t, 20*time.Second, "recovery", func() error {
-			if st := s.status(); st.ApplyError != "" {
-				return fmt.Errorf("applyError %q", st.ApplyError)
+		eventually(t, 20*time.Second, "back to one listener", func() error {
+			if _, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", takenPort), time.Second); err == nil {
+				return errNotYet
 			}
 			return nil
 		})
