@@ -88,9 +88,7 @@ func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.
 	h := w.Header()
 	addFields(h, s.header, sameKey)
 	for _, k := range h2cHopByHop {
-		if _, ok := h[k]; ok {
-			delete(h, k)
-		}
+		delete(h, k)
 	}
 	for _, fl := range f.resp {
 		fl.FilterResponse(r, s.status, h)
