@@ -68,6 +68,22 @@ func (ps *h2cPools) pool(addr string) *h2cPool {
 	return p
 }
 
+// forget drops p from the pools if it is still the one for its address.
+func (ps *h2cPools) forget(p *h2cPool) {
+	ps.mu.Lock()
+	if ps.m[p.addr] == p {
+		delete(ps.m, p.addr)
+	}
+	ps.mu.Unlock()
+}
+
+// size is the number of endpoint pools held (tests).
+func (ps *h2cPools) size() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.m)
+}
+
 // closeIdle closes every connection that carries no stream.
 func (ps *h2cPools) closeIdle() {
 	ps.mu.Lock()
@@ -152,14 +168,21 @@ func (p *h2cPool) dialNew(d *h2cDial) {
 	close(d.done)
 }
 
+// remove drops a closed connection. A pool left with none is forgotten by the proxy's pools, so
+// endpoints that come and go (pods rescheduled) do not pile up; a forwarder still holding it can
+// keep using it, and the next table's forwarders start a fresh one.
 func (p *h2cPool) remove(c *h2cConn) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for i, x := range p.conns {
 		if x == c {
 			p.conns = append(p.conns[:i], p.conns[i+1:]...)
-			return
+			break
 		}
+	}
+	empty := len(p.conns) == 0 && p.dial == nil
+	p.mu.Unlock()
+	if empty {
+		p.ps.forget(p)
 	}
 }
 
