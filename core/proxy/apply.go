@@ -95,6 +95,7 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket, failed map[sockKey]*
 	p.failed = failed
 	old := p.cur.Swap(t)
 	p.certs.retain(t.certKeys)
+	p.fwd.pools.sweep()
 	if old != nil {
 		p.retired[old] = struct{}{}
 		old.retire()

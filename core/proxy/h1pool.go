@@ -10,11 +10,12 @@ import (
 )
 
 // h1Pools holds one keep-alive pool per upstream address ("host:port"). Pools outlive tables, so a
-// snapshot that keeps an endpoint keeps its warm connections; pools of addresses no table uses any
-// more are closed by retain.
+// snapshot that keeps an endpoint keeps its warm connections; pools of addresses the serving table
+// no longer uses are closed by sweep.
 type h1Pools struct {
 	mu      sync.Mutex
 	pools   map[string]*h1Pool
+	asked   map[string]struct{} // addresses asked for since the last sweep
 	dialer  *net.Dialer
 	maxIdle int
 	idleFor time.Duration // close connections idle longer; 0 keeps them
@@ -25,6 +26,7 @@ type h1Pools struct {
 func newH1Pools(l Limits) *h1Pools {
 	ps := &h1Pools{
 		pools:   map[string]*h1Pool{},
+		asked:   map[string]struct{}{},
 		dialer:  &net.Dialer{Timeout: Positive(l.UpstreamDialTimeout), KeepAlive: 30 * time.Second},
 		maxIdle: l.UpstreamMaxIdleConnsPerHost,
 		idleFor: Positive(l.UpstreamIdleConnTimeout),
@@ -40,6 +42,7 @@ func newH1Pools(l Limits) *h1Pools {
 func (ps *h1Pools) pool(addr string) *h1Pool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	ps.asked[addr] = struct{}{}
 	p, ok := ps.pools[addr]
 	if !ok {
 		p = &h1Pool{addr: addr, dialer: ps.dialer, maxIdle: ps.maxIdle}
@@ -48,9 +51,24 @@ func (ps *h1Pools) pool(addr string) *h1Pool {
 	return p
 }
 
+// sweep closes the pools of addresses no table build has asked for since the last sweep. The
+// engine calls it after a table is swapped in, whose build asked for every address it uses, so
+// endpoints that come and go (pods rescheduled) do not leave pools and idle connections behind.
+// A retired table's request still holding a swept pool gets its connection closed, not pooled.
+func (ps *h1Pools) sweep() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for addr, p := range ps.pools {
+		if _, ok := ps.asked[addr]; !ok {
+			delete(ps.pools, addr)
+			p.close()
+		}
+	}
+	clear(ps.asked)
+}
+
 // closeAll closes every pool and stops the reaper. A request still running holds its pool: its
-// connection is closed instead of pooled when it returns. (Pools are otherwise kept for the
-// process's life, one small struct per address ever used; the reaper empties the idle ones.)
+// connection is closed instead of pooled when it returns.
 func (ps *h1Pools) closeAll() {
 	ps.once.Do(func() { close(ps.stop) })
 	ps.mu.Lock()
