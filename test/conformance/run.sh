@@ -80,8 +80,18 @@ set -e
 log "suite finished in $(($(date +%s) - suite_start))s (total $(($(date +%s) - start))s), exit status $status"
 if [[ -f $report ]]; then
 	log "report: $report"
-	# The date and the build version change every run; anything else is a change of results.
-	results() { grep -vE '^date:|^  version:' "$1"; }
+	# The date and the build version change every run, and the suite lists the profiles in any
+	# order; anything else is a change of results. results prints the report without the first
+	# two and with the profiles sorted by name.
+	results() {
+		grep -vE '^date:|^  version:' "$1" | awk '
+			function flush(   i) { for (i = 1; i <= nb; i++) printf "%s\t%06d\t%s\n", bname, i, buf[i]; nb = 0; bname = "" }
+			/^profiles:/ { print "#\t000000\t" $0; inp = 1; next }
+			inp && /^[^ -]/ { flush(); inp = 0 }
+			inp { if ($0 ~ /^- / && nb > 0) flush(); buf[++nb] = $0; if ($0 ~ /^  name: /) bname = $2; next }
+			{ print "!\t000000\t" $0 }
+			END { flush() }' | sort -s -t "$(printf '\t')" -k1,1 -k2,2n | cut -f3-
+	}
 	if [[ $# == 0 && $status == 0 ]]; then
 		if [[ ${CONFORMANCE_PUBLISH:-0} == 1 ]]; then
 			mkdir -p "$(dirname "$committed")"
