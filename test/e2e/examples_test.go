@@ -214,4 +214,3 @@ func TestExamplesAddresses(t *testing.T) {
 		t.Errorf("/status problems: %+v", st.Report.Problems)
 	}
 }
-
