@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
@@ -23,20 +24,72 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 		return ErrClosed
 	}
 	// An unsealed snapshot (no version) is always applied: nothing says it is the same.
-	if cur := p.cur.Load(); cur != nil && snap.GetVersion() != "" && cur.version == snap.GetVersion() {
+	cur := p.cur.Load()
+	if cur != nil && snap.GetVersion() != "" && cur.ver() == snap.GetVersion() {
 		p.retryLocked(time.Now(), true) // the same snapshot again: a good moment to retry failed binds
 		return nil
 	}
 	start := time.Now()
+	sh := shapeOf(snap)
+	if cur != nil && cur.shape == sh && p.fastApply(cur, snap) {
+		p.log.Info("snapshot applied", zap.String("version", cur.ver()), zap.Bool("endpointsOnly", true),
+			zap.Int("listeners", len(cur.listeners)), zap.Int("unbound", len(p.failed)), zap.Duration("took", time.Since(start)))
+		return nil
+	}
 	t, err := p.build(ctx, snap)
 	if err != nil {
 		return fmt.Errorf("snapshot %s rejected: %w", snap.GetVersion(), err)
 	}
+	t.shape = sh
 	fresh, failed := p.bindNew(ctx, t, start)
 	p.commit(t, fresh, failed)
-	p.log.Info("snapshot applied", zap.String("version", t.version),
+	p.log.Info("snapshot applied", zap.String("version", t.ver()),
 		zap.Int("listeners", len(t.listeners)), zap.Int("unbound", len(failed)), zap.Duration("took", time.Since(start)))
 	return nil
+}
+
+// fastApply applies snap to t, the table serving now, when snap differs from t's snapshot only in
+// its clusters' endpoints (the caller compared their shapes): each changed cluster gets a new
+// endpoint set and its balancer the new endpoints, each published atomically, so requests keep
+// flowing on the same table and no module is loaded or cleaned up. It reports false, having
+// changed nothing, when a changed cluster's balancer cannot take endpoints while serving: the
+// caller then rebuilds. p.mu is held.
+func (p *Proxy) fastApply(t *table, snap *irv1.Snapshot) bool {
+	in := snap.GetClusters()
+	if len(in) != len(t.clusters) {
+		return false
+	}
+	next := make([][]*core.Endpoint, len(in))
+	for i, c := range in {
+		cl := t.clusters[i]
+		if cl.name != c.GetName() {
+			return false
+		}
+		eps, changed := endpointsOf(c, cl.set.Load().eps)
+		if !changed {
+			continue
+		}
+		if !cl.live {
+			return false
+		}
+		next[i] = eps
+	}
+	for i, cl := range t.clusters {
+		if next[i] == nil {
+			p.fwd.keep(cl.protocol, cl.set.Load())
+			continue
+		}
+		// The set first: a balancer's pick of a new endpoint then finds its pool. A pick from the
+		// old endpoints that meets the new set takes the forwarder's slow path to the same endpoint.
+		cl.set.Store(p.fwd.newEpSet(cl.protocol, next[i]))
+		cl.balancer.SetEndpoints(next[i])
+	}
+	v := snap.GetVersion()
+	t.version.Store(&v)
+	p.fwd.pools.sweep()
+	p.retryLocked(time.Now(), true)
+	p.notify()
+	return true
 }
 
 // bindNew binds the sockets t needs that the pool lacks. A socket that cannot be bound does not

@@ -98,18 +98,7 @@ func (f *forwarders) newForwarder(cl *cluster, resp []core.HTTPResponseFilter, e
 	if cl.protocol != irv1.Cluster_HTTP1 {
 		return f.reverseProxy(cl, resp, errw)
 	}
-	fw := &h1Forwarder{fwds: f, cl: cl, resp: resp, errw: errw, rht: f.rht}
-	// Most clusters have one endpoint: no map for them (a table of 10,000 routes has as many
-	// forwarders).
-	if len(cl.eps) == 1 {
-		fw.ep, fw.pool = cl.eps[0], f.pools.pool(cl.eps[0].HostPort)
-		return fw
-	}
-	fw.pools = make(map[*core.Endpoint]*h1Pool, len(cl.eps))
-	for _, ep := range cl.eps {
-		fw.pools[ep] = f.pools.pool(ep.HostPort)
-	}
-	return fw
+	return &h1Forwarder{fwds: f, cl: cl, resp: resp, errw: errw, rht: f.rht}
 }
 
 func (f *forwarders) reverseProxy(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) *reverseProxy {

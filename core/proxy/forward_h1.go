@@ -27,12 +27,9 @@ import (
 // Expect: 100-continue (forwarded, so the upstream decides), Upgrade (WebSocket) and requests
 // carrying trailers.
 type h1Forwarder struct {
-	ep       *core.Endpoint               // the endpoint of a one-endpoint cluster, and its pool
-	pool     *h1Pool                      //
-	pools    map[*core.Endpoint]*h1Pool   // otherwise; built once per table, read-only
 	fallback atomic.Pointer[reverseProxy] // made on first use: most routes never need it
 	fwds     *forwarders                  // makes the fallback; its logger
-	cl       *cluster
+	cl       *cluster                     // its endpoint set has the endpoints' pools
 	resp     []core.HTTPResponseFilter
 	errw     core.HTTPErrorWriter
 	rht      time.Duration // response header timeout; 0 means none
@@ -65,10 +62,7 @@ var exchanges = sync.Pool{New: func() any {
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) {
-	pool := f.pool
-	if ep != f.ep {
-		pool = f.pools[ep]
-	}
+	pool := f.cl.set.Load().h1Pool(ep)
 	if pool == nil || !fastPathable(r) {
 		f.slowPath().forward(w, r, ep)
 		return

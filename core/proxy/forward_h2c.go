@@ -23,11 +23,8 @@ import (
 //
 // Upgrade requests (which HTTP/2 cannot carry this way) keep to the stdlib reverse proxy.
 type h2cForwarder struct {
-	ep       *core.Endpoint // a one-endpoint cluster's endpoint and its pool
-	pool     *h2cPool
-	pools    map[*core.Endpoint]*h2cPool // otherwise; read-only
 	fwds     *forwarders
-	cl       *cluster
+	cl       *cluster // its endpoint set has the endpoints' pools
 	resp     []core.HTTPResponseFilter
 	errw     core.HTTPErrorWriter
 	terrw    core.HTTPTrailerErrorWriter // errw, when it can report failures in trailers (gRPC)
@@ -39,14 +36,6 @@ var _ forwarder = (*h2cForwarder)(nil)
 func (f *forwarders) newH2CForwarder(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) *h2cForwarder {
 	fw := &h2cForwarder{fwds: f, cl: cl, resp: resp, errw: errw}
 	fw.terrw, _ = errw.(core.HTTPTrailerErrorWriter)
-	if len(cl.eps) == 1 {
-		fw.ep, fw.pool = cl.eps[0], f.h2cp.pool(cl.eps[0].HostPort)
-		return fw
-	}
-	fw.pools = make(map[*core.Endpoint]*h2cPool, len(cl.eps))
-	for _, ep := range cl.eps {
-		fw.pools[ep] = f.h2cp.pool(ep.HostPort)
-	}
 	return fw
 }
 
@@ -60,10 +49,7 @@ func (f *h2cForwarder) slowPath() *reverseProxy {
 }
 
 func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) {
-	pool := f.pool
-	if ep != f.ep {
-		pool = f.pools[ep]
-	}
+	pool := f.cl.set.Load().h2cPool(ep)
 	if pool == nil || r.Header["Upgrade"] != nil {
 		f.slowPath().forward(w, r, ep)
 		return

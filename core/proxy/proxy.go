@@ -100,7 +100,7 @@ var ErrClosed = errors.New("proxy is closed")
 // Version is the version of the table serving now, "" before the first successful Apply.
 func (p *Proxy) Version() string {
 	if t := p.cur.Load(); t != nil {
-		return t.version
+		return t.ver()
 	}
 	return ""
 }

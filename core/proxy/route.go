@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/coxswain-labs/coxswain/core"
@@ -42,13 +43,25 @@ type route struct {
 	up     *l4Upstream
 }
 
-// cluster is one IR Cluster: endpoints, their balancer and how to reach them.
+// cluster is one IR Cluster: endpoints, their balancer and how to reach them. Its endpoint set is
+// the one part of a table that changes in place (fastApply); everything else is immutable.
 type cluster struct {
 	name     string
 	protocol irv1.Cluster_Protocol
-	eps      []*core.Endpoint
+	set      atomic.Pointer[epSet]
 	balancer core.Balancer
-	plainUp  *upstream // shared by the backends that can (builder.plainUpstream); nil until one does
+	// live: the balancer takes SetEndpoints while Pick runs (liveBalancer), so the cluster's
+	// endpoints can change in place.
+	live    bool
+	plainUp *upstream // shared by the backends that can (builder.plainUpstream); nil until one does
+}
+
+// liveBalancer is implemented by balancers whose SetEndpoints is safe concurrently with Pick
+// (they publish the new endpoints atomically). Clusters with any other balancer are rebuilt with
+// their table when their endpoints change.
+type liveBalancer interface {
+	core.Balancer
+	ConcurrentSetEndpoints()
 }
 
 func (b *builder) cluster(c *irv1.Cluster) error {
@@ -56,9 +69,7 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 		return errors.New("listed twice")
 	}
 	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol()}
-	for _, ep := range c.GetEndpoints() {
-		cl.eps = append(cl.eps, core.NewEndpoint(ep.GetAddress(), ep.GetPort(), ep.GetWeight()))
-	}
+	eps, _ := endpointsOf(c, nil)
 	mc := c.GetBalancer()
 	if mc.GetId() == "" {
 		mc = &irv1.ModuleConfig{Id: string(core.DefaultBalancer), Json: mc.GetJson()}
@@ -67,9 +78,12 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("balancer: %w", err)
 	}
-	bal.SetEndpoints(cl.eps)
+	cl.set.Store(b.p.fwd.newEpSet(cl.protocol, eps))
+	bal.SetEndpoints(eps)
 	cl.balancer = bal
+	_, cl.live = bal.(liveBalancer)
 	b.clusters[c.GetName()] = cl
+	b.t.clusters = append(b.t.clusters, cl)
 	return nil
 }
 

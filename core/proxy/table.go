@@ -14,14 +14,18 @@ import (
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
-// table is one snapshot compiled for serving. It is immutable once built. Its reference count holds
-// one reference for being current and one per request in flight on it; when it has been retired and
-// the last request ends, the modules it loaded are cleaned up.
+// table is one snapshot compiled for serving. It is immutable once built but for its version and
+// its clusters' endpoint sets, which a snapshot differing only in endpoints updates in place
+// (fastApply). Its reference count holds one reference for being current and one per request in
+// flight on it; when it has been retired and the last request ends, the modules it loaded are
+// cleaned up.
 type table struct {
-	version   string
+	version   atomic.Pointer[string] // of the last snapshot applied to it
+	shape     shape                  // of the snapshot it was built from (shapeOf)
 	log       *zap.Logger
 	bc        *core.BuildContext
 	listeners []*builtListener // in snapshot order
+	clusters  []*cluster       // in snapshot order
 	certKeys  map[certKey]struct{}
 	// noRoute answers, in their own protocol, the unrouted requests they claim (gRPC); one per
 	// route module ID the table loaded that implements core.HTTPProtocolErrorWriter.
@@ -71,14 +75,22 @@ func (t *table) retire() { t.release() }
 func (t *table) close() {
 	t.closeOnce.Do(func() {
 		if err := t.bc.Close(); err != nil {
-			t.log.Warn("module cleanup failed", zap.String("version", t.version), zap.Error(err))
+			t.log.Warn("module cleanup failed", zap.String("version", t.ver()), zap.Error(err))
 		}
 		// Nothing serves from a closed table, but the Proxy lists it among the retired until its
 		// next Apply: let its routes go now, not one snapshot later (a second table's worth of
 		// memory on an idle proxy).
-		t.listeners, t.noRoute, t.noRouteIDs, t.certKeys = nil, nil, nil, nil
+		t.listeners, t.clusters, t.noRoute, t.noRouteIDs, t.certKeys = nil, nil, nil, nil, nil
 		t.closed.Store(true)
 	})
+}
+
+// ver is the version of the last snapshot applied to t.
+func (t *table) ver() string {
+	if v := t.version.Load(); v != nil {
+		return *v
+	}
+	return ""
 }
 
 // builder compiles one snapshot into a table.
@@ -94,7 +106,9 @@ type builder struct {
 // loaded so far.
 func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot) (*table, error) {
 	bc := core.NewBuildContext(ctx, p.log, p.reg, snap)
-	t := &table{version: snap.GetVersion(), log: p.log, bc: bc, certKeys: map[certKey]struct{}{}}
+	t := &table{log: p.log, bc: bc, certKeys: map[certKey]struct{}{}}
+	v := snap.GetVersion()
+	t.version.Store(&v)
 	t.refs.Store(1)
 	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{}, clusters: map[string]*cluster{}}
 	err := b.build(snap)

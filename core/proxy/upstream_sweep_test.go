@@ -38,8 +38,9 @@ func TestUpstreamPoolOfRemovedEndpointClosed(t *testing.T) {
 	must(t, c.get("http://x/g"))
 	must(t, c.get("http://x/s"))
 
-	// Cluster g now points at the other endpoint: "gone" is in no cluster.
-	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("g", stays), cluster("s", stays)}))
+	// Cluster g now points at the other endpoint: "gone" is in no cluster. Only endpoints change:
+	// the table is updated in place.
+	applyInPlace(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("g", stays), cluster("s", stays)}))
 	eventually(t, "the removed endpoint's idle connection closed", func() bool { return goneClosed.Load() == 1 })
 	if r := must(t, c.get("http://x/g")); r.body != "stays" {
 		t.Fatalf("GET /g after the change: %q", r.body)

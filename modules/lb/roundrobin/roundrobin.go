@@ -37,6 +37,11 @@ func (*RoundRobin) CoxswainModule() core.ModuleInfo {
 	return core.ModuleInfo{ID: ModuleID, New: func() core.Module { return new(RoundRobin) }}
 }
 
+// ConcurrentSetEndpoints marks SetEndpoints as safe while Pick runs (it publishes the new state
+// atomically): the engine then updates a cluster's endpoints in place instead of rebuilding its
+// table.
+func (*RoundRobin) ConcurrentSetEndpoints() {}
+
 // SetEndpoints implements core.Balancer. The schedule starts at a random position so that proxies
 // started together spread their first requests instead of all hitting the first endpoint.
 func (rr *RoundRobin) SetEndpoints(eps []*core.Endpoint) {

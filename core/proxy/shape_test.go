@@ -1,0 +1,70 @@
+package proxy
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// clusterHead copies every field of Cluster but its endpoints: a field added to Cluster must be
+// added there too, or a change of it would be taken for an endpoint change.
+func TestClusterHeadCoversFields(t *testing.T) {
+	fields := (&irv1.Cluster{}).ProtoReflect().Descriptor().Fields()
+	want := map[string]bool{"name": true, "protocol": true, "balancer": true, "endpoints": true}
+	if fields.Len() != len(want) {
+		t.Fatalf("Cluster has %d fields, clusterHead knows %d: update clusterHead", fields.Len(), len(want))
+	}
+	for i := range fields.Len() {
+		if !want[string(fields.Get(i).Name())] {
+			t.Fatalf("Cluster field %s unknown to clusterHead", fields.Get(i).Name())
+		}
+	}
+}
+
+func TestShapeIgnoresOnlyEndpointsAndVersion(t *testing.T) {
+	base := func() *irv1.Snapshot {
+		return &irv1.Snapshot{
+			Version: "1",
+			Listeners: []*irv1.Listener{{Name: "l", Address: "127.0.0.1", Port: 80, Protocol: "HTTP",
+				Servers: []*irv1.Server{{VirtualHosts: []*irv1.VirtualHost{{Routes: []*irv1.Route{{Name: "r"}}}}}}}},
+			Clusters: []*irv1.Cluster{{Name: "c", Balancer: &irv1.ModuleConfig{Id: "lb.round_robin"},
+				Endpoints: []*irv1.Endpoint{{Address: "127.0.0.1", Port: 1, Weight: 1}}}},
+			Secrets:  []*irv1.Secret{{Name: "s", CertificatePem: []byte("c")}},
+			Gateways: []*irv1.GatewayGeneration{{Namespace: "n", Name: "g", Generation: 1}},
+		}
+	}
+	cases := []struct {
+		name string
+		edit func(*irv1.Snapshot)
+		same bool
+	}{
+		{"version", func(s *irv1.Snapshot) { s.Version = "2" }, true},
+		{"endpoint address", func(s *irv1.Snapshot) { s.Clusters[0].Endpoints[0].Address = "127.0.0.2" }, true},
+		{"endpoint weight", func(s *irv1.Snapshot) { s.Clusters[0].Endpoints[0].Weight = 5 }, true},
+		{"no endpoints", func(s *irv1.Snapshot) { s.Clusters[0].Endpoints = nil }, true},
+		{"cluster name", func(s *irv1.Snapshot) { s.Clusters[0].Name = "d" }, false},
+		{"cluster protocol", func(s *irv1.Snapshot) { s.Clusters[0].Protocol = irv1.Cluster_H2C }, false},
+		{"balancer", func(s *irv1.Snapshot) { s.Clusters[0].Balancer.Json = []byte("{}") }, false},
+		{"another cluster", func(s *irv1.Snapshot) { s.Clusters = append(s.Clusters, &irv1.Cluster{Name: "e"}) }, false},
+		{"route", func(s *irv1.Snapshot) { s.Listeners[0].Servers[0].VirtualHosts[0].Routes[0].Name = "q" }, false},
+		{"listener port", func(s *irv1.Snapshot) { s.Listeners[0].Port = 81 }, false},
+		{"secret", func(s *irv1.Snapshot) { s.Secrets[0].CertificatePem = []byte("d") }, false},
+		{"gateway", func(s *irv1.Snapshot) { s.Gateways[0].Generation = 2 }, false},
+	}
+	want := shapeOf(base())
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.edit(s)
+			orig := proto.Clone(s)
+			if got := shapeOf(s) == want; got != tc.same {
+				t.Errorf("same shape = %v, want %v", got, tc.same)
+			}
+			if !proto.Equal(orig, s) {
+				t.Error("shapeOf changed the snapshot")
+			}
+		})
+	}
+}
