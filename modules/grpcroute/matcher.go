@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/httpmatch"
 )
 
 func init() {
@@ -40,7 +41,7 @@ type Matcher struct {
 	serviceRE, methodRE *regexp.Regexp
 	// needPath is set when a method condition needs the path split into service and method.
 	needPath bool
-	headers  []headerCond
+	headers  []httpmatch.Header
 }
 
 // New compiles m into a ready Matcher, running the same Provision and Validate that core.Load
@@ -115,20 +116,20 @@ func (m *Matcher) compileHeaders() error {
 			continue // Only the first condition on an equivalent name counts.
 		}
 		seen[key] = true
-		c := headerCond{key: key, host: key == "Host"}
+		var value string
+		var re *regexp.Regexp
 		switch h.Type {
 		case MatchExact, "":
-			c.value = h.Value
+			value = h.Value
 		case MatchRegularExpression:
-			re, err := regexp.Compile(h.Value)
-			if err != nil {
+			var err error
+			if re, err = regexp.Compile(h.Value); err != nil {
 				return fmt.Errorf("headers[%d] (%s): %w", i, h.Name, err)
 			}
-			c.re = re
 		default:
 			return fmt.Errorf("headers[%d] (%s): unsupported match type %q", i, h.Name, h.Type)
 		}
-		m.headers = append(m.headers, c)
+		m.headers = append(m.headers, httpmatch.NewHeader(key, ",", value, re))
 	}
 	return nil
 }
@@ -137,8 +138,8 @@ func (m *Matcher) compileHeaders() error {
 // also be a header-injection hazard wherever they are echoed.
 func (m *Matcher) Validate() error {
 	for _, h := range m.headers {
-		if h.re == nil && !httpguts.ValidHeaderFieldValue(h.value) {
-			return fmt.Errorf("header %s: invalid value %q", h.key, h.value)
+		if h.RE == nil && !httpguts.ValidHeaderFieldValue(h.Value) {
+			return fmt.Errorf("header %s: invalid value %q", h.Key, h.Value)
 		}
 	}
 	return nil
@@ -154,7 +155,7 @@ func (m *Matcher) Match(r *http.Request) bool {
 		return false
 	}
 	for i := range m.headers {
-		if !m.headers[i].match(r) {
+		if !m.headers[i].Match(r) {
 			return false
 		}
 	}
@@ -208,54 +209,3 @@ func IsGRPC(r *http.Request) bool {
 // ClaimsRequest implements core.HTTPProtocolErrorWriter: an unrouted gRPC request is answered
 // with a grpc-status (UNIMPLEMENTED), not a plain 404.
 func (m *Matcher) ClaimsRequest(r *http.Request) bool { return IsGRPC(r) }
-
-// headerCond matches one header. key is the canonical name; host means the condition is on the
-// authority, which Go keeps in r.Host rather than r.Header.
-type headerCond struct {
-	key   string
-	host  bool
-	value string
-	re    *regexp.Regexp
-}
-
-func (c *headerCond) match(r *http.Request) bool {
-	if c.host {
-		return r.Host != "" && c.matchOne(r.Host)
-	}
-	vals := r.Header[c.key]
-	switch len(vals) {
-	case 0:
-		return false
-	case 1:
-		return c.matchOne(vals[0])
-	}
-	if c.re == nil {
-		return equalJoined(vals, ",", c.value)
-	}
-	// A repeated header against a regular expression: the one case that pays for a join.
-	return c.re.MatchString(strings.Join(vals, ","))
-}
-
-func (c *headerCond) matchOne(v string) bool {
-	if c.re == nil {
-		return v == c.value
-	}
-	return c.re.MatchString(v)
-}
-
-// equalJoined reports whether strings.Join(vals, sep) == want, without building the join.
-func equalJoined(vals []string, sep, want string) bool {
-	for i, v := range vals {
-		if i > 0 {
-			if !strings.HasPrefix(want, sep) {
-				return false
-			}
-			want = want[len(sep):]
-		}
-		if !strings.HasPrefix(want, v) {
-			return false
-		}
-		want = want[len(v):]
-	}
-	return want == ""
-}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/httpmatch"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathmod"
 )
 
@@ -35,7 +36,7 @@ type Matcher struct {
 
 	method  string
 	path    pathCond
-	headers []headerCond
+	headers []httpmatch.Header
 	query   []queryCond
 }
 
@@ -69,16 +70,6 @@ const (
 type pathCond struct {
 	kind pathKind
 	// value is the decoded Exact path, or the decoded PathPrefix trimmed by pathmod.TrimPrefix.
-	value string
-	re    *regexp.Regexp
-}
-
-// headerCond matches one header. key is the canonical name; host means the condition is on the
-// Host header, which Go moves out of r.Header into r.Host.
-type headerCond struct {
-	key   string
-	host  bool
-	sep   string
 	value string
 	re    *regexp.Regexp
 }
@@ -158,15 +149,15 @@ func (m *Matcher) compileHeaders() error {
 			continue // Only the first condition on an equivalent name counts.
 		}
 		seen[key] = true
-		c := headerCond{key: key, host: key == "Host", sep: ","}
+		sep := ","
 		if key == "Cookie" {
-			c.sep = "; "
+			sep = "; "
 		}
-		var err error
-		if c.value, c.re, err = compileValue(h); err != nil {
+		value, re, err := compileValue(h)
+		if err != nil {
 			return fmt.Errorf("headers[%d] (%s): %w", i, h.Name, err)
 		}
-		m.headers = append(m.headers, c)
+		m.headers = append(m.headers, httpmatch.NewHeader(key, sep, value, re))
 	}
 	return nil
 }
@@ -213,8 +204,8 @@ func (m *Matcher) Validate() error {
 		return fmt.Errorf("invalid method %q", m.method)
 	}
 	for _, h := range m.headers {
-		if h.re == nil && !httpguts.ValidHeaderFieldValue(h.value) {
-			return fmt.Errorf("header %s: invalid value %q", h.key, h.value)
+		if h.RE == nil && !httpguts.ValidHeaderFieldValue(h.Value) {
+			return fmt.Errorf("header %s: invalid value %q", h.Key, h.Value)
 		}
 	}
 	if m.path.kind == pathRegex && m.path.re == nil {
@@ -242,7 +233,7 @@ func (m *Matcher) Match(r *http.Request) bool {
 		return false
 	}
 	for i := range m.headers {
-		if !m.headers[i].match(r) {
+		if !m.headers[i].Match(r) {
 			return false
 		}
 	}

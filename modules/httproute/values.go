@@ -1,52 +1,9 @@
 package httproute
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 )
-
-func (c *headerCond) match(r *http.Request) bool {
-	if c.host {
-		return r.Host != "" && c.matchOne(r.Host)
-	}
-	vals := r.Header[c.key]
-	switch len(vals) {
-	case 0:
-		return false
-	case 1:
-		return c.matchOne(vals[0])
-	}
-	if c.re == nil {
-		return equalJoined(vals, c.sep, c.value)
-	}
-	// Repeated header against a regular expression: the one case that pays for a join.
-	return c.re.MatchString(strings.Join(vals, c.sep))
-}
-
-func (c *headerCond) matchOne(v string) bool {
-	if c.re == nil {
-		return v == c.value
-	}
-	return c.re.MatchString(v)
-}
-
-// equalJoined reports whether strings.Join(vals, sep) == want, without building the join.
-func equalJoined(vals []string, sep, want string) bool {
-	for i, v := range vals {
-		if i > 0 {
-			if !strings.HasPrefix(want, sep) {
-				return false
-			}
-			want = want[len(sep):]
-		}
-		if !strings.HasPrefix(want, v) {
-			return false
-		}
-		want = want[len(v):]
-	}
-	return want == ""
-}
 
 func (c *queryCond) match(rawQuery string) bool {
 	v, ok := firstQueryValue(rawQuery, c.name)
