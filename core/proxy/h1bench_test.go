@@ -13,6 +13,11 @@ import (
 
 // serveFixed answers every request on every connection with resp, allocating nothing per request.
 func serveFixed(tb testing.TB, resp string) *testBackend {
+	return serveEach(tb, "fixed", resp, skipHeader)
+}
+
+// serveEach answers resp after each request that skip reads off a connection.
+func serveEach(tb testing.TB, name, resp string, skip func(*bufio.Reader) error) *testBackend {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -29,7 +34,7 @@ func serveFixed(tb testing.TB, resp string) *testBackend {
 			go func() {
 				defer c.Close()
 				br := bufio.NewReader(c)
-				for skipHeader(br) == nil {
+				for skip(br) == nil {
 					if _, err := c.Write(raw); err != nil {
 						return
 					}
@@ -37,7 +42,7 @@ func serveFixed(tb testing.TB, resp string) *testBackend {
 			}()
 		}
 	}()
-	return &testBackend{name: "fixed", port: portOf(tb, ln.Addr().String())}
+	return &testBackend{name: name, port: portOf(tb, ln.Addr().String())}
 }
 
 func skipHeader(br *bufio.Reader) error {
@@ -86,31 +91,7 @@ func BenchmarkH1ProxyAllocs(b *testing.B) {
 // serveBodies is serveFixed for requests with bodies: it reads each request's header and its body
 // (Content-Length or chunked) before answering, allocating nothing per request.
 func serveBodies(tb testing.TB, resp string) *testBackend {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = ln.Close() })
-	raw := []byte(resp)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for skipRequest(br) == nil {
-					if _, err := c.Write(raw); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return &testBackend{name: "bodies", port: portOf(tb, ln.Addr().String())}
+	return serveEach(tb, "bodies", resp, skipRequest)
 }
 
 // skipRequest reads one request header and discards its body.
