@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,11 +91,11 @@ func (c *Controller) touched(k status.Key) {
 // Run watches until ctx is done, leading whenever it holds the Lease. It returns nil on a clean
 // shutdown, after the leadership term's publisher is closed and the Lease released.
 func (c *Controller) Run(ctx context.Context) error {
-	kinds, err := c.routeKinds()
-	if err != nil {
+	if err := c.checkGatewayAPI(); err != nil {
 		return err
 	}
-	c.watch, err = newWatch(c.opts.Kube, c.opts.Gateway, kinds, events{changed: c.changed, touched: c.touched})
+	var err error
+	c.watch, err = newWatch(c.opts.Kube, c.opts.Gateway, c.opts.REST, c.opts.Registry, events{changed: c.changed, touched: c.touched})
 	if err != nil {
 		return err
 	}
@@ -105,15 +104,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		cancel()
 		c.watch.shutdown()
 	}()
-	c.log.Info("starting", zap.String("controllerName", c.opts.ControllerName), zap.Strings("routeKinds", kinds),
-		zap.Int("supportedFeatures", len(c.features)))
-	if !c.watch.start(ctx) {
+	c.log.Info("starting", zap.String("controllerName", c.opts.ControllerName), zap.Int("supportedFeatures", len(c.features)))
+	if !c.watch.start(ctx, c.log) {
 		// WaitForCacheSync gives up only when ctx ends: a shutdown before the caches synced is
 		// still a clean stop, as it is at any later point.
 		return nil
 	}
 	c.synced.Store(true)
-	c.log.Info("caches synced")
+	c.log.Info("caches synced", zap.Strings("watching", c.watch.watchedKinds()))
 	if c.opts.LeaderElection.Disabled {
 		c.lead(ctx)
 		return nil
@@ -245,15 +243,13 @@ func desired(res *translator.Result) status.Desired {
 	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes}
 }
 
-// routeKinds are the route kinds to watch: those the build translates (its translate.route.*
-// modules) and the API server serves. A kind whose CRD is not installed is left out with a
-// warning rather than waited for, so a cluster with an older Gateway API bundle still works;
-// installing it later needs a restart.
-func (c *Controller) routeKinds() ([]string, error) {
+// checkGatewayAPI fails when the API server does not serve the Gateway API kinds the core reads.
+// Module kinds (route kinds, ExtensionRef resources) not served yet are watched for instead.
+func (c *Controller) checkGatewayAPI() error {
 	gv := gwapiv1.GroupVersion.String()
 	res, err := c.opts.Kube.Discovery().ServerResourcesForGroupVersion(gv)
 	if err != nil {
-		return nil, fmt.Errorf("discovering %s (are the Gateway API CRDs installed?): %w", gv, err)
+		return fmt.Errorf("discovering %s (are the Gateway API CRDs installed?): %w", gv, err)
 	}
 	served := map[string]bool{}
 	for _, r := range res.APIResources {
@@ -261,23 +257,10 @@ func (c *Controller) routeKinds() ([]string, error) {
 	}
 	for _, need := range []string{"gatewayclasses", "gateways"} {
 		if !served[need] {
-			return nil, fmt.Errorf("%s is not served in %s: install the Gateway API CRDs", need, gv)
+			return fmt.Errorf("%s is not served in %s: install the Gateway API CRDs", need, gv)
 		}
 	}
-	var kinds []string
-	for _, kind := range routeKindsOf(c.opts.Registry) {
-		rk, ok := knownRouteKinds[kind]
-		switch {
-		case !ok:
-			c.log.Warn("route kind is translated but not watched: the controller has no informer for it", zap.String("kind", kind))
-		case !served[rk.resource]:
-			c.log.Warn("route kind not served by the API server: not watching it", zap.String("kind", kind), zap.String("resource", rk.resource))
-		default:
-			kinds = append(kinds, kind)
-		}
-	}
-	sort.Strings(kinds)
-	return kinds, nil
+	return nil
 }
 
 // ourClasses are the names of the GatewayClasses this controller answers to.

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -18,11 +19,14 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 )
 
-// Options configure a Controller. Log, Kube, Gateway, Registry and NewPublisher are required.
+// Options configure a Controller. Log, Kube, Gateway, REST, Registry and NewPublisher are required.
 type Options struct {
 	Log     *zap.Logger
 	Kube    kubernetes.Interface
 	Gateway gwclientset.Interface
+	// REST is the API server connection the clients above were made from: the informers and
+	// status writes of the kinds modules declare are built from it.
+	REST *rest.Config
 	// Registry is the frozen set of modules compiled into the binary: it selects the route kinds
 	// translated and the features GatewayClasses advertise.
 	Registry *core.Registry
@@ -72,7 +76,7 @@ func (o *Options) setDefaults() error {
 	if o.Log == nil {
 		errs = append(errs, errors.New("no logger"))
 	}
-	if o.Kube == nil || o.Gateway == nil {
+	if o.Kube == nil || o.Gateway == nil || o.REST == nil {
 		errs = append(errs, errors.New("no Kubernetes clients"))
 	}
 	if o.Registry == nil {

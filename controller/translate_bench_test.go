@@ -20,9 +20,9 @@ func BenchmarkTranslate(b *testing.B) {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			store := translatortest.SyntheticStore(n)
 			res := translator.Translate(context.Background(), store, translator.Options{Registry: reg})
-			if len(res.HTTPRoutes) != n || len(res.Snapshot.GetListeners()) != 1 {
+			if len(res.Routes) != n || len(res.Snapshot.GetListeners()) != 1 {
 				b.Fatalf("translation of the synthetic store is off: %d route statuses, %d listeners, problems %v",
-					len(res.HTTPRoutes), len(res.Snapshot.GetListeners()), res.Problems)
+					len(res.Routes), len(res.Snapshot.GetListeners()), res.Problems)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()

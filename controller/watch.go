@@ -5,17 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sort"
+	"sync"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
@@ -24,6 +29,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/core"
 )
 
 // change says what an event changed, so the driver can tell an endpoints-only burst from one that
@@ -40,9 +46,13 @@ type watch struct {
 	kube, tls informers.SharedInformerFactory
 	gw        gwinformers.SharedInformerFactory
 
-	classes   gwlisters.GatewayClassLister
-	gateways  gwlisters.GatewayLister
-	routes    []routeWatch
+	classes  gwlisters.GatewayClassLister
+	gateways gwlisters.GatewayLister
+	// kinds are the resources modules declare (route kinds, ExtensionRef filter resources).
+	kinds     []*moduleKind
+	discovery discovery.DiscoveryInterface
+	crds      *crdWatch
+	running   sync.WaitGroup // the module kinds' informers and the CRD watch
 	grants    gwlistersv1b1.ReferenceGrantLister
 	services  corelisters.ServiceLister
 	slices    discoverylisters.EndpointSliceLister
@@ -63,8 +73,9 @@ type events struct {
 // other Secret of the cluster out of the controller's memory.
 const tlsSecrets = "type=" + string(corev1.SecretTypeTLS)
 
-// newWatch sets up the informers of every kind a translation reads, route kinds as given.
-func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, routeKinds []string, ev events) (*watch, error) {
+// newWatch sets up the informers of every kind a translation reads: the core's, and those the
+// modules of reg declare.
+func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Config, reg *core.Registry, ev events) (*watch, error) {
 	strip := informers.WithTransform(stripManagedFields)
 	w := &watch{
 		kube: informers.NewSharedInformerFactoryWithOptions(kube, 0, strip),
@@ -93,15 +104,12 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, routeKinds []
 		{spaces.Informer(), changeHandler(changeConfig, ev, labelsChanged)},
 		{secrets.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)},
 	}
-	for _, kind := range routeKinds {
-		rk, ok := knownRouteKinds[kind]
-		if !ok {
-			return nil, fmt.Errorf("route kind %s is translated but the controller cannot watch it", kind)
-		}
-		rw := rk.watch(w.gw, gw)
-		w.routes = append(w.routes, rw)
-		handlers = append(handlers, handler{rw.informer, ownedHandler(status.Kind(kind), ev)})
+	kinds, err := moduleKinds(reg, cfg, ev)
+	if err != nil {
+		return nil, err
 	}
+	w.kinds, w.discovery = kinds, kube.Discovery()
+	w.crds = newCRDWatch(cfg, ev)
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
 			return nil, fmt.Errorf("adding event handler: %w", err)
@@ -111,26 +119,54 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, routeKinds []
 	return w, nil
 }
 
-// routeStatus gives the status writer its access to every watched route kind.
+// routeStatus gives the status writer its access to every route kind, watched yet or not.
 func (w *watch) routeStatus() []status.Routes {
-	out := make([]status.Routes, len(w.routes))
-	for i, r := range w.routes {
-		out[i] = r.status
+	var out []status.Routes
+	for _, k := range w.kinds {
+		if k.status != nil {
+			out = append(out, k.status)
+		}
 	}
 	return out
 }
 
-// start runs the informers until ctx is done and waits for their first list. It reports false
+// start runs the informers until ctx is done and waits for their first list. A module kind
+// whose resource is not served yet is started when its CRD appears (crdWatch). It reports false
 // when ctx ended first.
-func (w *watch) start(ctx context.Context) bool {
+func (w *watch) start(ctx context.Context, log *zap.Logger) bool {
 	w.kube.Start(ctx.Done())
 	w.tls.Start(ctx.Done())
 	w.gw.Start(ctx.Done())
-	synced := make([]cache.InformerSynced, len(w.informers))
-	for i, inf := range w.informers {
-		synced[i] = inf.HasSynced
+	synced := make([]cache.InformerSynced, 0, len(w.informers)+len(w.kinds))
+	for _, inf := range w.informers {
+		synced = append(synced, inf.HasSynced)
+	}
+	var waiting []*moduleKind
+	for _, k := range w.kinds {
+		if served(w.discovery, k.gvr) {
+			k.start(ctx, &w.running)
+			synced = append(synced, k.informer.HasSynced)
+		} else {
+			log.Info("resource not served yet: watching for its CRD", zap.String("kind", k.gk.String()), zap.String("resource", k.gvr.String()))
+			waiting = append(waiting, k)
+		}
+	}
+	if len(waiting) > 0 {
+		w.crds.start(ctx, log, &w.running, waiting)
 	}
 	return cache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+// watchedKinds names the module kinds being watched, for the log.
+func (w *watch) watchedKinds() []string {
+	var out []string
+	for _, k := range w.kinds {
+		if k.isStarted() {
+			out = append(out, k.gk.String())
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // shutdown waits for the informers' goroutines after their context ended.
@@ -138,13 +174,14 @@ func (w *watch) shutdown() {
 	w.kube.Shutdown()
 	w.tls.Shutdown()
 	w.gw.Shutdown()
+	w.running.Wait()
 }
 
 // store lists the caches into a Store. The objects are the caches' own: nobody may modify them.
 func (w *watch) store() (*translator.Store, error) {
 	all := labels.Everything()
 	var s translator.Store
-	errs := make([]error, 7, 7+len(w.routes))
+	errs := make([]error, 7, 7+len(w.kinds))
 	s.GatewayClasses, errs[0] = w.classes.List(all)
 	s.Gateways, errs[1] = w.gateways.List(all)
 	s.ReferenceGrants, errs[2] = w.grants.List(all)
@@ -152,8 +189,8 @@ func (w *watch) store() (*translator.Store, error) {
 	s.EndpointSlices, errs[4] = w.slices.List(all)
 	s.Secrets, errs[5] = w.secrets.List(all)
 	s.Namespaces, errs[6] = w.spaces.List(all)
-	for _, r := range w.routes {
-		errs = append(errs, r.fill(&s))
+	for _, k := range w.kinds {
+		errs = append(errs, k.fill(&s))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("listing the caches: %w", err)

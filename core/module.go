@@ -51,3 +51,11 @@ type Validator interface {
 type CleanerUpper interface {
 	Cleanup() error
 }
+
+// ConfigChecker is optionally implemented by modules whose config can be checked without being
+// provisioned. CheckConfig runs on a freshly decoded instance and must have no side effects (no
+// I/O, no goroutines): the controller calls it to report an invalid config (a pattern that does
+// not compile) in the route's status before any proxy loads it.
+type ConfigChecker interface {
+	CheckConfig() error
+}

@@ -150,7 +150,7 @@ func (cf *controllerFlags) run(ctx context.Context, log *zap.Logger, e *env, add
 	}
 	defer dp.stop()
 	ctrl, err := controller.New(controller.Options{
-		Log: log.Named("controller"), Kube: kube, Gateway: gw, Registry: e.reg,
+		Log: log.Named("controller"), Kube: kube, Gateway: gw, REST: cfg, Registry: e.reg,
 		NewPublisher:   dp.newPublisher,
 		ControllerName: cf.controllerName, StatusAddresses: addrs, AddressPool: pool,
 		Holdoff: cf.holdoff, MaxDelay: cf.maxDelay, StatusWorkers: cf.statusWorkers, ShutdownTimeout: cf.drain,

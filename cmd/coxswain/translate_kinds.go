@@ -1,8 +1,11 @@
 package main
 
-// The controller halves of the route kinds (translate.route.*). modules/standard stays free of
+// The controller halves of the stock modules (translate.*). modules/standard stays free of
 // Kubernetes imports for proxies, so the translator's modules are listed here.
 import (
+	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/grpcroute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/tcproute/translate"

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 	"sigs.k8s.io/yaml"
@@ -57,13 +60,22 @@ func validate(args []string, e *env) int {
 		}
 		return 1
 	}
-	others := ""
-	if n := len(rep.Routes); n > 0 {
-		others = fmt.Sprintf(", %d other route(s)", n)
-	}
-	fmt.Fprintf(e.stderr, "valid: %d GatewayClass(es), %d Gateway(s), %d HTTPRoute(s)%s; snapshot version %s\n",
-		len(rep.GatewayClasses), len(rep.Gateways), len(rep.HTTPRoutes), others, rep.Version)
+	fmt.Fprintf(e.stderr, "valid: %d GatewayClass(es), %d Gateway(s)%s; snapshot version %s\n",
+		len(rep.GatewayClasses), len(rep.Gateways), routeCounts(rep.Routes), rep.Version)
 	return 0
+}
+
+// routeCounts is ", 3 HTTPRoute(s), 1 TCPRoute(s)": the routes of each kind, by kind.
+func routeCounts(routes []standalone.ObjectStatus) string {
+	n := map[string]int{}
+	for _, r := range routes {
+		n[r.Kind]++
+	}
+	var out strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		fmt.Fprintf(&out, ", %d %s(s)", n[k], k)
+	}
+	return out.String()
 }
 
 func fieldPrefix(f string) string {

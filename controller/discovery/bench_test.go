@@ -15,6 +15,9 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
 )
 

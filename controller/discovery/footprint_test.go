@@ -25,6 +25,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
 )
@@ -263,7 +264,7 @@ func footprintStore(n int, perRoute bool, host string, bport uint32, gen int) *t
 			BackendRefs: []gwapiv1.HTTPBackendRef{{BackendRef: gwapiv1.BackendRef{
 				BackendObjectReference: gwapiv1.BackendObjectReference{Name: gwapiv1.ObjectName(svc), Port: &port}}}},
 		}}
-		s.HTTPRoutes = append(s.HTTPRoutes, r)
+		s.Add(translatortest.HTTPRoute, r)
 	}
 	return s
 }

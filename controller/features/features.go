@@ -3,7 +3,7 @@
 // custom distribution that leaves a filter out never claims the feature that filter serves.
 //
 // Nobody keeps a list of supported features. Controller-side modules (translate.*) implement
-// Provider: they name each feature they translate together with the modules a proxy needs to
+// translation.FeatureProvider: they name each feature they translate together with the modules a proxy needs to
 // serve it, and Supported keeps a feature only when every one of those modules is in the registry.
 package features
 
@@ -14,27 +14,13 @@ import (
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
-
-// Provider is implemented by controller-side modules that make Gateway API features servable.
-type Provider interface {
-	// GatewayAPIFeatures lists the features the module translates. It must have no side effects:
-	// Supported calls it on a fresh instance from the module's New.
-	GatewayAPIFeatures() []Feature
-}
-
-// Feature is one Gateway API feature and the modules that serve it.
-type Feature struct {
-	Name gwfeatures.FeatureName
-	// Requires are the modules a proxy loads to serve the feature (a route kind, a filter, a
-	// listener). The feature is advertised only when all of them are compiled in.
-	Requires []core.ModuleID
-}
 
 // Core are the features the translator's core passes implement for every route kind: Gateways and
 // their listeners, and ReferenceGrant checks. Gateway support includes HTTPS listeners (TLS
 // termination is core in the spec), so it needs both HTTP listener modules.
-var Core = []Feature{
+var Core = []translation.Feature{
 	{Name: gwfeatures.SupportGateway, Requires: []core.ModuleID{"listener.http", "listener.https"}},
 	{Name: gwfeatures.SupportGatewayPort8080, Requires: []core.ModuleID{"listener.http"}},
 	// A Gateway that asks for an address without a value gets one: the controller's pool address
@@ -55,10 +41,10 @@ var Core = []Feature{
 // Supported returns the features reg can serve, sorted by name and without duplicates: the Core
 // features plus those of every Provider module, each kept only when its Requires are all in reg.
 func Supported(reg *core.Registry) []gwapiv1.SupportedFeature {
-	all := append([]Feature(nil), Core...)
+	all := append([]translation.Feature(nil), Core...)
 	for _, id := range reg.IDs() {
 		info, _ := reg.Lookup(id)
-		if p, ok := info.New().(Provider); ok {
+		if p, ok := info.New().(translation.FeatureProvider); ok {
 			all = append(all, p.GatewayAPIFeatures()...)
 		}
 	}
@@ -75,7 +61,7 @@ func Supported(reg *core.Registry) []gwapiv1.SupportedFeature {
 	return out
 }
 
-func servable(reg *core.Registry, f Feature) bool {
+func servable(reg *core.Registry, f translation.Feature) bool {
 	for _, id := range f.Requires {
 		if !reg.Has(id) {
 			return false

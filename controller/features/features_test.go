@@ -8,6 +8,7 @@ import (
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // plain is a module that declares no features.
@@ -20,16 +21,16 @@ func (m plain) CoxswainModule() core.ModuleInfo {
 // provider is a controller-side module that declares features.
 type provider struct {
 	id    core.ModuleID
-	feats []Feature
+	feats []translation.Feature
 }
 
 func (m provider) CoxswainModule() core.ModuleInfo {
 	return core.ModuleInfo{ID: m.id, New: func() core.Module { return m }}
 }
 
-func (m provider) GatewayAPIFeatures() []Feature { return m.feats }
+func (m provider) GatewayAPIFeatures() []translation.Feature { return m.feats }
 
-var _ Provider = provider{}
+var _ translation.FeatureProvider = provider{}
 
 func names(fs []gwapiv1.SupportedFeature) []string {
 	out := []string{}
@@ -40,7 +41,7 @@ func names(fs []gwapiv1.SupportedFeature) []string {
 }
 
 func TestSupported(t *testing.T) {
-	httpKind := provider{id: "translate.route.http", feats: []Feature{
+	httpKind := provider{id: "translate.route.http", feats: []translation.Feature{
 		{Name: gwfeatures.SupportHTTPRoute, Requires: []core.ModuleID{"route.http"}},
 		{Name: gwfeatures.SupportHTTPRouteResponseHeaderModification, Requires: []core.ModuleID{"route.http", "filter.http.response_header_modifier"}},
 		{Name: gwfeatures.SupportHTTPRoute, Requires: []core.ModuleID{"route.http"}}, // declared twice: listed once

@@ -10,20 +10,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	k8sjson "sigs.k8s.io/json"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
-// object is what every supported kind is: a Kubernetes object with standard metadata.
-type object interface {
-	metav1.Object
-	SetGroupVersionKind(gvk schema.GroupVersionKind)
-}
+// object is what every kind the loader reads is: a Kubernetes object with standard metadata.
+type object = translation.Object
 
 // kind is one apiVersion/kind the loader understands: how to decode it and where it goes in the
 // Store.
@@ -35,95 +34,123 @@ type kind struct {
 	namespaced bool
 	decode     func(data []byte) (object, []error, error)
 	add        func(s *translator.Store, o object)
+	// defaults fills in what the API server would; nil for none.
+	defaults func(o object)
 }
 
 const (
-	gatewayV1       = "gateway.networking.k8s.io/v1"
-	gatewayV1beta1  = "gateway.networking.k8s.io/v1beta1"
-	gatewayV1alpha2 = "gateway.networking.k8s.io/v1alpha2"
-	gatewayV1alpha3 = "gateway.networking.k8s.io/v1alpha3"
+	gatewayV1      = "gateway.networking.k8s.io/v1"
+	gatewayV1beta1 = "gateway.networking.k8s.io/v1beta1"
 )
 
-// kinds lists what a manifest may hold. The v1beta1 Gateway API kinds are the same types under an
-// older version; they are accepted so existing manifests load, and stored as v1. So are the
-// v1alpha2 TCPRoute, TLSRoute and UDPRoute and the v1alpha3 TLSRoute: their schemas are v1's
-// (v1alpha2 allowed more rules, which the translator reports as dropped).
-var kinds = []kind{
+// coreKinds are the kinds the translator's core passes read. The v1beta1 Gateway API kinds are
+// the same types under an older version; they are accepted so existing manifests load, and stored
+// as v1.
+var coreKinds = []kind{
 	{gatewayV1, gatewayV1, "GatewayClass", false, decodeAs[gwapiv1.GatewayClass], func(s *translator.Store, o object) {
 		s.GatewayClasses = append(s.GatewayClasses, o.(*gwapiv1.GatewayClass))
-	}},
+	}, nil},
 	{gatewayV1beta1, gatewayV1, "GatewayClass", false, decodeAs[gwapiv1.GatewayClass], func(s *translator.Store, o object) {
 		s.GatewayClasses = append(s.GatewayClasses, o.(*gwapiv1.GatewayClass))
-	}},
+	}, nil},
 	{gatewayV1, gatewayV1, "Gateway", true, decodeAs[gwapiv1.Gateway], func(s *translator.Store, o object) {
 		s.Gateways = append(s.Gateways, o.(*gwapiv1.Gateway))
-	}},
+	}, applyDefaults},
 	{gatewayV1beta1, gatewayV1, "Gateway", true, decodeAs[gwapiv1.Gateway], func(s *translator.Store, o object) {
 		s.Gateways = append(s.Gateways, o.(*gwapiv1.Gateway))
-	}},
-	{gatewayV1, gatewayV1, "HTTPRoute", true, decodeAs[gwapiv1.HTTPRoute], func(s *translator.Store, o object) {
-		s.HTTPRoutes = append(s.HTTPRoutes, o.(*gwapiv1.HTTPRoute))
-	}},
-	{gatewayV1beta1, gatewayV1, "HTTPRoute", true, decodeAs[gwapiv1.HTTPRoute], func(s *translator.Store, o object) {
-		s.HTTPRoutes = append(s.HTTPRoutes, o.(*gwapiv1.HTTPRoute))
-	}},
-	{gatewayV1, gatewayV1, "GRPCRoute", true, decodeAs[gwapiv1.GRPCRoute], func(s *translator.Store, o object) {
-		s.GRPCRoutes = append(s.GRPCRoutes, o.(*gwapiv1.GRPCRoute))
-	}},
-	l4Kind(gatewayV1, "TCPRoute"), l4Kind(gatewayV1alpha2, "TCPRoute"),
-	l4Kind(gatewayV1, "TLSRoute"), l4Kind(gatewayV1alpha2, "TLSRoute"), l4Kind(gatewayV1alpha3, "TLSRoute"),
-	l4Kind(gatewayV1, "UDPRoute"), l4Kind(gatewayV1alpha2, "UDPRoute"),
+	}, applyDefaults},
 	{gatewayV1beta1, gatewayV1beta1, "ReferenceGrant", true, decodeAs[gwapiv1b1.ReferenceGrant], func(s *translator.Store, o object) {
 		s.ReferenceGrants = append(s.ReferenceGrants, o.(*gwapiv1b1.ReferenceGrant))
-	}},
+	}, nil},
 	{gatewayV1, gatewayV1beta1, "ReferenceGrant", true, decodeAs[gwapiv1b1.ReferenceGrant], func(s *translator.Store, o object) {
 		s.ReferenceGrants = append(s.ReferenceGrants, o.(*gwapiv1b1.ReferenceGrant))
-	}},
+	}, nil},
 	{"v1", "v1", "Secret", true, decodeAs[corev1.Secret], func(s *translator.Store, o object) {
 		s.Secrets = append(s.Secrets, o.(*corev1.Secret))
-	}},
+	}, applyDefaults},
 	{"v1", "v1", "Service", true, decodeAs[corev1.Service], func(s *translator.Store, o object) {
 		s.Services = append(s.Services, o.(*corev1.Service))
-	}},
+	}, applyDefaults},
 	{"v1", "v1", "Namespace", false, decodeAs[corev1.Namespace], func(s *translator.Store, o object) {
 		s.Namespaces = append(s.Namespaces, o.(*corev1.Namespace))
-	}},
+	}, nil},
 	{"discovery.k8s.io/v1", "discovery.k8s.io/v1", "EndpointSlice", true, decodeAs[discoveryv1.EndpointSlice], func(s *translator.Store, o object) {
 		s.EndpointSlices = append(s.EndpointSlices, o.(*discoveryv1.EndpointSlice))
-	}},
+	}, applyDefaults},
 }
 
-// l4Kind is the TCPRoute, TLSRoute or UDPRoute kind under apiVersion, stored as v1.
-func l4Kind(apiVersion, k string) kind {
-	switch k {
-	case "TCPRoute":
-		return kind{apiVersion, gatewayV1, k, true, decodeAs[gwapiv1.TCPRoute], func(s *translator.Store, o object) {
-			s.TCPRoutes = append(s.TCPRoutes, o.(*gwapiv1.TCPRoute))
-		}}
-	case "TLSRoute":
-		return kind{apiVersion, gatewayV1, k, true, decodeAs[gwapiv1.TLSRoute], func(s *translator.Store, o object) {
-			s.TLSRoutes = append(s.TLSRoutes, o.(*gwapiv1.TLSRoute))
-		}}
+// kindSet is every kind one load reads: the core kinds, each route kind of the registry under
+// every version it reads, and the resource of each ExtensionRef filter module.
+type kindSet []kind
+
+func kindsOf(reg *core.Registry) kindSet {
+	out := append(kindSet(nil), coreKinds...)
+	for _, id := range reg.Namespace(translation.RouteKindNamespace) {
+		info, _ := reg.Lookup(id)
+		if rk, ok := info.New().(translation.RouteKind); ok {
+			out = append(out, routeKinds(rk.API())...)
+		}
 	}
-	return kind{apiVersion, gatewayV1, k, true, decodeAs[gwapiv1.UDPRoute], func(s *translator.Store, o object) {
-		s.UDPRoutes = append(s.UDPRoutes, o.(*gwapiv1.UDPRoute))
-	}}
+	exts, _ := reg.Extensions() // a module that declares none is reported by the translator
+	for _, api := range exts {
+		out = append(out, extensionKind(api))
+	}
+	return out
 }
 
-// lookupKind finds the kind for an apiVersion and kind.
-func lookupKind(apiVersion, k string) (*kind, bool) {
-	for i := range kinds {
-		if kinds[i].apiVersion == apiVersion && kinds[i].kind == k {
-			return &kinds[i], true
+// routeKinds are the kinds of one route resource, one per version a file may use.
+func routeKinds(api translation.RouteAPI) []kind {
+	gv := api.GVK.GroupVersion()
+	gk := api.GVK.GroupKind()
+	decode := func(data []byte) (object, []error, error) {
+		o := api.New()
+		strict, err := k8sjson.UnmarshalStrict(data, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return o, strict, nil
+	}
+	k := kind{apiVersion: gv.String(), stored: gv.String(), kind: gk.Kind, namespaced: true, decode: decode,
+		add: func(s *translator.Store, o object) { s.Add(gk, o) }, defaults: api.Default}
+	out := []kind{k}
+	for _, v := range api.ReadVersions {
+		k.apiVersion = schema.GroupVersion{Group: gv.Group, Version: v}.String()
+		out = append(out, k)
+	}
+	return out
+}
+
+// extensionKind is the resource an ExtensionRef filter module declares, read as an unstructured
+// object: what its spec must hold is the module's to say, and the translator checks it the way
+// the proxy will decode it, reporting a bad field on the routes that use the object.
+func extensionKind(api core.ExtensionAPI) kind {
+	gv := schema.GroupVersion{Group: api.Group, Version: api.Version}.String()
+	gk := schema.GroupKind{Group: api.Group, Kind: api.Kind}
+	return kind{apiVersion: gv, stored: gv, kind: api.Kind, namespaced: true,
+		decode: func(data []byte) (object, []error, error) {
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(data); err != nil {
+				return nil, nil, err
+			}
+			return u, nil, nil
+		},
+		add: func(s *translator.Store, o object) { s.Add(gk, o) }}
+}
+
+// lookup finds the kind for an apiVersion and kind.
+func (ks kindSet) lookup(apiVersion, k string) (*kind, bool) {
+	for i := range ks {
+		if ks[i].apiVersion == apiVersion && ks[i].kind == k {
+			return &ks[i], true
 		}
 	}
 	return nil, false
 }
 
-// knownKinds lists "apiVersion/kind" for every kind the loader accepts, for error messages.
-func knownKinds() string {
-	names := make([]string, 0, len(kinds))
-	for _, k := range kinds {
+// names lists "apiVersion kind" for every kind the loader accepts, for error messages.
+func (ks kindSet) names() string {
+	names := make([]string, 0, len(ks))
+	for _, k := range ks {
 		names = append(names, k.apiVersion+" "+k.kind)
 	}
 	sort.Strings(names)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/core"
 )
 
 // Result is what one load of the manifests produced: the objects that decoded, where each came
@@ -35,7 +36,8 @@ type Result struct {
 	// Digest is a hash of every file's path and content: equal digests mean nothing changed.
 	Digest string
 
-	hash hash.Hash
+	hash  hash.Hash
+	kinds kindSet
 }
 
 // SourceOf returns where an object came from, if it came from a file.
@@ -47,16 +49,20 @@ func (r *Result) SourceOf(ref ObjectRef) (Source, bool) {
 // namespaceLabel is the label the API server puts on every Namespace.
 const namespaceLabel = "kubernetes.io/metadata.name"
 
-// Load reads the manifests at path: a file (any extension) or a directory, walked recursively for
+// Load reads the manifests at path, of the kinds the core reads and those the modules of reg
+// declare (route kinds, ExtensionRef filter resources; reg nil: core.Freeze()): a file (any extension) or a directory, walked recursively for
 // *.yaml, *.yml and *.json files in lexical order, skipping hidden files and directories (this also
 // skips the "..data" indirection of a mounted ConfigMap). It fails only when path itself cannot be
 // read; a bad document becomes an Error in the result and the rest still loads.
-func Load(ctx context.Context, path string) (*Result, error) {
+func Load(ctx context.Context, path string, reg *core.Registry) (*Result, error) {
 	files, err := ListFiles(path)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Store: &translator.Store{}, Sources: map[ObjectRef]Source{}, Files: files, hash: sha256.New()}
+	if reg == nil {
+		reg = core.Freeze()
+	}
+	res := &Result{Store: &translator.Store{}, Sources: map[ObjectRef]Source{}, Files: files, hash: sha256.New(), kinds: kindsOf(reg)}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -190,11 +196,11 @@ func (r *Result) loadList(src Source, js []byte) {
 
 func (r *Result) loadObject(src Source, js []byte, h header) {
 	ref := ObjectRef{Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
-	k, ok := lookupKind(h.APIVersion, h.Kind)
+	k, ok := r.kinds.lookup(h.APIVersion, h.Kind)
 	if !ok {
 		r.Errors = append(r.Errors, &Error{Source: src, Object: ref, Reason: ReasonUnknownKind,
 			Message: fmt.Sprintf("apiVersion %q kind %q is not a kind Coxswain reads; it reads %s",
-				h.APIVersion, h.Kind, knownKinds())})
+				h.APIVersion, h.Kind, r.kinds.names())})
 		return
 	}
 	if k.namespaced && ref.Namespace == "" {
@@ -222,9 +228,11 @@ func (r *Result) loadObject(src Source, js []byte, h header) {
 			Message: fmt.Sprintf("%s is also defined at %s; keeping that one", ref, prev)})
 		return
 	}
-	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(k.stored, k.kind))
+	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(k.stored, k.kind))
 	normalizeMeta(obj, ref.Namespace)
-	applyDefaults(obj)
+	if k.defaults != nil {
+		k.defaults(obj)
+	}
 	k.add(r.Store, obj)
 	r.Sources[ref] = src
 }

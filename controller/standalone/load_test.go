@@ -2,6 +2,7 @@ package standalone
 
 import (
 	"context"
+	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 
 func mustLoad(t *testing.T, path string) *Result {
 	t.Helper()
-	res, err := Load(context.Background(), path)
+	res, err := Load(context.Background(), path, nil)
 	if err != nil {
 		t.Fatalf("Load(%s): %v", path, err)
 	}
@@ -94,8 +95,9 @@ stringData:
 		t.Fatalf("unexpected errors: %v", res.Err())
 	}
 	s := res.Store
-	if len(s.Gateways) != 1 || len(s.HTTPRoutes) != 1 || len(s.Secrets) != 1 {
-		t.Fatalf("store: %d gateways, %d routes, %d secrets", len(s.Gateways), len(s.HTTPRoutes), len(s.Secrets))
+	routes := s.Objects[translatortest.HTTPRoute]
+	if len(s.Gateways) != 1 || len(routes) != 1 || len(s.Secrets) != 1 {
+		t.Fatalf("store: %d gateways, %d routes, %d secrets", len(s.Gateways), len(routes), len(s.Secrets))
 	}
 	gw := s.Gateways[0]
 	if gw.Namespace != "default" || gw.Generation != 1 || gw.Labels["team"] != "a" || gw.CreationTimestamp.Year() != 2024 {
@@ -109,7 +111,7 @@ stringData:
 		*l.TLS.CertificateRefs[0].Kind != "Secret" {
 		t.Errorf("gateway defaults not applied: %+v", l)
 	}
-	r := s.HTTPRoutes[0]
+	r := routes[0].(*gwapiv1.HTTPRoute)
 	if r.Namespace != "apps" || r.Generation != 7 {
 		t.Errorf("route metadata: %s gen %d", r.Namespace, r.Generation)
 	}
@@ -313,7 +315,7 @@ func TestLoadSingleFileAndMissingPath(t *testing.T) {
 	if res.HasErrors() || len(res.Store.Namespaces) != 2 {
 		t.Fatalf("errors %v, namespaces %d", res.Err(), len(res.Store.Namespaces))
 	}
-	if _, err := Load(context.Background(), filepath.Join(dir, "nope")); err == nil {
+	if _, err := Load(context.Background(), filepath.Join(dir, "nope"), nil); err == nil {
 		t.Fatal("loading a missing path should fail")
 	}
 }

@@ -19,8 +19,7 @@ type Report struct {
 	Version        string         `json:"version,omitempty"`
 	GatewayClasses []ObjectStatus `json:"gatewayClasses,omitempty"`
 	Gateways       []ObjectStatus `json:"gateways,omitempty"`
-	HTTPRoutes     []ObjectStatus `json:"httpRoutes,omitempty"`
-	// Routes are the routes of the other kinds (TCPRoute, TLSRoute, UDPRoute, ...), by kind.
+	// Routes are the routes of every kind, by kind, namespace and name.
 	Routes     []ObjectStatus  `json:"routes,omitempty"`
 	Problems   []ReportProblem `json:"problems,omitempty"`
 	LoadErrors []*Error        `json:"loadErrors,omitempty"`
@@ -31,7 +30,7 @@ type Report struct {
 }
 
 // ObjectStatus is the status of one object, where it came from, and the status itself (a
-// GatewayClassStatus, GatewayStatus or HTTPRouteStatus).
+// GatewayClassStatus, GatewayStatus or RouteStatus).
 type ObjectStatus struct {
 	// Kind is set in Report.Routes, whose entries are of several kinds.
 	Kind      string `json:"kind,omitempty"`
@@ -86,17 +85,7 @@ func BuildReport(res *Result, tr *translator.Result, controllerName string) *Rep
 			rep.failed(fmt.Sprintf("%s listener %s", obj, l.Name), l.Conditions)
 		}
 	}
-	for _, nn := range sortedKeys(tr.HTTPRoutes) {
-		st := tr.HTTPRoutes[nn]
-		rep.HTTPRoutes = append(rep.HTTPRoutes, ObjectStatus{Namespace: nn.Namespace, Name: nn.Name, Source: src("HTTPRoute", nn), Status: st})
-		for _, p := range st.Parents {
-			rep.failed(fmt.Sprintf("HTTPRoute %s parent %s", nn, parentName(p.ParentRef, nn.Namespace)), p.Conditions)
-		}
-	}
 	for _, key := range sortedRouteKeys(tr.Routes) {
-		if key.Kind == "HTTPRoute" && key.Group == gwapiv1.GroupName {
-			continue // listed above
-		}
 		nn := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
 		st := tr.Routes[key]
 		rep.Routes = append(rep.Routes, ObjectStatus{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Source: src(key.Kind, nn), Status: st})

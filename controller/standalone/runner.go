@@ -111,7 +111,7 @@ func (r *Runner) Run(ctx context.Context) error {
 func (r *Runner) Reload(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res, err := Load(ctx, r.opts.Path)
+	res, err := Load(ctx, r.opts.Path, r.opts.Translate.Registry)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err // shutting down
@@ -207,7 +207,7 @@ func (r *Runner) logSummary(res *Result, tr *translator.Result, rep *Report, unc
 		zap.String("version", tr.Snapshot.GetVersion()),
 		zap.Strings("listeners", listeners),
 		zap.Int("gateways", len(tr.Gateways)),
-		zap.Int("httpRoutes", len(tr.HTTPRoutes)),
+		zap.Int("routeObjects", len(tr.Routes)),
 		zap.Int("routes", countRoutes(tr.Snapshot)),
 		zap.Int("problems", len(rep.Problems)),
 		zap.Int("documentsLeftOut", len(res.Errors)),

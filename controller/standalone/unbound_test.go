@@ -16,6 +16,9 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/proxy"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate" // the HTTP route kind, as the stock binary has it
 	_ "github.com/coxswain-labs/coxswain/modules/standard"
 )

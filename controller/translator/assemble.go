@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 type irListenerKey struct {
@@ -23,13 +24,13 @@ type serverBuild struct {
 
 // placed is one entry in a virtual host, with what precedence tie-breaking needs.
 type placed struct {
-	entry  *Entry
+	entry  *translation.Entry
 	route  *routeState
 	parent *parentStatus
 }
 
 // snapshot assembles the IR from the programmed listeners and their attachments.
-func (t *translation) snapshot() *irv1.Snapshot {
+func (t *session) snapshot() *irv1.Snapshot {
 	listeners := map[irListenerKey]map[string]*serverBuild{}
 	snap := &irv1.Snapshot{}
 	for _, g := range t.gateways {
@@ -93,7 +94,7 @@ func (g *gatewayState) anyProgrammed() bool {
 
 // addToServer merges listener l into the server for its hostname (listeners of several Gateways
 // with one hostname share it; crossGatewayConflicts made sure their TLS agrees).
-func (t *translation) addToServer(servers map[string]*serverBuild, l *listenerState) {
+func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState) {
 	sb := servers[l.hostname]
 	if sb == nil {
 		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname}, vhosts: map[string][]*placed{}}
@@ -117,7 +118,7 @@ func (t *translation) addToServer(servers map[string]*serverBuild, l *listenerSt
 	}
 }
 
-func (t *translation) finishServer(sb *serverBuild, usedSecrets map[string]bool) *irv1.Server {
+func (t *session) finishServer(sb *serverBuild, usedSecrets map[string]bool) *irv1.Server {
 	s := sb.server
 	sort.Strings(s.Sources)
 	if s.Tls != nil {
@@ -202,7 +203,7 @@ func comparePrecedence(a, b []int) int {
 }
 
 // usedClusters returns the clusters the snapshot's routes name, sorted by name.
-func (t *translation) usedClusters(snap *irv1.Snapshot) []*irv1.Cluster {
+func (t *session) usedClusters(snap *irv1.Snapshot) []*irv1.Cluster {
 	names := map[string]bool{}
 	for _, l := range snap.Listeners {
 		for _, s := range l.Servers {
@@ -225,8 +226,8 @@ func (t *translation) usedClusters(snap *irv1.Snapshot) []*irv1.Cluster {
 	return out
 }
 
-func isExclusive(k RouteKind) bool {
-	ek, ok := k.(ExclusiveKind)
+func isExclusive(k translation.RouteKind) bool {
+	ek, ok := k.(translation.ExclusiveKind)
 	return ok && ek.Exclusive()
 }
 

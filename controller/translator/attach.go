@@ -7,14 +7,17 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // routeState is one route object while it is translated. Rule problems are properties of the
 // route, not of a parent, so every parent's status reports them alike.
 type routeState struct {
-	kind  RouteKind
-	route Route
+	kind  translation.RouteKind
+	route translation.Route
 	meta  metav1.Object
 	key   RouteKey
 	gk    gwapiv1.RouteGroupKind
@@ -47,7 +50,7 @@ type parentStatus struct {
 	// listeners counts the listeners this parentRef placed the route on; kindConflicts says
 	// which of them an older route of the other kind took (HTTPRoute/GRPCRoute, kindconflict.go).
 	listeners     int
-	kindConflicts []string
+	kindConflicts []kindConflict
 }
 
 func (ps *parentStatus) shadow(msg string) {
@@ -64,7 +67,7 @@ type attachment struct {
 	route     *routeState
 	parent    *parentStatus
 	hostnames []string
-	entries   []*Entry
+	entries   []*translation.Entry
 }
 
 func (st *routeState) problem(field string, reason gwapiv1.RouteConditionReason, msg string) {
@@ -106,10 +109,11 @@ func (st *routeState) keep(rule int) bool {
 	return !dropped || st.failed[rule]
 }
 
-func (t *translation) translateRoutes() {
+func (t *session) translateRoutes() {
 	for _, k := range t.kinds {
-		gk := normalGroupKind(k.GroupKind())
-		rs := k.Routes(t.store)
+		api := k.API()
+		gk := normalGroupKind(api.GroupKind())
+		rs := t.routesOf(k, api.GVK.GroupKind())
 		sort.SliceStable(rs, func(i, j int) bool { return olderFirst(rs[i].Object(), rs[j].Object()) })
 		for _, r := range rs {
 			m := r.Object()
@@ -131,10 +135,26 @@ func (t *translation) translateRoutes() {
 	}
 }
 
+// routesOf wraps the store's objects of route kind k. An object of another Go type (a store
+// filled by hand with the wrong type) is a Problem, not a panic.
+func (t *session) routesOf(k translation.RouteKind, gk schema.GroupKind) []translation.Route {
+	objs := t.store.Objects[gk]
+	out := make([]translation.Route, 0, len(objs))
+	for _, o := range objs {
+		r, ok := k.Route(o)
+		if !ok {
+			t.problem(gk.Kind, o.GetNamespace(), o.GetName(), "", "InvalidObject", fmt.Sprintf("the store holds a %T, not the Go type of %s", o, gk))
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // validateRoute runs Build once without a listener, so every problem of the route is known
 // before attachment decides Accepted.
-func (t *translation) validateRoute(st *routeState) {
-	rc := &RouteContext{t: t, st: st}
+func (t *session) validateRoute(st *routeState) {
+	rc := &routeContext{t: t, st: st}
 	for _, e := range st.route.Build(rc) {
 		if _, dropped := st.dropped[e.Rule]; !dropped {
 			st.implemented++
@@ -145,7 +165,7 @@ func (t *translation) validateRoute(st *routeState) {
 // attach resolves one parentRef: which of the Gateway's listeners it selects (sectionName,
 // port), which of those admit the route (allowedRoutes kinds and namespaces), and which share a
 // hostname with it. References to anything but our Gateways are another controller's business.
-func (t *translation) attach(st *routeState, index int, ref gwapiv1.ParentReference) {
+func (t *session) attach(st *routeState, index int, ref gwapiv1.ParentReference) {
 	ref = defaultParentRef(ref)
 	if *ref.Group != gwapiv1.GroupName || *ref.Kind != "Gateway" {
 		return
@@ -169,7 +189,7 @@ func (t *translation) attach(st *routeState, index int, ref gwapiv1.ParentRefere
 
 // attachParent decides the Accepted condition of one parentRef and places the route on the
 // listeners that take it.
-func (t *translation) attachParent(st *routeState, ps *parentStatus, g *gatewayState) {
+func (t *session) attachParent(st *routeState, ps *parentStatus, g *gatewayState) {
 	ref := ps.ref
 
 	var selected []*listenerState
@@ -225,7 +245,7 @@ func (t *translation) attachParent(st *routeState, ps *parentStatus, g *gatewayS
 
 // place attaches an accepted route to a listener once, and builds its entries when the
 // listener is programmed.
-func (t *translation) place(st *routeState, ps *parentStatus, l *listenerState, hosts []string) {
+func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, hosts []string) {
 	if l.placed[st] {
 		return
 	}
@@ -240,7 +260,7 @@ func (t *translation) place(st *routeState, ps *parentStatus, l *listenerState, 
 	if !l.programmed() {
 		return
 	}
-	rc := &RouteContext{t: t, st: st, emit: true, listener: ListenerInfo{
+	rc := &routeContext{t: t, st: st, emit: true, listener: translation.ListenerInfo{
 		Gateway:  l.gw.key.String(),
 		Name:     l.spec.Name,
 		Protocol: l.spec.Protocol,
@@ -262,7 +282,7 @@ func (st *routeState) droppedSummary() string {
 	}
 	sort.Ints(rules)
 	answer := "500"
-	if ek, ok := st.kind.(ErrorAnswerKind); ok {
+	if ek, ok := st.kind.(translation.ErrorAnswerKind); ok {
 		answer = ek.ErrorAnswer()
 	}
 	parts := make([]string, 0, len(rules))
@@ -277,7 +297,7 @@ func (st *routeState) droppedSummary() string {
 }
 
 // namespaceAllowed applies the listener's allowedRoutes.namespaces (default: Same).
-func (t *translation) namespaceAllowed(l *listenerState, routeNS string) bool {
+func (t *session) namespaceAllowed(l *listenerState, routeNS string) bool {
 	from := gwapiv1.NamespacesFromSame
 	var sel *metav1.LabelSelector
 	if ar := l.spec.AllowedRoutes; ar != nil && ar.Namespaces != nil {
@@ -325,7 +345,7 @@ func defaultParentRef(ref gwapiv1.ParentReference) gwapiv1.ParentReference {
 
 // routeHostnames validates the route's hostnames as CEL would (DNS names, an optional leading
 // "*." label, no IP addresses); invalid ones are reported and ignored.
-func (t *translation) routeHostnames(st *routeState) []string {
+func (t *session) routeHostnames(st *routeState) []string {
 	hs := st.route.Hostnames()
 	st.hasHostnames = len(hs) > 0
 	var out []string

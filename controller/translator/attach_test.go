@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"github.com/coxswain-labs/coxswain/modules/translation"
 	"testing"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 
 func TestNamespaceAllowed(t *testing.T) {
 	from := func(f gwapiv1.FromNamespaces) *gwapiv1.FromNamespaces { return &f }
-	t1 := &translation{store: &Store{Namespaces: []*corev1.Namespace{
+	t1 := &session{store: &Store{Namespaces: []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"team": "a"}}},
 	}}}
 	t1.index()
@@ -63,7 +64,7 @@ func TestPlacedOrderTieBreaks(t *testing.T) {
 	youngA := route("a", "young", "2023-06-01T00:00:00Z")
 	youngB := route("b", "young", "2023-06-01T00:00:00Z")
 	p := func(r *routeState, rule, match int, prec ...int) *placed {
-		return &placed{route: r, entry: &Entry{Rule: rule, Match: match, Precedence: prec}}
+		return &placed{route: r, entry: &translation.Entry{Rule: rule, Match: match, Precedence: prec}}
 	}
 	cases := []struct {
 		name   string

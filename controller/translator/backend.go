@@ -11,6 +11,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // AppProtocolH2C is the Service port appProtocol for cleartext HTTP/2 with prior knowledge.
@@ -18,7 +19,7 @@ const AppProtocolH2C = "kubernetes.io/h2c"
 
 // granted reports whether a ReferenceGrant in toNS lets objects of fromGroup/fromKind in fromNS
 // refer to toGroup/toKind toName. Same-namespace references need no grant; callers check that.
-func (t *translation) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
+func (t *session) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
 	for _, g := range t.grants[toNS] {
 		from := false
 		for _, f := range g.Spec.From {
@@ -53,7 +54,7 @@ func backendErr(reason gwapiv1.RouteConditionReason, format string, args ...any)
 
 // resolveBackend resolves a backendRef of route key to a Cluster name. With emit, the cluster
 // (the Service port's ready endpoints) is recorded for the snapshot.
-func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, proto irv1.Cluster_Protocol, emit bool) (string, *backendError) {
+func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, proto irv1.Cluster_Protocol, emit bool) (string, *backendError) {
 	group, kind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -117,7 +118,7 @@ func (t *translation) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectRefe
 // cluster builds the Cluster of one Service port from its EndpointSlices: the slice port with
 // the Service port's name gives the target port; only ready (or readiness-unknown) endpoints
 // count; duplicates across slices are dropped.
-func (t *translation) cluster(name string, svc *corev1.Service, sp *corev1.ServicePort, proto irv1.Cluster_Protocol) *irv1.Cluster {
+func (t *session) cluster(name string, svc *corev1.Service, sp *corev1.ServicePort, proto irv1.Cluster_Protocol) *irv1.Cluster {
 	c := &irv1.Cluster{Name: name, Protocol: proto}
 	if proto == irv1.Cluster_HTTP1 && sp.AppProtocol != nil && *sp.AppProtocol == AppProtocolH2C {
 		c.Protocol = irv1.Cluster_H2C
@@ -174,7 +175,7 @@ func slicePort(es *discoveryv1.EndpointSlice, name string) (uint32, bool) {
 
 // endpointAddr normalizes an endpoint address and drops the ones a proxy must not dial:
 // unparsable, unspecified, link-local multicast, and loopback unless the options allow it.
-func (t *translation) endpointAddr(a string) (string, bool) {
+func (t *session) endpointAddr(a string) (string, bool) {
 	ip, err := netip.ParseAddr(a)
 	if err != nil || ip.Zone() != "" {
 		return "", false
@@ -190,8 +191,8 @@ func (t *translation) endpointAddr(a string) (string, bool) {
 }
 
 // clusterProtocol is the protocol of the clusters kind's backendRefs resolve to.
-func clusterProtocol(kind RouteKind) irv1.Cluster_Protocol {
-	if ck, ok := kind.(ClusterKind); ok {
+func clusterProtocol(kind translation.RouteKind) irv1.Cluster_Protocol {
+	if ck, ok := kind.(translation.ClusterKind); ok {
 		return ck.ClusterProtocol()
 	}
 	return irv1.Cluster_HTTP1

@@ -43,7 +43,7 @@ type portKey struct {
 
 // gatewayConflicts marks the indistinct listeners of one Gateway. No listener wins a conflict:
 // every listener involved is Conflicted and not accepted, as the spec requires.
-func (t *translation) gatewayConflicts(g *gatewayState) {
+func (t *session) gatewayConflicts(g *gatewayState) {
 	byPort := map[portKey][]*listenerState{}
 	for _, l := range g.listeners {
 		if !l.accepted.ok {
@@ -91,7 +91,7 @@ func (t *translation) gatewayConflicts(g *gatewayState) {
 
 // conflict marks l Conflicted. Such a listener is not accepted either (reason Invalid, as the
 // conformance suite expects) and never reaches the snapshot.
-func (t *translation) conflict(l *listenerState, reason gwapiv1.ListenerConditionReason, msg string) {
+func (t *session) conflict(l *listenerState, reason gwapiv1.ListenerConditionReason, msg string) {
 	if l.conflicted.ok {
 		return
 	}
@@ -111,7 +111,7 @@ type portClaim struct {
 // their TLS differs). A different protocol family on the same port is a ProtocolConflict for the
 // newer Gateway; the older one keeps the port. So is a port bound on all addresses by one Gateway
 // and on a specific address by another, which no socket API lets both have (PortUnavailable).
-func (t *translation) crossGatewayConflicts() {
+func (t *session) crossGatewayConflicts() {
 	claims := map[portKey][]portClaim{}
 	for _, g := range t.gateways {
 		if g.rejectReason != "" {
@@ -133,7 +133,7 @@ func (t *translation) crossGatewayConflicts() {
 }
 
 // claimConflicts checks l against the earlier claims on its port and marks it when it loses.
-func (t *translation) claimConflicts(l *listenerState, claims []portClaim) bool {
+func (t *session) claimConflicts(l *listenerState, claims []portClaim) bool {
 	for _, a := range l.gw.addresses {
 		for _, c := range claims {
 			o := c.listener

@@ -19,7 +19,7 @@ import (
 // prev, which it does not modify. The result is what Translate(store) would give, at the cost of
 // indexing the store and re-sealing instead of translating every route.
 func RefreshEndpoints(ctx context.Context, prev *irv1.Snapshot, store *Store, opts Options) *irv1.Snapshot {
-	t := newTranslation(ctx, store, opts)
+	t := newSession(ctx, store, opts)
 	t.index()
 	next := &irv1.Snapshot{Listeners: prev.GetListeners(), Secrets: prev.GetSecrets(), Gateways: prev.GetGateways()}
 	for _, c := range prev.GetClusters() {
@@ -31,7 +31,7 @@ func RefreshEndpoints(ctx context.Context, prev *irv1.Snapshot, store *Store, op
 
 // refreshCluster returns c with its endpoints recomputed, or c itself when they are unchanged or
 // its Service port cannot be found (which a Service change, not a slice change, would cause).
-func (t *translation) refreshCluster(c *irv1.Cluster) *irv1.Cluster {
+func (t *session) refreshCluster(c *irv1.Cluster) *irv1.Cluster {
 	svc, sp := t.servicePort(c.GetName(), c.GetProtocol())
 	if sp == nil {
 		return c
@@ -48,7 +48,7 @@ func (t *translation) refreshCluster(c *irv1.Cluster) *irv1.Cluster {
 // servicePort finds the Service port a cluster named "<namespace>/<service>:<port>" (with a
 // "/tcp" or "/udp" suffix for the clusters of layer-4 routes, "/h2c" for some of GRPCRoute's)
 // was made of.
-func (t *translation) servicePort(name string, proto irv1.Cluster_Protocol) (*corev1.Service, *corev1.ServicePort) {
+func (t *session) servicePort(name string, proto irv1.Cluster_Protocol) (*corev1.Service, *corev1.ServicePort) {
 	transport := corev1.ProtocolTCP
 	if suffix := protocolSuffix(proto); suffix != "" {
 		name = strings.TrimSuffix(name, "/"+suffix)

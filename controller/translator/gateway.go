@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // gatewayState is one of our Gateways while it is translated.
@@ -82,11 +84,11 @@ func (l *listenerState) field(sub string) string {
 	return f
 }
 
-func (t *translation) gatewayProblem(g *gatewayState, field, reason, msg string) {
+func (t *session) gatewayProblem(g *gatewayState, field, reason, msg string) {
 	t.problem("Gateway", g.key.Namespace, g.key.Name, field, reason, msg)
 }
 
-func (t *translation) translateGateways() {
+func (t *session) translateGateways() {
 	var gws []*gwapiv1.Gateway
 	for _, gw := range t.store.Gateways {
 		if _, ok := t.classes[string(gw.Spec.GatewayClassName)]; ok {
@@ -144,7 +146,7 @@ func infraParams(gw *gwapiv1.Gateway) string {
 //
 // Whether a valid address is local to a proxy only the proxy knows: it binds what it can and
 // reports the rest, which the status writer turns into AddressNotUsable.
-func (t *translation) gatewayAddresses(g *gatewayState) {
+func (t *session) gatewayAddresses(g *gatewayState) {
 	asks := len(g.gw.Spec.Addresses) == 0
 	seen := map[string]bool{}
 	for i, a := range g.gw.Spec.Addresses {
@@ -222,7 +224,7 @@ func staticAddress(v string) (netip.Addr, string) {
 	return ip, ""
 }
 
-func (t *translation) translateListener(g *gatewayState, i int) *listenerState {
+func (t *session) translateListener(g *gatewayState, i int) *listenerState {
 	spec := &g.gw.Spec.Listeners[i]
 	l := &listenerState{
 		gw: g, index: i, spec: spec,
@@ -255,27 +257,27 @@ func (t *translation) translateListener(g *gatewayState, i int) *listenerState {
 	return l
 }
 
-func (t *translation) rejectListener(l *listenerState, field string, reason gwapiv1.ListenerConditionReason, msg string) {
+func (t *session) rejectListener(l *listenerState, field string, reason gwapiv1.ListenerConditionReason, msg string) {
 	if l.accepted.ok {
 		l.accepted = condState{reason: string(reason), msg: msg}
 	}
 	t.gatewayProblem(l.gw, l.field(field), string(reason), msg)
 }
 
-func (t *translation) unresolvedListener(l *listenerState, field string, reason gwapiv1.ListenerConditionReason, msg string) {
+func (t *session) unresolvedListener(l *listenerState, field string, reason gwapiv1.ListenerConditionReason, msg string) {
 	if l.resolved.ok {
 		l.resolved = condState{reason: string(reason), msg: msg}
 	}
 	t.gatewayProblem(l.gw, l.field(field), string(reason), msg)
 }
 
-func (t *translation) protocolSupported(p gwapiv1.ProtocolType) bool {
+func (t *session) protocolSupported(p gwapiv1.ProtocolType) bool {
 	return len(t.kindsFor(p)) > 0
 }
 
 // kindsFor lists the route kinds that attach to listeners of protocol p.
-func (t *translation) kindsFor(p gwapiv1.ProtocolType) []RouteKind {
-	var out []RouteKind
+func (t *session) kindsFor(p gwapiv1.ProtocolType) []translation.RouteKind {
+	var out []translation.RouteKind
 	for _, k := range t.kinds {
 		for _, kp := range k.Protocols() {
 			if kp == p {
@@ -289,11 +291,11 @@ func (t *translation) kindsFor(p gwapiv1.ProtocolType) []RouteKind {
 
 // listenerKinds computes supportedKinds: the allowedRoutes.kinds this build can attach to the
 // listener's protocol, or every such kind when the listener names none.
-func (t *translation) listenerKinds(l *listenerState) {
+func (t *session) listenerKinds(l *listenerState) {
 	avail := t.kindsFor(l.spec.Protocol)
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
 		for _, k := range avail {
-			l.supportedKinds = append(l.supportedKinds, normalGroupKind(k.GroupKind()))
+			l.supportedKinds = append(l.supportedKinds, normalGroupKind(k.API().GroupKind()))
 		}
 		return
 	}
@@ -302,7 +304,7 @@ func (t *translation) listenerKinds(l *listenerState) {
 		want = normalGroupKind(want)
 		found := false
 		for _, k := range avail {
-			if sameGroupKind(k.GroupKind(), want) {
+			if sameGroupKind(k.API().GroupKind(), want) {
 				found = true
 			}
 		}

@@ -7,43 +7,55 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // streamKind is a route kind the core knows nothing about (think TCPRoute): it proves the core
 // passes — listener support, attachment, backends, status — are not HTTPRoute-specific.
-type streamKind struct{ routes []Route }
+type streamKind struct{}
 
-// CoxswainModule hands out the test's routes from New: a real kind reads them from the Store.
 func (k streamKind) CoxswainModule() core.ModuleInfo {
 	return core.ModuleInfo{ID: "translate.route.stream", New: func() core.Module { return k }}
 }
 
-func (streamKind) GroupKind() gwapiv1.RouteGroupKind {
-	g := gwapiv1.Group("example.com")
-	return gwapiv1.RouteGroupKind{Group: &g, Kind: "StreamRoute"}
+var streamGVK = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "StreamRoute"}
+
+func (streamKind) API() translation.RouteAPI {
+	return translation.NewAPI(streamGVK, "streamroutes", nil,
+		func(r *streamRoute) *gwapiv1.RouteStatus { return &r.status }, nil)
 }
 
 func (streamKind) Protocols() []gwapiv1.ProtocolType {
 	return []gwapiv1.ProtocolType{gwapiv1.TCPProtocolType}
 }
 
-func (k streamKind) Routes(*Store) []Route { return k.routes }
-
-type streamRoute struct {
-	meta    *metav1.ObjectMeta
-	parents []gwapiv1.ParentReference
-	backend gwapiv1.BackendRef
+func (streamKind) Route(o translation.Object) (translation.Route, bool) {
+	r, ok := o.(*streamRoute)
+	return r, ok
 }
 
-func (r streamRoute) Object() metav1.Object                 { return r.meta }
-func (r streamRoute) ParentRefs() []gwapiv1.ParentReference { return r.parents }
-func (r streamRoute) Hostnames() []gwapiv1.Hostname         { return nil }
-func (r streamRoute) Build(rc *RouteContext) []*Entry {
-	return []*Entry{{Route: &irv1.Route{
+// streamRoute is both the object and its Route.
+type streamRoute struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	parents []gwapiv1.ParentReference
+	backend gwapiv1.BackendRef
+	status  gwapiv1.RouteStatus
+}
+
+func (r *streamRoute) DeepCopyObject() runtime.Object { c := *r; return &c }
+
+func (r *streamRoute) Object() translation.Object            { return r }
+func (r *streamRoute) ParentRefs() []gwapiv1.ParentReference { return r.parents }
+func (r *streamRoute) Hostnames() []gwapiv1.Hostname         { return nil }
+func (r *streamRoute) Build(rc translation.RouteContext) []*translation.Entry {
+	return []*translation.Entry{{Route: &irv1.Route{
 		Match:    &irv1.ModuleConfig{Id: "route.stream"},
 		Backends: []*irv1.Backend{rc.Backend("spec.rules[0].backendRefs[0]", r.backend, nil)},
 	}}}
@@ -51,10 +63,10 @@ func (r streamRoute) Build(rc *RouteContext) []*Entry {
 
 func TestPluggableRouteKind(t *testing.T) {
 	port := gwapiv1.PortNumber(5432)
-	route := streamRoute{
-		meta:    &metav1.ObjectMeta{Namespace: "db", Name: "pg"},
-		parents: []gwapiv1.ParentReference{{Name: "gw"}},
-		backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: &port}},
+	route := &streamRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+		parents:    []gwapiv1.ParentReference{{Name: "gw"}},
+		backend:    gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: &port}},
 	}
 	ready := true
 	store := &Store{
@@ -75,7 +87,8 @@ func TestPluggableRouteKind(t *testing.T) {
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 		}},
 	}
-	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(streamKind{routes: []Route{route}})})
+	store.Add(streamGVK.GroupKind(), route)
+	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(streamKind{})})
 
 	gw := res.Gateways[nn("db", "gw")]
 	if gw == nil || len(gw.Listeners) != 2 {
@@ -90,9 +103,6 @@ func TestPluggableRouteKind(t *testing.T) {
 	rs := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}]
 	if rs == nil || len(rs.Parents) != 1 || rs.Parents[0].Conditions[0].Status != metav1.ConditionTrue {
 		t.Fatalf("route status %+v", rs)
-	}
-	if len(res.HTTPRoutes) != 0 {
-		t.Errorf("HTTPRoutes holds only HTTPRoutes, got %v", res.HTTPRoutes)
 	}
 	snap := res.Snapshot
 	if len(snap.Listeners) != 1 || snap.Listeners[0].Protocol != "TCP" || snap.Listeners[0].Port != 5432 {

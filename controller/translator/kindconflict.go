@@ -5,29 +5,25 @@ import (
 	"sort"
 	"strings"
 
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
-// RouteReasonHostnameConflict is the reason of Accepted=False (or, when the route still serves
-// other listeners of the same parentRef, Conflicted=True) on an HTTPRoute or GRPCRoute that loses
-// a listener to an older route of the other kind with an intersecting hostname.
-const RouteReasonHostnameConflict = "HostnameConflict"
-
-// hostnameExclusive are the route kinds Gateway API forbids to share a hostname on one listener:
-// an HTTPRoute and a GRPCRoute whose hostnames intersect must not both be accepted there, and
-// their rules are never merged.
-var hostnameExclusive = map[string]bool{"HTTPRoute": true, "GRPCRoute": true}
-
-// hostnameKindConflicts applies the HTTPRoute/GRPCRoute rule of GRPCRouteSpec.Hostnames to every
-// listener: of two routes of those two kinds whose hostnames on the listener intersect, the
-// oldest (then "<namespace>/<name>") keeps it; the other leaves the listener and its parentRef
-// says why. A route that also conflicts with a route it beat does not count: only winners
-// exclude. The loser still counts in attachedRoutes, which the spec bases on parentRefs and
-// allowedRoutes alone.
-func (t *translation) hostnameKindConflicts() {
+// hostnameKindConflicts applies translation.HostnameExclusiveKind (GRPCRouteSpec.Hostnames:
+// HTTPRoutes and GRPCRoutes) to every listener: of two routes of an exclusive pair of kinds whose
+// hostnames on the listener intersect, the oldest (then "<namespace>/<name>") keeps it; the other
+// leaves the listener and its parentRef says why. A route that also conflicts with a route it
+// beat does not count: only winners exclude. The loser still counts in attachedRoutes, which the
+// spec bases on parentRefs and allowedRoutes alone.
+func (t *session) hostnameKindConflicts() {
+	pairs := t.exclusivePairs()
+	if len(pairs) == 0 {
+		return
+	}
 	for _, g := range t.gateways {
 		for _, l := range g.listeners {
-			t.listenerKindConflicts(l)
+			t.listenerKindConflicts(l, pairs)
 		}
 	}
 	for _, st := range t.routes {
@@ -37,17 +33,43 @@ func (t *translation) hostnameKindConflicts() {
 	}
 }
 
-func (t *translation) listenerKindConflicts(l *listenerState) {
-	var cands []*attachment
-	kinds := map[string]bool{}
-	for _, a := range l.routes {
-		if a.route.key.Group == gwapiv1.GroupName && hostnameExclusive[a.route.key.Kind] {
-			cands = append(cands, a)
-			kinds[a.route.key.Kind] = true
+// kindPair is two route kinds that must not share a listener hostname, in a fixed order.
+type kindPair struct{ a, b schema.GroupKind }
+
+func orderedPair(x, y schema.GroupKind) kindPair {
+	if y.String() < x.String() {
+		x, y = y, x
+	}
+	return kindPair{x, y}
+}
+
+// exclusivePairs collects the pairs the registered route kinds declare, each both ways round.
+func (t *session) exclusivePairs() map[kindPair]bool {
+	pairs := map[kindPair]bool{}
+	for _, k := range t.kinds {
+		if hk, ok := k.(translation.HostnameExclusiveKind); ok {
+			for _, other := range hk.HostnameExclusiveWith() {
+				pairs[orderedPair(k.API().GVK.GroupKind(), other)] = true
+			}
 		}
 	}
-	if len(kinds) < 2 {
-		return
+	return pairs
+}
+
+func routeGroupKind(st *routeState) schema.GroupKind {
+	return schema.GroupKind{Group: st.key.Group, Kind: st.key.Kind}
+}
+
+func (t *session) listenerKindConflicts(l *listenerState, pairs map[kindPair]bool) {
+	excl := func(a, b *routeState) bool { return pairs[orderedPair(routeGroupKind(a), routeGroupKind(b))] }
+	var cands []*attachment
+	for _, a := range l.routes {
+		for p := range pairs {
+			if gk := routeGroupKind(a.route); gk == p.a || gk == p.b {
+				cands = append(cands, a)
+				break
+			}
+		}
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i].route, cands[j].route
@@ -60,10 +82,13 @@ func (t *translation) listenerKindConflicts(l *listenerState) {
 	lost := map[*attachment]bool{}
 	for _, a := range cands {
 		for _, k := range kept {
-			if k.route.key.Kind != a.route.key.Kind && hostnamesIntersect(k.hostnames, a.hostnames) {
+			if excl(k.route, a.route) && hostnamesIntersect(k.hostnames, a.hostnames) {
 				lost[a] = true
-				a.parent.kindConflicts = append(a.parent.kindConflicts, fmt.Sprintf("%s %s/%s is older and has an intersecting hostname on listener %s/%s",
-					k.route.key.Kind, k.route.key.Namespace, k.route.key.Name, l.gw.key, l.spec.Name))
+				a.parent.kindConflicts = append(a.parent.kindConflicts, kindConflict{
+					with: routeGroupKind(k.route),
+					msg: fmt.Sprintf("%s %s/%s is older and has an intersecting hostname on listener %s/%s",
+						k.route.key.Kind, k.route.key.Namespace, k.route.key.Name, l.gw.key, l.spec.Name),
+				})
 				break
 			}
 		}
@@ -83,20 +108,25 @@ func (t *translation) listenerKindConflicts(l *listenerState) {
 	l.routes = routes
 }
 
+// kindConflict is a listener a parentRef lost to an older route of an exclusive kind.
+type kindConflict struct {
+	with schema.GroupKind
+	msg  string
+}
+
 // settleConflicts turns the listeners a parentRef lost into its status: Accepted=False when it
 // lost every listener it was placed on, else a Conflicted condition next to Accepted=True.
-func (t *translation) settleConflicts(st *routeState, ps *parentStatus) {
+func (t *session) settleConflicts(st *routeState, ps *parentStatus) {
 	if len(ps.kindConflicts) == 0 {
 		return
 	}
-	sort.Strings(ps.kindConflicts)
-	msg := "HTTPRoutes and GRPCRoutes cannot share a hostname: " + strings.Join(ps.kindConflicts, "; ")
+	msg := kindConflictMessage(st, ps.kindConflicts)
 	if len(ps.kindConflicts) >= ps.listeners {
-		ps.accepted = condState{reason: RouteReasonHostnameConflict, msg: msg}
+		ps.accepted = condState{reason: translation.RouteReasonHostnameConflict, msg: msg}
 		ps.kindConflicts = nil // routeStatus adds a Conflicted condition for what is left
 	}
 	p := &Problem{Kind: st.key.Kind, Namespace: st.key.Namespace, Name: st.key.Name, Field: "spec.hostnames",
-		Reason: RouteReasonHostnameConflict, Message: msg}
+		Reason: translation.RouteReasonHostnameConflict, Message: msg}
 	t.problems[p.Error()] = p
 }
 
@@ -111,4 +141,22 @@ func hostnamesIntersect(a, b []string) bool {
 		}
 	}
 	return false
+}
+
+// kindConflictMessage says which kinds cannot share a hostname (HTTPRoutes and GRPCRoutes) and
+// every listener lost, sorted.
+func kindConflictMessage(st *routeState, cs []kindConflict) string {
+	kinds := []string{cs[0].with.Kind + "s", st.key.Kind + "s"}
+	sort.Sort(sort.Reverse(sort.StringSlice(kinds)))
+	return kinds[0] + " and " + kinds[1] + " cannot share a hostname: " + conflictList(cs)
+}
+
+// conflictList joins the conflicts' messages, sorted.
+func conflictList(cs []kindConflict) string {
+	msgs := make([]string, len(cs))
+	for i, c := range cs {
+		msgs[i] = c.msg
+	}
+	sort.Strings(msgs)
+	return strings.Join(msgs, "; ")
 }

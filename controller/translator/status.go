@@ -10,14 +10,14 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
-func (t *translation) result() *Result {
+func (t *session) result() *Result {
 	res := &Result{
 		Snapshot:       t.snapshot(),
 		GatewayClasses: map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
 		Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-		HTTPRoutes:     map[types.NamespacedName]*gwapiv1.HTTPRouteStatus{},
 		Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
 	}
 	if err := irv1.Seal(res.Snapshot); err != nil {
@@ -38,15 +38,12 @@ func (t *translation) result() *Result {
 	for _, st := range t.routes {
 		rs := t.routeStatus(st)
 		res.Routes[st.key] = rs
-		if st.key.Group == gwapiv1.GroupName && st.key.Kind == "HTTPRoute" {
-			res.HTTPRoutes[nn(st.key.Namespace, st.key.Name)] = &gwapiv1.HTTPRouteStatus{RouteStatus: *rs}
-		}
 	}
 	res.Problems = t.sortedProblems()
 	return res
 }
 
-func (t *translation) cond(typ string, ok bool, reason, msg string, gen int64) metav1.Condition {
+func (t *session) cond(typ string, ok bool, reason, msg string, gen int64) metav1.Condition {
 	status := metav1.ConditionFalse
 	if ok {
 		status = metav1.ConditionTrue
@@ -54,7 +51,7 @@ func (t *translation) cond(typ string, ok bool, reason, msg string, gen int64) m
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: t.now}
 }
 
-func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
+func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	gen := g.gw.Generation
 	st := &gwapiv1.GatewayStatus{}
 	var notValid, unresolved []string
@@ -115,7 +112,7 @@ func (t *translation) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	return st
 }
 
-func (t *translation) listenerStatus(l *listenerState) gwapiv1.ListenerStatus {
+func (t *session) listenerStatus(l *listenerState) gwapiv1.ListenerStatus {
 	gen := l.gw.gw.Generation
 	prog := condState{ok: true, reason: string(gwapiv1.ListenerReasonProgrammed), msg: "Listener is translated into the snapshot"}
 	if !l.programmed() {
@@ -157,7 +154,7 @@ const (
 	RouteReasonShadowed      = "ShadowedByOlderRoute"
 )
 
-func (t *translation) routeStatus(st *routeState) *gwapiv1.RouteStatus {
+func (t *session) routeStatus(st *routeState) *gwapiv1.RouteStatus {
 	gen := st.meta.GetGeneration()
 	rs := &gwapiv1.RouteStatus{}
 	for _, ps := range st.parents {
@@ -176,8 +173,8 @@ func (t *translation) routeStatus(st *routeState) *gwapiv1.RouteStatus {
 			conds = append(conds, t.cond(string(gwapiv1.RouteConditionPartiallyInvalid), true, string(st.dropFirst), st.droppedSummary(), gen))
 		}
 		if ps.accepted.ok && len(ps.kindConflicts) > 0 {
-			conds = append(conds, t.cond(RouteConditionConflicted, true, RouteReasonHostnameConflict,
-				"not served on some listeners: "+strings.Join(ps.kindConflicts, "; "), gen))
+			conds = append(conds, t.cond(RouteConditionConflicted, true, translation.RouteReasonHostnameConflict,
+				"not served on some listeners: "+conflictList(ps.kindConflicts), gen))
 		}
 		if ps.accepted.ok && len(ps.shadowed) > 0 {
 			msgs := append([]string(nil), ps.shadowed...)

@@ -13,7 +13,7 @@ import (
 // listenerTLS validates the listener's tls block and resolves its certificateRefs. Only
 // terminating listeners (HTTPS, TLS in Terminate mode) need certificates; a certificate the
 // proxy could not load is caught here, so it becomes a condition instead of a proxy nack.
-func (t *translation) listenerTLS(l *listenerState) {
+func (t *session) listenerTLS(l *listenerState) {
 	spec := l.spec
 	switch spec.Protocol {
 	case gwapiv1.HTTPSProtocolType, gwapiv1.TLSProtocolType:
@@ -59,7 +59,7 @@ func (t *translation) listenerTLS(l *listenerState) {
 }
 
 // resolveCertificate checks one certificateRef and records its key pair, returning its IR name.
-func (t *translation) resolveCertificate(g *gatewayState, ref gwapiv1.SecretObjectReference) (string, gwapiv1.ListenerConditionReason, error) {
+func (t *session) resolveCertificate(g *gatewayState, ref gwapiv1.SecretObjectReference) (string, gwapiv1.ListenerConditionReason, error) {
 	group, kind := "", "Secret"
 	if ref.Group != nil {
 		group = string(*ref.Group)

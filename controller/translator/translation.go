@@ -9,24 +9,30 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
-// translation is the state of one Translate call. The passes run in order: index the store,
+// session is the state of one Translate call. The passes run in order: index the store,
 // GatewayClasses, Gateways and their listeners, routes (attachment and rules), then assembly of
 // the snapshot and the status.
-type translation struct {
+type session struct {
 	ctx   context.Context
 	store *Store
 	opts  Options
 	now   metav1.Time
 
-	kinds []RouteKind // sorted by module ID
+	kinds []translation.RouteKind // sorted by module ID
+	// filterKinds are the translate.filter.* modules by filter type.
+	filterKinds map[gwapiv1.HTTPRouteFilterType]translation.FilterTranslator
+	// extIndex indexes the objects of extension kinds ExtensionRefs name, built on first use.
+	extIndex map[schema.GroupKind]map[types.NamespacedName]translation.Object
 
 	namespaces map[string]map[string]string
 	services   map[types.NamespacedName]*corev1.Service
@@ -46,7 +52,7 @@ type translation struct {
 	problems   map[string]*Problem
 }
 
-func newTranslation(ctx context.Context, store *Store, opts Options) *translation {
+func newSession(ctx context.Context, store *Store, opts Options) *session {
 	if opts.ControllerName == "" {
 		opts.ControllerName = DefaultControllerName
 	}
@@ -60,33 +66,35 @@ func newTranslation(ctx context.Context, store *Store, opts Options) *translatio
 	if store == nil {
 		store = &Store{}
 	}
-	return &translation{
+	return &session{
 		ctx: ctx, store: store, opts: opts, now: now,
-		kinds:      routeKinds(opts.Registry),
-		gwByKey:    map[types.NamespacedName]*gatewayState{},
-		clusters:   map[string]*irv1.Cluster{},
-		secretsOut: map[string]*irv1.Secret{},
-		problems:   map[string]*Problem{},
+		kinds:       routeKinds(opts.Registry),
+		filterKinds: filterTranslators(opts.Registry),
+		extIndex:    map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
+		gwByKey:     map[types.NamespacedName]*gatewayState{},
+		clusters:    map[string]*irv1.Cluster{},
+		secretsOut:  map[string]*irv1.Secret{},
+		problems:    map[string]*Problem{},
 	}
 }
 
 // routeKinds returns the translate.route.* modules of reg, sorted by ID.
-func routeKinds(reg *core.Registry) []RouteKind {
-	var out []RouteKind
-	for _, id := range reg.Namespace(RouteKindNamespace) {
+func routeKinds(reg *core.Registry) []translation.RouteKind {
+	var out []translation.RouteKind
+	for _, id := range reg.Namespace(translation.RouteKindNamespace) {
 		info, _ := reg.Lookup(id)
-		if k, ok := info.New().(RouteKind); ok {
+		if k, ok := info.New().(translation.RouteKind); ok {
 			out = append(out, k)
 		}
 	}
 	return out
 }
 
-func (t *translation) run() *Result {
+func (t *session) run() *Result {
 	if len(t.kinds) == 0 {
 		// Every listener would be UnsupportedProtocol and every route ignored: say why once.
 		t.problem("Registry", "", "", "", "NoRouteKinds",
-			"no "+RouteKindNamespace+".* module in this build; import github.com/coxswain-labs/coxswain/modules/httproute/translate")
+			"no "+translation.RouteKindNamespace+".* module in this build; import github.com/coxswain-labs/coxswain/modules/httproute/translate")
 	}
 	t.index()
 	t.translateClasses()
@@ -97,7 +105,7 @@ func (t *translation) run() *Result {
 }
 
 // index builds the lookup maps the passes need.
-func (t *translation) index() {
+func (t *session) index() {
 	s := t.store
 	t.namespaces = map[string]map[string]string{}
 	for _, ns := range s.Namespaces {
@@ -128,7 +136,7 @@ func (t *translation) index() {
 
 // namespaceLabels returns the labels of ns. A namespace missing from the store still carries the
 // label Kubernetes puts on every namespace, so selectors on it keep working in standalone mode.
-func (t *translation) namespaceLabels(ns string) map[string]string {
+func (t *session) namespaceLabels(ns string) map[string]string {
 	out := map[string]string{corev1.LabelMetadataName: ns}
 	for k, v := range t.namespaces[ns] {
 		out[k] = v
@@ -136,7 +144,7 @@ func (t *translation) namespaceLabels(ns string) map[string]string {
 	return out
 }
 
-func (t *translation) translateClasses() {
+func (t *session) translateClasses() {
 	t.classes = map[string]*gwapiv1.GatewayClass{}
 	t.classRejected = map[string]string{}
 	for _, gc := range t.store.GatewayClasses {
@@ -152,12 +160,12 @@ func (t *translation) translateClasses() {
 	}
 }
 
-func (t *translation) problem(kind, ns, name, field, reason, msg string) {
+func (t *session) problem(kind, ns, name, field, reason, msg string) {
 	p := &Problem{Kind: kind, Namespace: ns, Name: name, Field: field, Reason: reason, Message: msg}
 	t.problems[p.Error()] = p
 }
 
-func (t *translation) sortedProblems() []*Problem {
+func (t *session) sortedProblems() []*Problem {
 	out := make([]*Problem, 0, len(t.problems))
 	for _, p := range t.problems {
 		out = append(out, p)

@@ -47,9 +47,7 @@ type Result struct {
 	// entries whose controllerName is ours: the writer merges them with other controllers' entries.
 	GatewayClasses map[types.NamespacedName]*gwapiv1.GatewayClassStatus
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
-	HTTPRoutes     map[types.NamespacedName]*gwapiv1.HTTPRouteStatus
-	// Routes holds the parent statuses of every route kind (HTTPRoutes included), for kinds that
-	// have no typed map above.
+	// Routes holds the parent statuses of routes of every kind.
 	Routes map[RouteKey]*gwapiv1.RouteStatus
 	// Problems lists every invalid thing found, sorted; each also shows as a condition.
 	Problems []*Problem
@@ -92,6 +90,6 @@ func (p *Problem) Error() string {
 // Translate compiles the store into a snapshot and the status to write. It never fails: invalid
 // objects become Problems and False conditions, and everything valid ships.
 func Translate(ctx context.Context, store *Store, opts Options) *Result {
-	t := newTranslation(ctx, store, opts)
+	t := newSession(ctx, store, opts)
 	return t.run()
 }

@@ -186,10 +186,10 @@ func TestGRPCRoute(t *testing.T) {
 		if err != nil || r.code != http.StatusNotFound {
 			t.Fatalf("HTTP on grpc.example (the newer HTTPRoute lost it): %v %v", r, err)
 		}
-		if got := routeCondition(t, s, "httpRoutes", "clash", "Accepted"); got != "False/HostnameConflict" {
+		if got := routeCondition(t, s, "HTTPRoute", "clash", "Accepted"); got != "False/HostnameConflict" {
 			t.Errorf("clash Accepted=%s", got)
 		}
-		if got := routeCondition(t, s, "routes", "echo", "Accepted"); got != "True/Accepted" {
+		if got := routeCondition(t, s, "GRPCRoute", "echo", "Accepted"); got != "True/Accepted" {
 			t.Errorf("echo Accepted=%s", got)
 		}
 	})
@@ -281,9 +281,9 @@ func grpcStreams(t *testing.T, c testgrpc.TestServiceClient) {
 	}
 }
 
-// routeCondition reads one condition of the first parent of a route from /status: list is
-// "httpRoutes" or "routes" (the other kinds); the result is "<status>/<reason>".
-func routeCondition(t *testing.T, s *server, list, name, typ string) string {
+// routeCondition reads one condition of the first parent of a route of kind from /status; the
+// result is "<status>/<reason>".
+func routeCondition(t *testing.T, s *server, kind, name, typ string) string {
 	t.Helper()
 	body, code, err := s.adminGet("/status")
 	if err != nil || code != http.StatusOK {
@@ -296,6 +296,7 @@ func routeCondition(t *testing.T, s *server, list, name, typ string) string {
 		t.Fatal(err)
 	}
 	var objs []struct {
+		Kind   string `json:"kind"`
 		Name   string `json:"name"`
 		Status struct {
 			Parents []struct {
@@ -305,11 +306,11 @@ func routeCondition(t *testing.T, s *server, list, name, typ string) string {
 			} `json:"parents"`
 		} `json:"status"`
 	}
-	if err := json.Unmarshal(st.Report[list], &objs); err != nil {
-		t.Fatalf("report.%s: %v", list, err)
+	if err := json.Unmarshal(st.Report["routes"], &objs); err != nil {
+		t.Fatalf("report.routes: %v", err)
 	}
 	for _, o := range objs {
-		if o.Name != name || len(o.Status.Parents) == 0 {
+		if o.Kind != kind || o.Name != name || len(o.Status.Parents) == 0 {
 			continue
 		}
 		for _, c := range o.Status.Parents[0].Conditions {

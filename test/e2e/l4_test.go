@@ -221,7 +221,7 @@ spec:
 // TestL4Example keeps examples/l4 valid.
 func TestL4Example(t *testing.T) {
 	out, errOut, code := runCLI(t, "validate", "-f", filepath.Join("..", "..", "examples", "l4"))
-	if code != 0 || !strings.Contains(errOut, "4 other route(s)") {
+	if code != 0 || !strings.Contains(errOut, "1 TCPRoute(s), 2 TLSRoute(s), 1 UDPRoute(s)") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }

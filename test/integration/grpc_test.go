@@ -21,6 +21,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/modules/grpcroute/grpctest"
 	_ "github.com/coxswain-labs/coxswain/modules/grpcroute/translate" // a route kind of the stock binary
+	"github.com/coxswain-labs/coxswain/modules/translation"
 	"github.com/coxswain-labs/coxswain/test/integration/env"
 )
 
@@ -149,7 +150,7 @@ func TestGRPCRoute(t *testing.T) {
 		if _, err := e.Gateway.GatewayV1().GRPCRoutes(ns).Create(ctxFor(t), late, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		grpcRouteConds(t, e, ns, "web-grpc", cond{"Accepted", "False", translator.RouteReasonHostnameConflict})
+		grpcRouteConds(t, e, ns, "web-grpc", cond{"Accepted", "False", translation.RouteReasonHostnameConflict})
 		served(t, port, "web.example", "/", 200, "web")
 	})
 }

@@ -23,6 +23,9 @@ import (
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate" // the route kinds of the stock binary
 	_ "github.com/coxswain-labs/coxswain/modules/standard"
 	_ "github.com/coxswain-labs/coxswain/modules/tcproute/translate"
@@ -94,7 +97,7 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 	}
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).Named(o.identity)
 	c, err := controller.New(controller.Options{
-		Log: log, Kube: kube, Gateway: gw, Registry: registry,
+		Log: log, Kube: kube, Gateway: gw, REST: cfg, Registry: registry,
 		NewPublisher:    inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: registry}),
 		ControllerName:  o.name,
 		StatusAddresses: parsed,

@@ -8,9 +8,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
+)
+
+// The group kinds of the Gateway API route resources, for Store.Add in tests.
+var (
+	HTTPRoute = schema.GroupKind{Group: gwapiv1.GroupName, Kind: "HTTPRoute"}
+	GRPCRoute = schema.GroupKind{Group: gwapiv1.GroupName, Kind: "GRPCRoute"}
+	TCPRoute  = schema.GroupKind{Group: gwapiv1.GroupName, Kind: "TCPRoute"}
+	TLSRoute  = schema.GroupKind{Group: gwapiv1.GroupName, Kind: "TLSRoute"}
+	UDPRoute  = schema.GroupKind{Group: gwapiv1.GroupName, Kind: "UDPRoute"}
 )
 
 // SyntheticStore is one Gateway with an HTTP listener and n HTTPRoutes, each on its own hostname
@@ -52,7 +62,7 @@ func SyntheticStore(n int) *translator.Store {
 					BackendObjectReference: gwapiv1.BackendObjectReference{Name: "backend", Port: &port}}}},
 			})
 		}
-		s.HTTPRoutes = append(s.HTTPRoutes, r)
+		s.Add(HTTPRoute, r)
 	}
 	return s
 }

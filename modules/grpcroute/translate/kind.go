@@ -9,7 +9,7 @@
 // fails its rule, which then answers UNAVAILABLE rather than serving without the filter.
 //
 // Backends are reached over cleartext HTTP/2 with prior knowledge: the kind's clusters have
-// protocol H2C (translator.ClusterKind). A Service port whose appProtocol says nothing gets h2c
+// protocol H2C (translation.ClusterKind). A Service port whose appProtocol says nothing gets h2c
 // too (Gateway API lets the route kind decide); one that names another protocol does not
 // resolve (ResolvedRefs=False, UnsupportedProtocol).
 //
@@ -21,20 +21,19 @@
 //  3. Ties: the oldest route, "<namespace>/<name>", rule index, match index (the core's).
 //
 // HTTPRoutes and GRPCRoutes never merge: the core gives a listener hostname to the oldest of
-// two intersecting routes of the two kinds (translator.RouteReasonHostnameConflict).
+// two intersecting routes of the two kinds (translation.HostnameExclusiveKind).
 package translate
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
-	"github.com/coxswain-labs/coxswain/controller/features"
-	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/filters/headers"
 	"github.com/coxswain-labs/coxswain/modules/grpcroute"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // ModuleID is the translator module this package registers.
@@ -46,10 +45,11 @@ func init() { core.RegisterModule(Kind{}) }
 type Kind struct{}
 
 var (
-	_ translator.RouteKind       = Kind{}
-	_ translator.ClusterKind     = Kind{}
-	_ translator.ErrorAnswerKind = Kind{}
-	_ features.Provider          = Kind{}
+	_ translation.RouteKind             = Kind{}
+	_ translation.ClusterKind           = Kind{}
+	_ translation.ErrorAnswerKind       = Kind{}
+	_ translation.HostnameExclusiveKind = Kind{}
+	_ translation.FeatureProvider       = Kind{}
 )
 
 // CoxswainModule implements core.Module.
@@ -57,10 +57,10 @@ func (Kind) CoxswainModule() core.ModuleInfo {
 	return core.ModuleInfo{ID: ModuleID, New: func() core.Module { return Kind{} }}
 }
 
-// GroupKind is gateway.networking.k8s.io/GRPCRoute.
-func (Kind) GroupKind() gwapiv1.RouteGroupKind {
-	g := gwapiv1.Group(gwapiv1.GroupName)
-	return gwapiv1.RouteGroupKind{Group: &g, Kind: "GRPCRoute"}
+// API is gateway.networking.k8s.io/v1 GRPCRoute.
+func (Kind) API() translation.RouteAPI {
+	return translation.NewAPI(gwapiv1.SchemeGroupVersion.WithKind("GRPCRoute"), "grpcroutes", gwapiv1.Install,
+		func(r *gwapiv1.GRPCRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, defaultRoute)
 }
 
 // Protocols are HTTP (gRPC over cleartext HTTP/2 with prior knowledge) and HTTPS (ALPN h2).
@@ -68,38 +68,41 @@ func (Kind) Protocols() []gwapiv1.ProtocolType {
 	return []gwapiv1.ProtocolType{gwapiv1.HTTPProtocolType, gwapiv1.HTTPSProtocolType}
 }
 
-// ErrorAnswer implements translator.ErrorAnswerKind: the engine's 500 for a failed rule reaches
+// HostnameExclusiveWith implements translation.HostnameExclusiveKind: GRPCRouteSpec.Hostnames
+// forbids an HTTPRoute and a GRPCRoute with intersecting hostnames on one listener.
+func (Kind) HostnameExclusiveWith() []schema.GroupKind {
+	return []schema.GroupKind{{Group: gwapiv1.GroupName, Kind: "HTTPRoute"}}
+}
+
+// ErrorAnswer implements translation.ErrorAnswerKind: the engine's 500 for a failed rule reaches
 // a gRPC client as a trailers-only response with grpc-status UNAVAILABLE (grpcroute.CodeForHTTP).
 func (Kind) ErrorAnswer() string { return "gRPC status UNAVAILABLE" }
 
-// ClusterProtocol implements translator.ClusterKind: gRPC backends speak HTTP/2.
+// ClusterProtocol implements translation.ClusterKind: gRPC backends speak HTTP/2.
 func (Kind) ClusterProtocol() irv1.Cluster_Protocol { return irv1.Cluster_H2C }
 
-// GatewayAPIFeatures implements features.Provider. GRPCRoute support includes its core filter
-// (RequestHeaderModifier) and ResponseHeaderModifier, which has no feature of its own.
-func (Kind) GatewayAPIFeatures() []features.Feature {
+// GatewayAPIFeatures implements translation.FeatureProvider. GRPCRoute support includes its core
+// filter (RequestHeaderModifier) and ResponseHeaderModifier, which has no feature of its own.
+func (Kind) GatewayAPIFeatures() []translation.Feature {
 	req := []core.ModuleID{grpcroute.ModuleID, "listener.http", "listener.https",
 		headers.RequestModuleID, headers.ResponseModuleID}
-	return []features.Feature{
+	return []translation.Feature{
 		{Name: gwfeatures.SupportGRPCRoute, Requires: req},
 		{Name: gwfeatures.SupportGRPCRouteNamedRouteRule, Requires: req},
 	}
 }
 
-// Routes wraps the store's GRPCRoutes.
-func (Kind) Routes(s *translator.Store) []translator.Route {
-	out := make([]translator.Route, 0, len(s.GRPCRoutes))
-	for _, r := range s.GRPCRoutes {
-		out = append(out, route{r})
-	}
-	return out
+// Route wraps one GRPCRoute.
+func (Kind) Route(o translation.Object) (translation.Route, bool) {
+	r, ok := o.(*gwapiv1.GRPCRoute)
+	return route{r}, ok
 }
 
 type route struct{ r *gwapiv1.GRPCRoute }
 
-var _ translator.Route = route{}
+var _ translation.Route = route{}
 
-func (r route) Object() metav1.Object                                 { return r.r }
-func (r route) ParentRefs() []gwapiv1.ParentReference                 { return r.r.Spec.ParentRefs }
-func (r route) Hostnames() []gwapiv1.Hostname                         { return r.r.Spec.Hostnames }
-func (r route) Build(rc *translator.RouteContext) []*translator.Entry { return build(rc, r.r) }
+func (r route) Object() translation.Object                             { return r.r }
+func (r route) ParentRefs() []gwapiv1.ParentReference                  { return r.r.Spec.ParentRefs }
+func (r route) Hostnames() []gwapiv1.Hostname                          { return r.r.Spec.Hostnames }
+func (r route) Build(rc translation.RouteContext) []*translation.Entry { return build(rc, r.r) }

@@ -9,14 +9,13 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/modules/grpcroute"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // The CEL rules of GRPCMethodMatch for Exact values.
 var (
 	exactService = regexp.MustCompile(`^(?i)\.?[a-z_][a-z_0-9]*(\.[a-z_][a-z_0-9]*)*$`)
 	exactMethod  = regexp.MustCompile(`^[A-Za-z_][A-Za-z_0-9]*$`)
-	// headerName is the HTTPHeaderName pattern (an RFC 7230 token).
-	headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$")
 )
 
 // matchError is an invalid match: the field inside the match and why.
@@ -92,7 +91,7 @@ func headerMatch(h gwapiv1.GRPCHeaderMatch, field string) (grpcroute.HeaderMatch
 	if h.Type != nil && *h.Type != "" {
 		out.Type = string(*h.Type)
 	}
-	if !headerName.MatchString(out.Name) {
+	if !translation.ValidHeaderName(out.Name) {
 		return out, &matchError{field + ".name", fmt.Sprintf("invalid name %q", out.Name)}
 	}
 	if out.Value == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	headerstr "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
 	"github.com/coxswain-labs/coxswain/modules/grpcroute"
 	grpctranslate "github.com/coxswain-labs/coxswain/modules/grpcroute/translate"
 	httptranslate "github.com/coxswain-labs/coxswain/modules/httproute/translate"
@@ -24,14 +25,14 @@ import (
 // and GRPCRoute kinds.
 func translateFile(t *testing.T, path string) *translator.Result {
 	t.Helper()
-	res, err := standalone.Load(context.Background(), path)
+	res, err := standalone.Load(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Errors) > 0 {
 		t.Fatalf("load errors: %v", res.Err())
 	}
-	reg := core.NewRegistry(httptranslate.Kind{}, grpctranslate.Kind{})
+	reg := core.NewRegistry(httptranslate.Kind{}, grpctranslate.Kind{}, headerstr.Request{}, headerstr.Response{})
 	return translator.Translate(context.Background(), res.Store, translator.Options{Registry: reg})
 }
 
@@ -232,11 +233,11 @@ func (m module) CoxswainModule() core.ModuleInfo {
 // TestRefreshEndpoints checks the endpoints fast path on GRPCRoute clusters, the "/h2c" ones
 // included: it gives what a full translation gives.
 func TestRefreshEndpoints(t *testing.T) {
-	res, err := standalone.Load(context.Background(), "testdata/grpc.yaml")
+	res, err := standalone.Load(context.Background(), "testdata/grpc.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := core.NewRegistry(httptranslate.Kind{}, grpctranslate.Kind{})
+	reg := core.NewRegistry(httptranslate.Kind{}, grpctranslate.Kind{}, headerstr.Request{}, headerstr.Response{})
 	opts := translator.Options{Registry: reg}
 	prev := translator.Translate(context.Background(), res.Store, opts).Snapshot
 	for _, es := range res.Store.EndpointSlices {

@@ -11,6 +11,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 )
 
 // benchStore is one Gateway with two listeners and n HTTPRoutes of three rules each, every route
@@ -40,7 +41,7 @@ func benchStore(n int) *translator.Store {
 				BackendRefs: []gwapiv1.HTTPBackendRef{{BackendRef: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: gwapiv1.ObjectName(name), Port: &port}}}},
 			}
 		}
-		s.HTTPRoutes = append(s.HTTPRoutes, &gwapiv1.HTTPRoute{
+		s.Add(translatortest.HTTPRoute, &gwapiv1.HTTPRoute{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("route-%d", i)},
 			Spec: gwapiv1.HTTPRouteSpec{
 				CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{{Name: "gw"}}},

@@ -23,8 +23,11 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/filters/headers"
+	headerstr "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect"
+	redirecttr "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite"
+	rewritetr "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	"github.com/coxswain-labs/coxswain/modules/httproute"
 )
 
@@ -36,7 +39,7 @@ var fixedNow = metav1.NewTime(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 func testOptions(in []byte) translator.Options {
 	opts := translator.Options{
 		Now:      func() metav1.Time { return fixedNow },
-		Registry: core.NewRegistry(Kind{}),
+		Registry: core.NewRegistry(Kind{}, headerstr.Request{}, headerstr.Response{}, redirecttr.Translator{}, rewritetr.Translator{}),
 	}
 	first, _, _ := bytes.Cut(in, []byte("\n"))
 	if bytes.HasPrefix(first, []byte("# options:")) && bytes.Contains(first, []byte("loopback")) {
@@ -120,9 +123,9 @@ func render(t *testing.T, res *translator.Result) []byte {
 	for k, v := range res.Gateways {
 		gateways[k.String()] = v
 	}
-	routes := map[string]*gwapiv1.HTTPRouteStatus{}
-	for k, v := range res.HTTPRoutes {
-		routes[k.String()] = v
+	routes := map[string]*gwapiv1.RouteStatus{}
+	for k, v := range res.Routes {
+		routes[k.Namespace+"/"+k.Name] = v
 	}
 	g := golden{
 		Snapshot:       readable(snap),

@@ -20,11 +20,10 @@
 package translate
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // ModuleID is the translator module this package registers.
@@ -35,17 +34,19 @@ func init() { core.RegisterModule(Kind{}) }
 // Kind is the HTTPRoute route kind.
 type Kind struct{}
 
-var _ translator.RouteKind = Kind{}
+var _ translation.RouteKind = Kind{}
 
 // CoxswainModule implements core.Module.
 func (Kind) CoxswainModule() core.ModuleInfo {
 	return core.ModuleInfo{ID: ModuleID, New: func() core.Module { return Kind{} }}
 }
 
-// GroupKind is gateway.networking.k8s.io/HTTPRoute.
-func (Kind) GroupKind() gwapiv1.RouteGroupKind {
-	g := gwapiv1.Group(gwapiv1.GroupName)
-	return gwapiv1.RouteGroupKind{Group: &g, Kind: "HTTPRoute"}
+// API is gateway.networking.k8s.io/v1 HTTPRoute; files may also say v1beta1, the same schema.
+func (Kind) API() translation.RouteAPI {
+	api := translation.NewAPI(gwapiv1.SchemeGroupVersion.WithKind("HTTPRoute"), "httproutes", gwapiv1.Install,
+		func(r *gwapiv1.HTTPRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, defaultRoute)
+	api.ReadVersions = []string{"v1beta1"}
+	return api
 }
 
 // Protocols are HTTP and HTTPS (terminated) listeners.
@@ -53,20 +54,17 @@ func (Kind) Protocols() []gwapiv1.ProtocolType {
 	return []gwapiv1.ProtocolType{gwapiv1.HTTPProtocolType, gwapiv1.HTTPSProtocolType}
 }
 
-// Routes wraps the store's HTTPRoutes.
-func (Kind) Routes(s *translator.Store) []translator.Route {
-	out := make([]translator.Route, 0, len(s.HTTPRoutes))
-	for _, r := range s.HTTPRoutes {
-		out = append(out, route{r})
-	}
-	return out
+// Route wraps one HTTPRoute.
+func (Kind) Route(o translation.Object) (translation.Route, bool) {
+	r, ok := o.(*gwapiv1.HTTPRoute)
+	return route{r}, ok
 }
 
 type route struct{ r *gwapiv1.HTTPRoute }
 
-var _ translator.Route = route{}
+var _ translation.Route = route{}
 
-func (r route) Object() metav1.Object                                 { return r.r }
-func (r route) ParentRefs() []gwapiv1.ParentReference                 { return r.r.Spec.ParentRefs }
-func (r route) Hostnames() []gwapiv1.Hostname                         { return r.r.Spec.Hostnames }
-func (r route) Build(rc *translator.RouteContext) []*translator.Entry { return build(rc, r.r) }
+func (r route) Object() translation.Object                             { return r.r }
+func (r route) ParentRefs() []gwapiv1.ParentReference                  { return r.r.Spec.ParentRefs }
+func (r route) Hostnames() []gwapiv1.Hostname                          { return r.r.Spec.Hostnames }
+func (r route) Build(rc translation.RouteContext) []*translation.Entry { return build(rc, r.r) }

@@ -8,6 +8,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/modules/httproute"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // Path type ranks in the precedence vector (larger wins); see the package doc.
@@ -128,16 +129,13 @@ func checkPath(p *httproute.PathMatch) (int, *matchError) {
 	return rankPrefix, nil
 }
 
-// headerName is the HTTPHeaderName pattern (an RFC 7230 token).
-var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$")
-
 func valueMatch[T ~string](typ *T, name, value, field string) (httproute.ValueMatch, *matchError) {
 	t := httproute.MatchExact
 	if typ != nil && *typ != "" {
 		t = string(*typ)
 	}
 	vm := httproute.ValueMatch{Type: t, Name: name, Value: value}
-	if !headerName.MatchString(name) {
+	if !translation.ValidHeaderName(name) {
 		return vm, &matchError{field + ".name", fmt.Sprintf("invalid name %q", name)}
 	}
 	switch t {

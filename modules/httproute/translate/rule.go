@@ -8,20 +8,20 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/httproute"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // build translates every rule of r. A route without rules gets the API default: one rule
 // matching every path, with no backends.
-func build(rc *translator.RouteContext, r *gwapiv1.HTTPRoute) []*translator.Entry {
+func build(rc translation.RouteContext, r *gwapiv1.HTTPRoute) []*translation.Entry {
 	rules := r.Spec.Rules
 	if len(rules) == 0 {
 		rules = []gwapiv1.HTTPRouteRule{{}}
 	}
-	var out []*translator.Entry
+	var out []*translation.Entry
 	for i := range rules {
 		out = append(out, buildRule(rc, i, &rules[i])...)
 	}
@@ -33,7 +33,7 @@ type builtMatch struct {
 	prec  []int
 }
 
-func buildRule(rc *translator.RouteContext, i int, rule *gwapiv1.HTTPRouteRule) []*translator.Entry {
+func buildRule(rc translation.RouteContext, i int, rule *gwapiv1.HTTPRouteRule) []*translation.Entry {
 	base := fmt.Sprintf("spec.rules[%d]", i)
 	matches := ruleMatches(rule)
 	ms := make([]builtMatch, 0, len(matches))
@@ -45,23 +45,19 @@ func buildRule(rc *translator.RouteContext, i int, rule *gwapiv1.HTTPRouteRule) 
 		}
 		ms = append(ms, builtMatch{hm, prec})
 	}
-	env := filterEnv{listener: rc.Listener()}
+	env := translation.FilterEnv{Kind: "HTTPRoute", Listener: rc.Listener()}
 	if len(ms) == 1 && ms[0].match.Path.Type == httproute.MatchPathPrefix {
-		env.prefixOK, env.prefix = true, ms[0].match.Path.Value
+		env.HasPrefix, env.Prefix = true, ms[0].match.Path.Value
 	}
 	action := &irv1.Route{}
 	if f := ruleAction(rc, base, rule, env, action); f != nil {
-		if f.unresolved {
-			rc.Unresolved(f.field, f.reason, "%s", f.msg)
-		} else {
-			rc.FailRule(i, f.field, f.reason, "%s", f.msg)
-		}
+		f.Report(rc, i)
 		action.Filters = nil
-		action.Backends = []*irv1.Backend{translator.ErrorBackend(f.field + ": " + f.msg)}
+		action.Backends = []*irv1.Backend{translation.ErrorBackend(f.Error())}
 	}
-	out := make([]*translator.Entry, 0, len(ms))
+	out := make([]*translation.Entry, 0, len(ms))
 	for j, m := range ms {
-		out = append(out, &translator.Entry{
+		out = append(out, &translation.Entry{
 			Rule: i, Match: j, Precedence: m.prec,
 			Route: &irv1.Route{
 				Match:    core.MustConfig(httproute.ModuleID, m.match),
@@ -76,9 +72,9 @@ func buildRule(rc *translator.RouteContext, i int, rule *gwapiv1.HTTPRouteRule) 
 
 // ruleAction fills what the rule does (filters, backends, timeouts) into r, or says why the
 // rule cannot be served. Every backendRef is resolved even then, so ResolvedRefs is complete.
-func ruleAction(rc *translator.RouteContext, base string, rule *gwapiv1.HTTPRouteRule, env filterEnv, r *irv1.Route) *ruleFailure {
-	var failure *ruleFailure
-	keep := func(f *ruleFailure) {
+func ruleAction(rc translation.RouteContext, base string, rule *gwapiv1.HTTPRouteRule, env translation.FilterEnv, r *irv1.Route) *translation.Failure {
+	var failure *translation.Failure
+	keep := func(f *translation.Failure) {
 		if failure == nil {
 			failure = f
 		}
@@ -88,7 +84,7 @@ func ruleAction(rc *translator.RouteContext, base string, rule *gwapiv1.HTTPRout
 	} else {
 		r.Timeouts = to
 	}
-	filters, f := translateFilters(rule.Filters, base+".filters", env)
+	filters, f := rc.Filters(base+".filters", rule.Filters, env)
 	if f != nil {
 		keep(f)
 	}
@@ -96,13 +92,13 @@ func ruleAction(rc *translator.RouteContext, base string, rule *gwapiv1.HTTPRout
 	if len(rule.BackendRefs) > 0 {
 		for _, x := range rule.Filters {
 			if x.Type == gwapiv1.HTTPRouteFilterRequestRedirect {
-				keep(fail(base+".filters", gwapiv1.RouteReasonUnsupportedValue, "RequestRedirect filter must not be used together with backendRefs"))
+				keep(translation.Fail(base+".filters", gwapiv1.RouteReasonUnsupportedValue, "RequestRedirect filter must not be used together with backendRefs"))
 			}
 		}
 	}
 	for k, br := range rule.BackendRefs {
 		field := fmt.Sprintf("%s.backendRefs[%d]", base, k)
-		bf, f := translateFilters(br.Filters, field+".filters", env)
+		bf, f := rc.Filters(field+".filters", br.Filters, env)
 		if f != nil {
 			keep(f)
 		}
@@ -130,7 +126,7 @@ func parseDuration(d gwapiv1.Duration) (uint32, error) {
 }
 
 // timeouts converts rule timeouts; zero means none, as the spec allows for "0s".
-func timeouts(t *gwapiv1.HTTPRouteTimeouts, field string) (*irv1.Timeouts, *ruleFailure) {
+func timeouts(t *gwapiv1.HTTPRouteTimeouts, field string) (*irv1.Timeouts, *translation.Failure) {
 	if t == nil {
 		return nil, nil
 	}
@@ -138,16 +134,16 @@ func timeouts(t *gwapiv1.HTTPRouteTimeouts, field string) (*irv1.Timeouts, *rule
 	var err error
 	if t.Request != nil {
 		if out.RequestMs, err = parseDuration(*t.Request); err != nil {
-			return nil, fail(field+".request", gwapiv1.RouteReasonUnsupportedValue, "%v", err)
+			return nil, translation.Fail(field+".request", gwapiv1.RouteReasonUnsupportedValue, "%v", err)
 		}
 	}
 	if t.BackendRequest != nil {
 		if out.BackendRequestMs, err = parseDuration(*t.BackendRequest); err != nil {
-			return nil, fail(field+".backendRequest", gwapiv1.RouteReasonUnsupportedValue, "%v", err)
+			return nil, translation.Fail(field+".backendRequest", gwapiv1.RouteReasonUnsupportedValue, "%v", err)
 		}
 	}
 	if out.RequestMs != 0 && out.BackendRequestMs > out.RequestMs {
-		return nil, fail(field+".backendRequest", gwapiv1.RouteReasonUnsupportedValue, "backendRequest timeout cannot be longer than request timeout")
+		return nil, translation.Fail(field+".backendRequest", gwapiv1.RouteReasonUnsupportedValue, "backendRequest timeout cannot be longer than request timeout")
 	}
 	if out.RequestMs == 0 && out.BackendRequestMs == 0 {
 		return nil, nil

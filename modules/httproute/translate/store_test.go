@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 )
 
 // docSep splits multi-document YAML.
@@ -68,7 +69,7 @@ func decodeInto(s *translator.Store, doc []byte) error {
 		return strict(o)
 	case "HTTPRoute":
 		o := &gwapiv1.HTTPRoute{}
-		s.HTTPRoutes = append(s.HTTPRoutes, o)
+		s.Add(translatortest.HTTPRoute, o)
 		return strict(o)
 	case "ReferenceGrant":
 		o := &gwapiv1b1.ReferenceGrant{}

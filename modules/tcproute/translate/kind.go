@@ -5,18 +5,17 @@
 // the conformance suite expects). It has no matches: its one rule's backendRefs become the one IR
 // route of the listener's virtual host, and when several TCPRoutes attach to one listener the
 // oldest wins (then "<namespace>/<name>"); the others stay Accepted, count in attachedRoutes and
-// carry a Conflicted condition (translator.ExclusiveKind). Its backends are TCP clusters.
+// carry a Conflicted condition (translation.ExclusiveKind). Its backends are TCP clusters.
 package translate
 
 import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
-	"github.com/coxswain-labs/coxswain/controller/features"
-	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/tcproute"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // ModuleID is the translator module this package registers.
@@ -25,19 +24,27 @@ const ModuleID = "translate.route.tcp"
 func init() { core.RegisterModule(Kind) }
 
 // Kind is the TCPRoute route kind.
-var Kind = translator.StreamKind[*gwapiv1.TCPRoute]{
+var Kind = translation.StreamKind[*gwapiv1.TCPRoute]{
 	ID:       ModuleID,
 	Match:    tcproute.ModuleID,
-	Kind:     "TCPRoute",
+	RouteAPI: api(),
 	Protocol: gwapiv1.TCPProtocolType,
 	Cluster:  irv1.Cluster_TCP,
-	Features: []features.Feature{{Name: gwfeatures.SupportTCPRoute, Requires: []core.ModuleID{tcproute.ModuleID, "listener.tcp"}}},
-	List:     func(s *translator.Store) []*gwapiv1.TCPRoute { return s.TCPRoutes },
-	Spec: func(r *gwapiv1.TCPRoute) translator.StreamSpec {
+	Features: []translation.Feature{{Name: gwfeatures.SupportTCPRoute, Requires: []core.ModuleID{tcproute.ModuleID, "listener.tcp"}}},
+	Spec: func(r *gwapiv1.TCPRoute) translation.StreamSpec {
 		rules := make([][]gwapiv1.BackendRef, len(r.Spec.Rules))
 		for i, rule := range r.Spec.Rules {
 			rules[i] = rule.BackendRefs
 		}
-		return translator.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
+		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
 	},
+}
+
+// api is gateway.networking.k8s.io/v1 TCPRoute; files may use the older versions, whose schema is v1's
+// (v1alpha2 allowed more rules, which the translator reports as dropped).
+func api() translation.RouteAPI {
+	a := translation.NewAPI[gwapiv1.TCPRoute](gwapiv1.SchemeGroupVersion.WithKind("TCPRoute"), "tcproutes", gwapiv1.Install,
+		func(r *gwapiv1.TCPRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, nil)
+	a.ReadVersions = []string{"v1alpha2"}
+	return a
 }

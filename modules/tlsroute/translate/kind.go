@@ -6,7 +6,7 @@
 // the SNI names it serves: the core places it in one virtual host per effective hostname, and the
 // proxy selects exact names, then wildcards, then the catch-all. Its one rule's backendRefs are
 // the IR route of those virtual hosts; when two TLSRoutes claim one hostname of a listener, the
-// oldest wins it and the other carries a Conflicted condition (translator.ExclusiveKind). Its
+// oldest wins it and the other carries a Conflicted condition (translation.ExclusiveKind). Its
 // backends are TCP clusters: the bytes past the listener are a stream, encrypted or not.
 package translate
 
@@ -14,11 +14,10 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
-	"github.com/coxswain-labs/coxswain/controller/features"
-	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/tlsroute"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // ModuleID is the translator module this package registers.
@@ -27,9 +26,9 @@ const ModuleID = "translate.route.tls"
 func init() { core.RegisterModule(Kind) }
 
 // Passthrough, termination and both on one port are all served by listener.tls with route.tls.
-var tlsFeatures = func() []features.Feature {
+var tlsFeatures = func() []translation.Feature {
 	req := []core.ModuleID{tlsroute.ModuleID, "listener.tls"}
-	return []features.Feature{
+	return []translation.Feature{
 		{Name: gwfeatures.SupportTLSRoute, Requires: req},
 		{Name: gwfeatures.SupportTLSRouteModeTerminate, Requires: req},
 		{Name: gwfeatures.SupportTLSRouteModeMixed, Requires: req},
@@ -37,19 +36,27 @@ var tlsFeatures = func() []features.Feature {
 }()
 
 // Kind is the TLSRoute route kind.
-var Kind = translator.StreamKind[*gwapiv1.TLSRoute]{
+var Kind = translation.StreamKind[*gwapiv1.TLSRoute]{
 	ID:       ModuleID,
 	Match:    tlsroute.ModuleID,
-	Kind:     "TLSRoute",
+	RouteAPI: api(),
 	Protocol: gwapiv1.TLSProtocolType,
 	Cluster:  irv1.Cluster_TCP,
 	Features: tlsFeatures,
-	List:     func(s *translator.Store) []*gwapiv1.TLSRoute { return s.TLSRoutes },
-	Spec: func(r *gwapiv1.TLSRoute) translator.StreamSpec {
+	Spec: func(r *gwapiv1.TLSRoute) translation.StreamSpec {
 		rules := make([][]gwapiv1.BackendRef, len(r.Spec.Rules))
 		for i, rule := range r.Spec.Rules {
 			rules[i] = rule.BackendRefs
 		}
-		return translator.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, Rules: rules}
+		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, Rules: rules}
 	},
+}
+
+// api is gateway.networking.k8s.io/v1 TLSRoute; files may use the older versions, whose schema is v1's
+// (v1alpha2 allowed more rules, which the translator reports as dropped).
+func api() translation.RouteAPI {
+	a := translation.NewAPI[gwapiv1.TLSRoute](gwapiv1.SchemeGroupVersion.WithKind("TLSRoute"), "tlsroutes", gwapiv1.Install,
+		func(r *gwapiv1.TLSRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, nil)
+	a.ReadVersions = []string{"v1alpha2", "v1alpha3"}
+	return a
 }

@@ -25,7 +25,7 @@ import (
 // HTTPRoute and layer-4 kinds.
 func translateL4(t *testing.T) *translator.Result {
 	t.Helper()
-	res, err := standalone.Load(context.Background(), "testdata/l4.yaml")
+	res, err := standalone.Load(context.Background(), "testdata/l4.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 // A UDPRoute attaches to UDP listeners. It has no matches: its one rule's backendRefs become the
 // one IR route of the listener's virtual host, and when several UDPRoutes attach to one listener
 // the oldest wins (then "<namespace>/<name>"); the others stay Accepted, count in attachedRoutes
-// and carry a Conflicted condition (translator.ExclusiveKind). Its backends are UDP clusters,
+// and carry a Conflicted condition (translation.ExclusiveKind). Its backends are UDP clusters,
 // made of the Service ports declared with protocol UDP.
 package translate
 
@@ -12,10 +12,9 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
-	"github.com/coxswain-labs/coxswain/controller/features"
-	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 	"github.com/coxswain-labs/coxswain/modules/udproute"
 )
 
@@ -25,19 +24,27 @@ const ModuleID = "translate.route.udp"
 func init() { core.RegisterModule(Kind) }
 
 // Kind is the UDPRoute route kind.
-var Kind = translator.StreamKind[*gwapiv1.UDPRoute]{
+var Kind = translation.StreamKind[*gwapiv1.UDPRoute]{
 	ID:       ModuleID,
 	Match:    udproute.ModuleID,
-	Kind:     "UDPRoute",
+	RouteAPI: api(),
 	Protocol: gwapiv1.UDPProtocolType,
 	Cluster:  irv1.Cluster_UDP,
-	Features: []features.Feature{{Name: gwfeatures.SupportUDPRoute, Requires: []core.ModuleID{udproute.ModuleID, "listener.udp"}}},
-	List:     func(s *translator.Store) []*gwapiv1.UDPRoute { return s.UDPRoutes },
-	Spec: func(r *gwapiv1.UDPRoute) translator.StreamSpec {
+	Features: []translation.Feature{{Name: gwfeatures.SupportUDPRoute, Requires: []core.ModuleID{udproute.ModuleID, "listener.udp"}}},
+	Spec: func(r *gwapiv1.UDPRoute) translation.StreamSpec {
 		rules := make([][]gwapiv1.BackendRef, len(r.Spec.Rules))
 		for i, rule := range r.Spec.Rules {
 			rules[i] = rule.BackendRefs
 		}
-		return translator.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
+		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
 	},
+}
+
+// api is gateway.networking.k8s.io/v1 UDPRoute; files may use the older versions, whose schema is v1's
+// (v1alpha2 allowed more rules, which the translator reports as dropped).
+func api() translation.RouteAPI {
+	a := translation.NewAPI[gwapiv1.UDPRoute](gwapiv1.SchemeGroupVersion.WithKind("UDPRoute"), "udproutes", gwapiv1.Install,
+		func(r *gwapiv1.UDPRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, nil)
+	a.ReadVersions = []string{"v1alpha2"}
+	return a
 }

@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/coxswain-labs/coxswain/controller/status"
+	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/modules/translation"
+)
+
+// moduleKind is a resource a module declares: a route kind (typed objects, read and written
+// through a REST client built from the kind's own scheme) or the resource of an ExtensionRef
+// filter (unstructured objects, read through the dynamic client). Its informer is made up front
+// and started once the API server serves the resource, at start-up or when its CRD appears.
+type moduleKind struct {
+	gk       schema.GroupKind
+	gvr      schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+	// status is the writer's access to a route kind's status; nil for extension kinds.
+	status status.Routes
+
+	once    sync.Once
+	started chan struct{} // closed once the informer runs
+}
+
+// moduleKinds makes the informers of every resource the modules of reg declare. Nothing is
+// started yet.
+func moduleKinds(reg *core.Registry, cfg *rest.Config, ev events) ([]*moduleKind, error) {
+	var out []*moduleKind
+	for _, id := range reg.Namespace(translation.RouteKindNamespace) {
+		info, _ := reg.Lookup(id)
+		rk, ok := info.New().(translation.RouteKind)
+		if !ok {
+			continue
+		}
+		mk, err := routeKindWatch(rk.API(), cfg, ev)
+		if err != nil {
+			return nil, fmt.Errorf("module %s: %w", id, err)
+		}
+		out = append(out, mk)
+	}
+	exts, errs := reg.Extensions()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	if len(exts) > 0 {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("dynamic client: %w", err)
+		}
+		for _, api := range exts {
+			out = append(out, extensionWatch(api, dyn, ev))
+		}
+	}
+	return out, nil
+}
+
+// routeKindWatch is the typed informer and status access of one route kind.
+func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events) (*moduleKind, error) {
+	rc, err := restClientFor(api, cfg)
+	if err != nil {
+		return nil, err
+	}
+	gvr := api.GVK.GroupVersion().WithResource(api.Resource)
+	lw := cache.NewListWatchFromClient(rc, api.Resource, "", fields.Everything())
+	inf := cache.NewSharedIndexInformer(lw, api.New(), 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := inf.SetTransform(stripManagedFields); err != nil {
+		return nil, err
+	}
+	mk := &moduleKind{gk: api.GVK.GroupKind(), gvr: gvr, informer: inf, started: make(chan struct{})}
+	mk.status = routeStatusClient(mk, api, rc)
+	if _, err := inf.AddEventHandler(ownedHandler(status.Kind(api.GVK.Kind), ev)); err != nil {
+		return nil, err
+	}
+	return mk, nil
+}
+
+// restClientFor is a REST client for the kind's group version that decodes into its Go types,
+// as a generated typed clientset would, from the scheme the kind registers.
+func restClientFor(api translation.RouteAPI, cfg *rest.Config) (*rest.RESTClient, error) {
+	scheme := runtime.NewScheme()
+	if err := api.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("scheme of %s: %w", api.GVK, err)
+	}
+	gv := api.GVK.GroupVersion()
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	if gv.Group == "" {
+		c.APIPath = "/api"
+	}
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.RESTClientFor(c)
+}
+
+// extensionWatch is the dynamic informer of an ExtensionRef filter's resource. Any change to
+// such an object may change the config of the rules that refer to it.
+func extensionWatch(api core.ExtensionAPI, dyn dynamic.Interface, ev events) *moduleKind {
+	gvr := schema.GroupVersionResource{Group: api.Group, Version: api.Version, Resource: api.Resource}
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, "", 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	_ = inf.SetTransform(stripManagedFields) // only fails once started, which it is not
+	_, _ = inf.AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged))
+	return &moduleKind{gk: schema.GroupKind{Group: api.Group, Kind: api.Kind}, gvr: gvr, informer: inf, started: make(chan struct{})}
+}
+
+// start runs the informer until ctx ends, in a goroutine of wg; later calls do nothing.
+func (mk *moduleKind) start(ctx context.Context, wg *sync.WaitGroup) {
+	mk.once.Do(func() {
+		wg.Go(func() { mk.informer.Run(ctx.Done()) })
+		close(mk.started)
+	})
+}
+
+// isStarted reports whether start ran.
+func (mk *moduleKind) isStarted() bool {
+	select {
+	case <-mk.started:
+		return true
+	default:
+		return false
+	}
+}
+
+// fill adds the informer's objects to s (none before it starts).
+func (mk *moduleKind) fill(s *translator.Store) error {
+	for _, o := range mk.informer.GetIndexer().List() {
+		obj, ok := o.(translation.Object)
+		if !ok {
+			return fmt.Errorf("%s cache holds a %T", mk.gk, o)
+		}
+		s.Add(mk.gk, obj)
+	}
+	return nil
+}
+
+// errorAnswersOf says, per route kind of reg that implements translation.ErrorAnswerKind, what
+// its clients get from a rule that answers the engine's error (status.Options.ErrorAnswers).
+func errorAnswersOf(reg *core.Registry) map[string]string {
+	out := map[string]string{}
+	for _, id := range reg.Namespace(translation.RouteKindNamespace) {
+		info, _ := reg.Lookup(id)
+		if k, ok := info.New().(translation.ErrorAnswerKind); ok {
+			out[k.API().GVK.Kind] = k.ErrorAnswer()
+		}
+	}
+	return out
+}

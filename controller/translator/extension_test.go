@@ -1,0 +1,161 @@
+package translator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
+)
+
+// signFilter is an ExtensionRef filter module as a third party writes one: its JSON fields are
+// its resource's spec.
+type signFilter struct {
+	Header string `json:"header"`
+	Key    string `json:"key"`
+}
+
+func (signFilter) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.ext.example.com.Sign", New: func() core.Module { return &signFilter{} }}
+}
+
+func (signFilter) ExtensionAPI() core.ExtensionAPI {
+	return core.ExtensionAPI{Group: "example.com", Kind: "Sign", Version: "v1", Resource: "signs"}
+}
+
+func (f *signFilter) CheckConfig() error {
+	if f.Key == "" {
+		return errors.New("key is required")
+	}
+	return nil
+}
+
+// extRoute is a route kind whose rule 0 has the filters given: the extension path is the
+// core's, not the route kind's.
+type extRoute struct {
+	streamRoute
+	filters []gwapiv1.HTTPRouteFilter
+}
+
+func (r *extRoute) Build(rc translation.RouteContext) []*translation.Entry {
+	route := &irv1.Route{Match: &irv1.ModuleConfig{Id: "route.stream"}}
+	fs, fail := rc.Filters("spec.rules[0].filters", r.filters, translation.FilterEnv{Kind: "StreamRoute"})
+	if fail != nil {
+		fail.Report(rc, 0)
+		route.Backends = []*irv1.Backend{translation.ErrorBackend(fail.Error())}
+	} else {
+		route.Filters = fs
+		route.Backends = []*irv1.Backend{rc.Backend("spec.rules[0].backendRefs[0]", r.backend, nil)}
+	}
+	return []*translation.Entry{{Route: route}}
+}
+
+type extKind struct{ streamKind }
+
+func (extKind) Route(o translation.Object) (translation.Route, bool) {
+	r, ok := o.(*extRoute)
+	return r, ok
+}
+
+func (extKind) API() translation.RouteAPI {
+	return translation.NewAPI(streamGVK, "streamroutes", nil, func(r *extRoute) *gwapiv1.RouteStatus { return &r.status }, nil)
+}
+
+func (k extKind) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "translate.route.stream", New: func() core.Module { return k }}
+}
+
+func signObject(name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Sign",
+		"metadata": map[string]any{"namespace": "db", "name": name}, "spec": spec}}
+	return u
+}
+
+func TestExtensionRef(t *testing.T) {
+	ref := func(kind, name string) []gwapiv1.HTTPRouteFilter {
+		return []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
+			ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: gwapiv1.Kind(kind), Name: gwapiv1.ObjectName(name)}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		filters []gwapiv1.HTTPRouteFilter
+		// config is the filter's module config when it translates; else reason and msg are the
+		// ResolvedRefs=False condition's.
+		config, reason, msg string
+	}{
+		{name: "spec becomes the config", filters: ref("Sign", "good"), config: `{"header":"x-sig","key":"k1"}`},
+		{name: "unknown kind", filters: ref("Teleport", "x"), reason: "InvalidKind",
+			msg: "no module filter.ext.example.com.Teleport handles that kind in this build"},
+		{name: "missing object", filters: ref("Sign", "nope"), reason: "FilterNotFound", msg: "Sign db/nope does not exist"},
+		{name: "unknown spec field", filters: ref("Sign", "typo"), reason: "UnsupportedValue", msg: `unknown field "hedaer"`},
+		{name: "config check", filters: ref("Sign", "nokey"), reason: "UnsupportedValue", msg: "key is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := extStore()
+			store.Add(schema.GroupKind{Group: "example.com", Kind: "Sign"},
+				signObject("good", map[string]any{"key": "k1", "header": "x-sig"}),
+				signObject("typo", map[string]any{"key": "k1", "hedaer": "x"}),
+				signObject("nokey", map[string]any{"header": "x"}))
+			route := &extRoute{filters: tc.filters, streamRoute: streamRoute{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+				parents:    []gwapiv1.ParentReference{{Name: "gw"}},
+				backend:    gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}},
+			}}
+			store.Add(streamGVK.GroupKind(), route)
+			res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, signFilter{})})
+			rs := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}]
+			if rs == nil || len(rs.Parents) != 1 {
+				t.Fatalf("route status %+v, problems %v", rs, res.Problems)
+			}
+			resolved := rs.Parents[0].Conditions[1]
+			r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
+			if tc.config != "" {
+				if len(r.Filters) != 1 || r.Filters[0].Id != "filter.ext.example.com.Sign" || string(r.Filters[0].Json) != tc.config {
+					t.Errorf("filters %v, want the Sign module with %s", r.Filters, tc.config)
+				}
+				if resolved.Status != metav1.ConditionTrue || r.Backends[0].Cluster == "" {
+					t.Errorf("ResolvedRefs %+v, backends %v", resolved, r.Backends)
+				}
+				return
+			}
+			if resolved.Status != metav1.ConditionFalse || resolved.Reason != tc.reason || !strings.Contains(resolved.Message, tc.msg) {
+				t.Errorf("ResolvedRefs = %s %s %q, want False %s containing %q", resolved.Status, resolved.Reason, resolved.Message, tc.reason, tc.msg)
+			}
+			if len(r.Filters) != 0 || len(r.Backends) != 1 || r.Backends[0].Error == "" {
+				t.Errorf("a rule whose filter cannot run must answer an error, not skip it: filters %v backends %v", r.Filters, r.Backends)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// extStore is one Gateway with a TCP listener and a Service with one endpoint, in namespace db.
+func extStore() *Store {
+	ready := true
+	port := int32(5432)
+	return &Store{
+		GatewayClasses: []*gwapiv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: gwapiv1.GatewayClassSpec{ControllerName: DefaultControllerName}}},
+		Gateways: []*gwapiv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "gw"}, Spec: gwapiv1.GatewaySpec{
+			GatewayClassName: "c", Listeners: []gwapiv1.Listener{{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType}},
+		}}},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5432}}}}},
+		EndpointSlices: []*discoveryv1.EndpointSlice{{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "db", Name: "pg-1", Labels: map[string]string{discoveryv1.LabelServiceName: "pg"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Port: &port}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		}},
+	}
+}

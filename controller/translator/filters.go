@@ -1,0 +1,177 @@
+package translator
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
+)
+
+// RouteReasonFilterNotFound is the ResolvedRefs reason of an ExtensionRef whose object does not
+// exist. Gateway API defines no reason for it; the rule answers 500, as the spec requires of a
+// filter that cannot run.
+const RouteReasonFilterNotFound gwapiv1.RouteConditionReason = "FilterNotFound"
+
+// repeatable are the filter types the API allows more than once per list.
+var repeatable = map[gwapiv1.HTTPRouteFilterType]bool{
+	gwapiv1.HTTPRouteFilterRequestMirror: true,
+	gwapiv1.HTTPRouteFilterExtensionRef:  true,
+}
+
+// standardFilterTypes are the filter types Gateway API defines, so that a build without a
+// translator for one says it is not supported rather than unknown.
+var standardFilterTypes = []gwapiv1.HTTPRouteFilterType{
+	gwapiv1.HTTPRouteFilterRequestHeaderModifier, gwapiv1.HTTPRouteFilterResponseHeaderModifier,
+	gwapiv1.HTTPRouteFilterRequestRedirect, gwapiv1.HTTPRouteFilterURLRewrite,
+	gwapiv1.HTTPRouteFilterRequestMirror, gwapiv1.HTTPRouteFilterCORS, gwapiv1.HTTPRouteFilterExternalAuth,
+	gwapiv1.HTTPRouteFilterExtensionRef,
+}
+
+// filterTranslators returns the translate.filter.* modules of reg by the filter type they
+// translate.
+func filterTranslators(reg *core.Registry) map[gwapiv1.HTTPRouteFilterType]translation.FilterTranslator {
+	out := map[gwapiv1.HTTPRouteFilterType]translation.FilterTranslator{}
+	for _, id := range reg.Namespace(translation.FilterNamespace) {
+		info, _ := reg.Lookup(id)
+		if ft, ok := info.New().(translation.FilterTranslator); ok {
+			out[ft.FilterType()] = ft
+		}
+	}
+	return out
+}
+
+// filters is the one filter path of every route kind (translation.RouteContext.Filters): the
+// list-level rules of Gateway API, then each filter by its translator.
+func (t *session) filters(key RouteKey, field string, fs []gwapiv1.HTTPRouteFilter, env translation.FilterEnv) ([]*irv1.ModuleConfig, *translation.Failure) {
+	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
+	var out []*irv1.ModuleConfig
+	for i, f := range fs {
+		ff := fmt.Sprintf("%s[%d]", field, i)
+		if env.Types != nil && !slices.Contains(env.Types, f.Type) {
+			return nil, translation.Fail(ff+".type", gwapiv1.RouteReasonUnsupportedValue, "filter type %q is not supported on %s", f.Type, env.Kind)
+		}
+		if seen[f.Type] && !repeatable[f.Type] {
+			return nil, translation.Fail(ff+".type", gwapiv1.RouteReasonUnsupportedValue, "%s filter cannot be repeated", f.Type)
+		}
+		seen[f.Type] = true
+		mc, fail := t.filter(key, f, ff, env)
+		if fail != nil {
+			return nil, fail
+		}
+		out = append(out, mc)
+	}
+	if seen[gwapiv1.HTTPRouteFilterRequestRedirect] && seen[gwapiv1.HTTPRouteFilterURLRewrite] {
+		return nil, translation.Fail(field, gwapiv1.RouteReasonIncompatibleFilters, "RequestRedirect and URLRewrite filters cannot be combined")
+	}
+	return out, nil
+}
+
+func (t *session) filter(key RouteKey, f gwapiv1.HTTPRouteFilter, field string, env translation.FilterEnv) (*irv1.ModuleConfig, *translation.Failure) {
+	if f.Type == gwapiv1.HTTPRouteFilterExtensionRef {
+		if f.ExtensionRef == nil {
+			return nil, translation.Fail(field+".extensionRef", gwapiv1.RouteReasonUnsupportedValue, "extensionRef must be set for filter type ExtensionRef")
+		}
+		return t.extensionFilter(key, *f.ExtensionRef, field+".extensionRef")
+	}
+	if ft, ok := t.filterKinds[f.Type]; ok {
+		return ft.TranslateFilter(env, f, field)
+	}
+	if slices.Contains(standardFilterTypes, f.Type) {
+		return nil, translation.Fail(field+".type", gwapiv1.RouteReasonUnsupportedValue,
+			"filter type %s is not supported by this build (no %s.* module translates it)", f.Type, translation.FilterNamespace)
+	}
+	return nil, translation.Fail(field+".type", gwapiv1.RouteReasonUnsupportedValue, "unknown filter type %q", f.Type)
+}
+
+// extensionFilter is the default ExtensionRef translation: the filter.ext.<group>.<Kind> module
+// gets the referenced object's .spec as its config (or what the kind's resolver makes of it),
+// checked here as strictly as the proxy will decode it, so that a bad object shows in status.
+func (t *session) extensionFilter(key RouteKey, ref gwapiv1.LocalObjectReference, field string) (*irv1.ModuleConfig, *translation.Failure) {
+	group, kind := string(ref.Group), string(ref.Kind)
+	what := fmt.Sprintf("ExtensionRef %s %s", groupKind(group, kind), ref.Name)
+	id := core.ExtensionModuleID(group, kind)
+	info, ok := t.opts.Registry.Lookup(id)
+	if !ok {
+		return nil, &translation.Failure{Field: field, Reason: gwapiv1.RouteReasonInvalidKind, Unresolved: true,
+			Message: fmt.Sprintf("%s cannot be resolved: no module %s handles that kind in this build", what, id)}
+	}
+	unresolved := func(reason gwapiv1.RouteConditionReason, format string, args ...any) *translation.Failure {
+		return &translation.Failure{Field: field, Reason: reason, Unresolved: true, Message: what + ": " + fmt.Sprintf(format, args...)}
+	}
+	obj := t.extensionObject(schema.GroupKind{Group: group, Kind: kind}, key.Namespace, string(ref.Name))
+	if obj == nil {
+		return nil, unresolved(RouteReasonFilterNotFound, "%s %s/%s does not exist", kind, key.Namespace, ref.Name)
+	}
+	spec, err := specOf(obj)
+	if err != nil {
+		return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "reading its spec: %v", err)
+	}
+	if res, ok := t.resolver(id); ok {
+		if spec, err = res.Resolve(&resolveContext{t: t, namespace: key.Namespace, from: schema.GroupKind{Group: group, Kind: kind}}, obj, spec); err != nil {
+			if f, ok := err.(*translation.Failure); ok {
+				return nil, &translation.Failure{Field: field, Reason: f.Reason, Unresolved: true, Message: what + ": " + f.Message}
+			}
+			return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "%v", err)
+		}
+	}
+	mod := info.New()
+	if err := core.DecodeStrict(spec, mod); err != nil {
+		return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "invalid spec: %v", err)
+	}
+	if c, ok := mod.(core.ConfigChecker); ok {
+		if err := c.CheckConfig(); err != nil {
+			return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "invalid spec: %v", err)
+		}
+	}
+	return &irv1.ModuleConfig{Id: string(id), Json: spec}, nil
+}
+
+// extensionObject finds an object an ExtensionRef names, indexing its kind on first use.
+func (t *session) extensionObject(gk schema.GroupKind, ns, name string) translation.Object {
+	idx, ok := t.extIndex[gk]
+	if !ok {
+		idx = map[types.NamespacedName]translation.Object{}
+		for _, o := range t.store.Objects[gk] {
+			idx[nn(o.GetNamespace(), o.GetName())] = o
+		}
+		t.extIndex[gk] = idx
+	}
+	return idx[nn(ns, name)]
+}
+
+// resolver returns the translate.filter.ext.* resolver of ExtensionRef module id, if any.
+func (t *session) resolver(id core.ModuleID) (translation.ExtensionResolver, bool) {
+	info, ok := t.opts.Registry.Lookup(translation.ExtensionResolverID(id))
+	if !ok {
+		return nil, false
+	}
+	r, ok := info.New().(translation.ExtensionResolver)
+	return r, ok
+}
+
+// specOf returns the JSON of an object's .spec ({} when it has none), typed or unstructured
+// alike: both marshal to the object's JSON form, with sorted map keys, so the config (and the
+// snapshot version) is deterministic.
+func specOf(obj translation.Object) (json.RawMessage, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var o struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(data, &o); err != nil {
+		return nil, err
+	}
+	if len(o.Spec) == 0 || string(o.Spec) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	return o.Spec, nil
+}

@@ -1,0 +1,36 @@
+package translator
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/modules/translation"
+)
+
+// resolveContext is what an ExtensionResolver reads: the store, with ReferenceGrants applied for
+// the filter object that makes the reference.
+type resolveContext struct {
+	t         *session
+	namespace string
+	from      schema.GroupKind
+}
+
+var _ translation.ResolveContext = (*resolveContext)(nil)
+
+func (rc *resolveContext) Namespace() string { return rc.namespace }
+
+func (rc *resolveContext) Secret(namespace, name string) (*corev1.Secret, error) {
+	if namespace == "" {
+		namespace = rc.namespace
+	}
+	if namespace != rc.namespace && !rc.t.granted(rc.from.Group, rc.from.Kind, rc.namespace, "", "Secret", namespace, name) {
+		return nil, translation.Fail("", gwapiv1.RouteReasonRefNotPermitted,
+			"Secret %s/%s is in another namespace and no ReferenceGrant lets %s objects of %s refer to it", namespace, name, rc.from.Kind, rc.namespace)
+	}
+	sec := rc.t.secrets[nn(namespace, name)]
+	if sec == nil {
+		return nil, translation.Fail("", gwapiv1.RouteReasonBackendNotFound, "Secret %s/%s does not exist", namespace, name)
+	}
+	return sec, nil
+}

@@ -1,0 +1,60 @@
+package translation
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// FilterNamespace is the module namespace of filter translators.
+const FilterNamespace = "translate.filter"
+
+// FilterTranslator is the controller half of one Gateway API filter type, registered as module
+// "translate.filter.<name>" next to the filter.http.* module it builds the config of. The core
+// calls it for every filter of that type on every route kind whose FilterEnv allows it, after
+// checking the rules every filter list keeps (which types may repeat, which combine).
+type FilterTranslator interface {
+	core.Module
+	// FilterType is the filter type translated ("RequestHeaderModifier").
+	FilterType() gwapiv1.HTTPRouteFilterType
+	// TranslateFilter validates f as the API server would (standalone files never met one) and
+	// returns its module config. field is f's path ("spec.rules[0].filters[1]").
+	TranslateFilter(env FilterEnv, f gwapiv1.HTTPRouteFilter, field string) (*irv1.ModuleConfig, *Failure)
+}
+
+// ExtensionResolverNamespace is where a filter.ext.<group>.<Kind> module's optional resolver
+// registers: "translate.filter.ext.<group>.<Kind>".
+const ExtensionResolverNamespace = "translate." + core.ExtensionNamespace
+
+// ExtensionResolverID is the resolver module of the ExtensionRef filter module id.
+func ExtensionResolverID(id core.ModuleID) core.ModuleID {
+	return core.ModuleID("translate." + string(id))
+}
+
+// ExtensionResolver is optionally registered by an ExtensionRef filter whose config needs the
+// controller: references to resolve (Secrets, ReferenceGrant checks), remote documents to fetch.
+// It runs in the controller (or the serve process) and returns the config the proxy module
+// decodes; the proxy never reads the Kubernetes API. Without a resolver the referenced object's
+// .spec is the config as it is.
+type ExtensionResolver interface {
+	core.Module
+	// Resolve returns the module config for the referenced object, whose .spec is spec. An
+	// error is reported on the route (ResolvedRefs=False, with its reason when it is a
+	// *Failure) and the rule answers 500.
+	Resolve(rc ResolveContext, obj Object, spec json.RawMessage) (json.RawMessage, error)
+}
+
+// ResolveContext is what a resolver may read: the objects the controller holds, with the
+// ReferenceGrant rules applied for it.
+type ResolveContext interface {
+	// Namespace is the namespace of the route (and of the referenced filter object).
+	Namespace() string
+	// Secret returns the Secret namespace/name, or an error that says why it cannot be used
+	// (missing; in another namespace than the filter object without a ReferenceGrant from
+	// group/kind of the filter object to Secrets).
+	Secret(namespace, name string) (*corev1.Secret, error)
+}
