@@ -372,3 +372,21 @@ func TestDrain(t *testing.T) {
 		}
 	})
 }
+
+// TestOnlyNamedModulesProvisioned: the proxy provisions exactly the modules a snapshot names; a
+// module compiled in (and in the registry) that no route names is never provisioned.
+func TestOnlyNamedModulesProvisioned(t *testing.T) {
+	be := newBackend(t, "be", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	before := testmod.Provisions()
+	p := newProxy(t)
+	plain := httpListener(0, server("", vhost("", route("r", "/", backend("be", 1)))))
+	apply(t, p, snapshot(t, []*irv1.Listener{plain}, []*irv1.Cluster{cluster("be", be)}))
+	if n := testmod.Provisions() - before; n != 0 {
+		t.Fatalf("filter.test.tripwire provisioned %d times by a snapshot that does not name it", n)
+	}
+	named := httpListener(0, server("", vhost("", route("r", "/", backend("be", 1, core.MustConfig("filter.test.tripwire", struct{}{}))))))
+	apply(t, p, snapshot(t, []*irv1.Listener{named}, []*irv1.Cluster{cluster("be", be)}))
+	if n := testmod.Provisions() - before; n != 1 {
+		t.Fatalf("filter.test.tripwire provisioned %d times by one snapshot naming it once, want 1", n)
+	}
+}

@@ -18,7 +18,7 @@ import (
 // Modules returns one of each test module, for core.NewRegistry.
 func Modules() []core.Module {
 	return []core.Module{&PathMatcher{}, &ErrorMatcher{}, &SetRequestHeader{}, &SetResponseHeader{},
-		&Respond{}, &Wrap{}, &Inert{}, &Probe{}}
+		&Respond{}, &Wrap{}, &Inert{}, &Probe{}, &Tripwire{}}
 }
 
 // PathMatcher ("route.testpath") matches requests whose path starts with Prefix.
@@ -188,3 +188,23 @@ func Cleanups(tag string) int {
 	defer cleanMu.Unlock()
 	return cleanups[tag]
 }
+
+// Tripwire ("filter.test.tripwire") counts how often it is provisioned (Provisions), so a test
+// can prove that a module no snapshot names is never provisioned.
+type Tripwire struct{}
+
+var tripwires atomic.Int64
+
+func (*Tripwire) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.test.tripwire", New: func() core.Module { return new(Tripwire) }}
+}
+
+func (*Tripwire) Provision(*core.BuildContext) error {
+	tripwires.Add(1)
+	return nil
+}
+
+func (*Tripwire) FilterRequest(http.ResponseWriter, *http.Request) bool { return true }
+
+// Provisions is how often a Tripwire has been provisioned in this process.
+func Provisions() int64 { return tripwires.Load() }
