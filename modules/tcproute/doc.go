@@ -8,8 +8,8 @@
 // the cluster's balancer, rejection for the share of an unresolved backend); the connect timeout
 // is the proxy's UpstreamDialTimeout and the idle timeout its StreamIdleTimeout.
 //
-// Pipe is shared with route.tls (modules/tlsroute), whose passthrough and terminated streams are
-// TCP streams once the listener has dealt with TLS. Between two TCP sockets it moves bytes with
+// Route, Serve and Pipe are shared with route.tls (modules/tlsroute embeds Route), whose
+// passthrough and terminated streams are TCP streams once the listener has dealt with TLS. Between two TCP sockets it moves bytes with
 // splice(2) on Linux (zero-copy), propagates half-close, and enforces the idle timeout without
 // giving up splice.
 package tcproute

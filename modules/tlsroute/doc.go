@@ -6,6 +6,6 @@
 // then catch-all; hostnames are the route's hostnames intersected with the listener's), and
 // either passes the encrypted stream through (Passthrough) or terminates it with the server's
 // certificate (Terminate). What reaches route.tls is a byte stream, which it connects to a
-// backend chosen by weight and pipes as route.tcp does (tcproute.Pipe: splice for passthrough,
-// half-close, idle timeout).
+// backend chosen by weight and pipes with route.tcp's own code (Route embeds tcproute.Route:
+// tcproute.Pipe, splice for passthrough, half-close, idle timeout).
 package tlsroute

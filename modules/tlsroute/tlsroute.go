@@ -1,10 +1,6 @@
 package tlsroute
 
 import (
-	"context"
-
-	"go.uber.org/zap"
-
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/modules/tcproute"
 )
@@ -17,9 +13,11 @@ func init() {
 }
 
 // Route is the route.tls module. Its config is empty: a TLSRoute's hostnames are the virtual
-// hosts it is placed in, and its rule is its backends.
+// hosts it is placed in, and its rule is its backends. What reaches it is a byte stream the
+// listener has already dealt with, so it serves it exactly as route.tcp does: Provision and
+// ServeStream are the embedded tcproute.Route's, and only the module ID is this package's.
 type Route struct {
-	log *zap.Logger
+	tcproute.Route
 }
 
 var (
@@ -27,18 +25,8 @@ var (
 	_ core.Provisioner = (*Route)(nil)
 )
 
-// CoxswainModule implements core.Module.
+// CoxswainModule implements core.Module. It shadows the embedded route.tcp's, which would
+// otherwise register this type under route.tcp's ID.
 func (*Route) CoxswainModule() core.ModuleInfo {
 	return core.ModuleInfo{ID: ModuleID, New: func() core.Module { return new(Route) }}
-}
-
-// Provision implements core.Provisioner.
-func (r *Route) Provision(bc *core.BuildContext) error {
-	r.log = bc.Log
-	return nil
-}
-
-// ServeStream implements core.StreamRoute.
-func (r *Route) ServeStream(ctx context.Context, s *core.Stream) {
-	tcproute.Serve(ctx, r.log, s)
 }

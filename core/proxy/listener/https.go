@@ -3,7 +3,6 @@ package listener
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -41,36 +40,27 @@ func (*HTTPS) CoxswainModule() core.ModuleInfo {
 
 // Check implements proxy.StreamListener: every server terminates TLS with at least one certificate.
 func (*HTTPS) Check(l *irv1.Listener) error {
-	if len(l.GetServers()) == 0 {
-		return errors.New("no servers")
-	}
-	for _, s := range l.GetServers() {
-		t := s.GetTls()
+	return checkTLSServers(l, func(host string, t *irv1.TLS) error {
 		switch {
-		case t == nil:
-			return fmt.Errorf("server %s has no TLS settings", quote(s.GetHostname()))
 		case t.GetMode() != irv1.TLS_TERMINATE:
-			return fmt.Errorf("server %s: TLS mode %s needs listener.tls", quote(s.GetHostname()), t.GetMode())
+			return fmt.Errorf("server %s: TLS mode %s needs listener.tls", host, t.GetMode())
 		case len(t.GetCertificates()) == 0:
-			return fmt.Errorf("server %s has no certificate", quote(s.GetHostname()))
+			return fmt.Errorf("server %s has no certificate", host)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // NewServer implements proxy.StreamListener.
 func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
-	cfg := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"h2", "http/1.1"},
-		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			ls := sc.State()
-			if ls == nil {
-				return nil, proxy.ErrNoCertificate
-			}
-			return ls.Certificate(hello)
-		},
-	}
+	cfg := terminateConfig(func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		ls := sc.State()
+		if ls == nil {
+			return nil, proxy.ErrNoCertificate
+		}
+		return ls.Certificate(hello)
+	})
+	cfg.NextProtos = []string{"h2", "http/1.1"}
 	var p http.Protocols
 	p.SetHTTP1(true)
 	p.SetHTTP2(true)
@@ -125,13 +115,7 @@ func (l *handshakeListener) run() {
 
 func (l *handshakeListener) handshake(c net.Conn) {
 	tc := tls.Server(c, l.cfg)
-	ctx := context.Background()
-	if l.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.timeout)
-		defer cancel()
-	}
-	if err := tc.HandshakeContext(ctx); err != nil {
+	if err := handshake(context.Background(), tc, l.timeout); err != nil {
 		l.log.Debug("TLS handshake failed", zap.Stringer("remote", c.RemoteAddr()), zap.Error(err))
 		_ = c.Close()
 		return

@@ -3,7 +3,6 @@ package listener
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -46,37 +45,27 @@ func (*TLS) RouteAPI() proxy.RouteAPI { return proxy.RouteAPIStream }
 // Check implements proxy.StreamListener: every server passes TLS through or terminates it with
 // at least one certificate.
 func (*TLS) Check(l *irv1.Listener) error {
-	if len(l.GetServers()) == 0 {
-		return errors.New("no servers")
-	}
-	for _, s := range l.GetServers() {
-		t := s.GetTls()
-		switch {
-		case t == nil:
-			return fmt.Errorf("server %s has no TLS settings", quote(s.GetHostname()))
-		case t.GetMode() == irv1.TLS_TERMINATE && len(t.GetCertificates()) == 0:
-			return fmt.Errorf("server %s terminates TLS without a certificate", quote(s.GetHostname()))
+	return checkTLSServers(l, func(host string, t *irv1.TLS) error {
+		if t.GetMode() == irv1.TLS_TERMINATE && len(t.GetCertificates()) == 0 {
+			return fmt.Errorf("server %s terminates TLS without a certificate", host)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // NewServer implements proxy.StreamListener.
 func (*TLS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	t := &tlsServer{sc: sc, timeout: proxy.Positive(sc.Limits.TLSHandshakeTimeout),
 		idle: proxy.Positive(sc.Limits.StreamIdleTimeout)}
-	t.terminate = &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// The route was chosen by this connection's SNI before the handshake; its server's
-		// certificates answer it (replayConn carries the choice).
-		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			rc, ok := hello.Conn.(*replayConn)
-			if !ok {
-				return nil, proxy.ErrNoCertificate
-			}
-			return rc.target.Certificate(hello)
-		},
-	}
+	// The route was chosen by this connection's SNI before the handshake; its server's
+	// certificates answer it (replayConn carries the choice).
+	t.terminate = terminateConfig(func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		rc, ok := hello.Conn.(*replayConn)
+		if !ok {
+			return nil, proxy.ErrNoCertificate
+		}
+		return rc.target.Certificate(hello)
+	})
 	t.srv = newStreamServer(sc, t.handle)
 	return t.srv
 }
@@ -109,13 +98,7 @@ func (t *tlsServer) handle(ctx context.Context, c net.Conn, ls *proxy.ListenerSt
 		s.Prefix = hello
 	case proxy.TLSTerminate:
 		tc := tls.Server(&replayConn{Conn: c, buf: hello, target: &target}, t.terminate)
-		hctx := ctx
-		if t.timeout > 0 {
-			var cancel context.CancelFunc
-			hctx, cancel = context.WithTimeout(ctx, t.timeout)
-			defer cancel()
-		}
-		if err := tc.HandshakeContext(hctx); err != nil {
+		if err := handshake(ctx, tc, t.timeout); err != nil {
 			t.srv.drop(c, "TLS handshake failed", err)
 			return
 		}
