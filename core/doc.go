@@ -10,7 +10,8 @@
 //	filter.http.*   HTTPRequestFilter, HTTPResponseFilter and/or HTTPMiddleware.
 //	filter.ext.*    the same, for ExtensionRef filters (filter.ext.<group>.<kind>).
 //	lb.*            Balancer: picks one endpoint of a cluster.
-//	translate.*     controller-side translators (see controller/translator); never loaded by a proxy.
+//	translate.*     controller-side translators (the contract is modules/translation); never
+//	                loaded by a proxy.
 //
 // Modules register themselves from init with RegisterModule. The binary's main calls Freeze once;
 // nothing registers after that. A snapshot names the modules it needs, and the proxy loads exactly

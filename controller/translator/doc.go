@@ -10,42 +10,21 @@
 // intersection, ReferenceGrant checks, backend resolution (Service → EndpointSlices → Cluster),
 // precedence tie-breaking and status assembly.
 //
-// What is specific to one route kind — its matches and filters — lives in a module in namespace
-// "translate.route" (modules/httproute/translate registers "translate.route.http"). Such a module
-// implements RouteKind:
-//
-//	GroupKind()  the resource, for allowedRoutes.kinds and supportedKinds
-//	Protocols()  the listener protocols it attaches to
-//	Routes(s)    its objects in the Store, each as a Route
-//
-// and each Route gives its metadata, parentRefs and hostnames, and Build(rc): the IR routes of its
-// rules for one attached listener, one Entry per match with a Precedence vector. Build runs once
-// with a zero listener to validate the route (so its problems are known before attachment
-// decides Accepted), then once per programmed listener the route attaches to.
+// What is specific to one route kind — its API resource, matches and rules — lives in a module
+// in namespace "translate.route" that implements translation.RouteKind (package
+// modules/translation, the contract: read its doc). What is specific to one filter type lives in
+// a "translate.filter" module (translation.FilterTranslator), and an ExtensionRef filter is the
+// filter.ext.<group>.<Kind> module's, configured with the referenced object's .spec (filters.go)
+// or what its optional "translate.filter.ext.*" resolver makes of it. This package implements
+// translation.RouteContext for them and never names a route kind or filter type itself: the
+// Store holds route and extension objects by GroupKind (Store.Objects).
 //
 // The core sorts the entries of a virtual host by Precedence (larger first, element-wise), then
 // by the spec's cross-route tie-breaks: oldest creationTimestamp, then "<namespace>/<name>",
 // then rule index, then match index.
 //
-// Build reports through the RouteContext:
-//
-//	Backend(field, ref, filters)  resolves a backendRef (Service → Cluster, ReferenceGrant);
-//	                              an unresolved one is an error backend (500 for its share) and
-//	                              ResolvedRefs=False with the spec's reason
-//	DropRule(rule, field, ...)    an invalid rule is left out: Accepted stays True with
-//	                              PartiallyInvalid "Dropped Rule ...", or turns False when no
-//	                              rule is left (the spec's "Drop Rule(s)" approach)
-//	FailRule(rule, field, ...)    the same status, but the rule stays and answers 500 (a filter
-//	                              that cannot run must not be skipped); the message says "it
-//	                              answers 500", or what an ErrorAnswerKind's clients see instead
-//	Unresolved(field, reason, ..) ResolvedRefs=False for some other reference
-//
-// Build must be deterministic, and whether a rule is valid must not depend on the listener (the
-// validation pass has none); only the values emitted may (a redirect's listener port, say).
-//
-// Adding a route kind therefore means one module and one slice in Store; no core pass changes.
-// The binary must import the module (cmd/coxswain does for HTTPRoute); a build without any
-// route kind is reported as a Problem, since every listener would be UnsupportedProtocol.
+// A build without any route kind is reported as a Problem, since every listener would be
+// UnsupportedProtocol.
 //
 // # Listeners
 //
@@ -62,11 +41,11 @@
 //
 // # Route kinds without matches
 //
-// TCPRoute, TLSRoute and UDPRoute implement ExclusiveKind: the oldest route of a virtual host
+// TCPRoute, TLSRoute and UDPRoute implement translation.ExclusiveKind: the oldest route of a virtual host
 // (a TCP or UDP listener, a TLS hostname) is the only one placed in the snapshot; the others
 // stay Accepted, count in attachedRoutes and get Conflicted=True (ShadowedByOlderRoute). They
-// implement ClusterKind too: their backendRefs resolve to TCP or UDP clusters of their own.
-// SingleRule builds their one entry.
+// implement translation.ClusterKind too: their backendRefs resolve to TCP or UDP clusters of their
+// own. translation.StreamKind is the whole of such a kind.
 //
 // # Determinism
 //

@@ -3,12 +3,20 @@
 //
 // # Namespaces
 //
-//	filter.http.<name>           a Gateway API filter type, written by the core translator:
-//	                             request_header_modifier, response_header_modifier,
-//	                             request_redirect, url_rewrite, request_mirror, cors, ...
-//	filter.ext.<group>.<kind>    an ExtensionRef filter: the default translator copies the
-//	                             referenced object's .spec into the module's config, so a third
-//	                             party writes only this module, no controller code.
+//	filter.http.<name>           a Gateway API filter type: request_header_modifier,
+//	                             response_header_modifier, request_redirect, url_rewrite, ...
+//	                             Its controller half is a translate.filter.<name> module in the
+//	                             package's translate/ subpackage (translation.FilterTranslator),
+//	                             which validates the Gateway API filter, builds the config and
+//	                             claims the filter's conformance features.
+//	filter.ext.<group>.<Kind>    an ExtensionRef filter. It implements core.ExtensionKind, naming
+//	                             the resource its ExtensionRefs refer to; the controller watches
+//	                             that resource and copies the referenced object's .spec into the
+//	                             module's config (checked with the module's strict decode and its
+//	                             optional core.ConfigChecker), so a third party writes only this
+//	                             module, no controller code. One that needs references resolved
+//	                             (Secrets, remote documents) adds a translate.filter.ext.<group>.<Kind>
+//	                             module (translation.ExtensionResolver) that runs in the controller.
 //
 // # What a filter module implements
 //
@@ -29,8 +37,8 @@
 // # Rules
 //
 //   - Config is decoded strictly: the module's exported fields are its JSON config, and an unknown
-//     field is an error. Config types live next to the module (config.go) because the translator
-//     imports them to build configs; they must not import Kubernetes, fx or anything heavy.
+//     field is an error. Config types live next to the module (config.go) because its translate/
+//     half imports them to build configs; they must not import Kubernetes, fx or anything heavy.
 //   - Provision compiles everything: canonical header names, parsed paths, regular expressions,
 //     precomputed values. Validate rejects what the proxy cannot do safely (a CR or LF in a header
 //     value, a status code outside the API's enum).
