@@ -42,7 +42,10 @@ const gatewayIP = "10.99.0.1"
 // shared by the API server, etcd, the controller and the go test binary.
 const waitFor = 30 * time.Second
 
-var registry = core.Freeze()
+var registry = func() *core.Registry {
+	registerTestModules() // before the registry is frozen: package-level vars initialize before init
+	return core.Freeze()
+}()
 
 func ctxFor(t testing.TB) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
