@@ -2,6 +2,7 @@ package translator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
@@ -157,5 +159,73 @@ func extStore() *Store {
 			Ports:       []discoveryv1.EndpointPort{{Port: &port}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 		}},
+	}
+}
+
+// signResolver is the controller half of the Sign filter: it replaces spec.keyRef (a Secret in
+// the route's namespace) by the key itself, so the proxy never reads the Secret.
+type signResolver struct{}
+
+func (signResolver) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "translate.filter.ext.example.com.Sign", New: func() core.Module { return signResolver{} }}
+}
+
+func (signResolver) Resolve(rc translation.ResolveContext, _ translation.Object, spec json.RawMessage) (json.RawMessage, error) {
+	var in struct {
+		Header string                           `json:"header"`
+		KeyRef struct{ Namespace, Name string } `json:"keyRef"`
+	}
+	if err := json.Unmarshal(spec, &in); err != nil {
+		return nil, err
+	}
+	sec, err := rc.Secret(in.KeyRef.Namespace, in.KeyRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(signFilter{Header: in.Header, Key: string(sec.Data["key"])})
+}
+
+func TestExtensionResolver(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		keyNS          string
+		grant          bool
+		config, reason string
+	}{
+		{name: "same namespace", keyNS: "db", config: `{"header":"x-sig","key":"s3cret"}`},
+		{name: "other namespace without a grant", keyNS: "keys", reason: "RefNotPermitted"},
+		{name: "other namespace with a grant", keyNS: "keys", grant: true, config: `{"header":"x-sig","key":"s3cret"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := extStore()
+			store.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: tc.keyNS, Name: "k"}, Data: map[string][]byte{"key": []byte("s3cret")}}}
+			if tc.grant {
+				store.ReferenceGrants = []*gwapiv1b1.ReferenceGrant{{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "g"},
+					Spec: gwapiv1b1.ReferenceGrantSpec{
+						From: []gwapiv1b1.ReferenceGrantFrom{{Group: "example.com", Kind: "Sign", Namespace: "db"}},
+						To:   []gwapiv1b1.ReferenceGrantTo{{Group: "", Kind: "Secret"}},
+					}}}
+			}
+			store.Add(schema.GroupKind{Group: "example.com", Kind: "Sign"},
+				signObject("s", map[string]any{"header": "x-sig", "keyRef": map[string]any{"namespace": tc.keyNS, "name": "k"}}))
+			route := &extRoute{filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
+				ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: "Sign", Name: "s"}}},
+				streamRoute: streamRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+					parents: []gwapiv1.ParentReference{{Name: "gw"}},
+					backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}}}}
+			store.Add(streamGVK.GroupKind(), route)
+			res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, signFilter{}, signResolver{})})
+			r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
+			resolved := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}].Parents[0].Conditions[1]
+			if tc.config != "" {
+				if len(r.Filters) != 1 || string(r.Filters[0].Json) != tc.config {
+					t.Errorf("filters %v, want config %s", r.Filters, tc.config)
+				}
+				return
+			}
+			if resolved.Reason != tc.reason || len(r.Filters) != 0 || r.Backends[0].Error == "" {
+				t.Errorf("ResolvedRefs %+v, filters %v, backends %v; want %s and an error answer", resolved, r.Filters, r.Backends, tc.reason)
+			}
+		})
 	}
 }
