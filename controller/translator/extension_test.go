@@ -103,7 +103,7 @@ func TestExtensionRef(t *testing.T) {
 		{name: "config check", filters: ref("Sign", "nokey"), reason: "UnsupportedValue", msg: "key is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := extStore()
+			store := tcpStore()
 			store.Add(schema.GroupKind{Group: "example.com", Kind: "Sign"},
 				signObject("good", map[string]any{"key": "k1", "header": "x-sig"}),
 				signObject("typo", map[string]any{"key": "k1", "hedaer": "x"}),
@@ -142,14 +142,16 @@ func TestExtensionRef(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// extStore is one Gateway with a TCP listener and a Service with one endpoint, in namespace db.
-func extStore() *Store {
+// tcpStore is one Gateway with a TCP listener on 5432 (and the listeners given) and a Service
+// with one endpoint, in namespace db.
+func tcpStore(more ...gwapiv1.Listener) *Store {
 	ready := true
 	port := int32(5432)
+	listeners := append([]gwapiv1.Listener{{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType}}, more...)
 	return &Store{
 		GatewayClasses: []*gwapiv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: gwapiv1.GatewayClassSpec{ControllerName: DefaultControllerName}}},
 		Gateways: []*gwapiv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "gw"}, Spec: gwapiv1.GatewaySpec{
-			GatewayClassName: "c", Listeners: []gwapiv1.Listener{{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType}},
+			GatewayClassName: "c", Listeners: listeners,
 		}}},
 		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5432}}}}},
@@ -197,7 +199,7 @@ func TestExtensionResolver(t *testing.T) {
 		{name: "other namespace with a grant", keyNS: "keys", grant: true, config: `{"header":"x-sig","key":"s3cret"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := extStore()
+			store := tcpStore()
 			store.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: tc.keyNS, Name: "k"}, Data: map[string][]byte{"key": []byte("s3cret")}}}
 			if tc.grant {
 				store.ReferenceGrants = []*gwapiv1b1.ReferenceGrant{{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "g"},

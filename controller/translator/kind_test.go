@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -68,25 +66,7 @@ func TestPluggableRouteKind(t *testing.T) {
 		parents:    []gwapiv1.ParentReference{{Name: "gw"}},
 		backend:    gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: &port}},
 	}
-	ready := true
-	store := &Store{
-		GatewayClasses: []*gwapiv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: gwapiv1.GatewayClassSpec{ControllerName: DefaultControllerName}}},
-		Gateways: []*gwapiv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "gw"}, Spec: gwapiv1.GatewaySpec{
-			GatewayClassName: "c",
-			Listeners: []gwapiv1.Listener{
-				{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType},
-				{Name: "http", Port: 80, Protocol: gwapiv1.HTTPProtocolType},
-			},
-		}}},
-		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5432}}}}},
-		EndpointSlices: []*discoveryv1.EndpointSlice{{
-			ObjectMeta:  metav1.ObjectMeta{Namespace: "db", Name: "pg-1", Labels: map[string]string{discoveryv1.LabelServiceName: "pg"}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Port: &port}},
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		}},
-	}
+	store := tcpStore(gwapiv1.Listener{Name: "http", Port: 80, Protocol: gwapiv1.HTTPProtocolType})
 	store.Add(streamGVK.GroupKind(), route)
 	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(streamKind{})})
 

@@ -30,12 +30,17 @@ func DefaultBackendObjectRef(b *gwapiv1.BackendObjectReference) {
 	}
 }
 
-// DefaultBackendRefs defaults each backendRef's reference and its weight (1).
+// DefaultBackendRef defaults a backendRef's reference and its weight (1).
+func DefaultBackendRef(ref *gwapiv1.BackendRef) {
+	DefaultBackendObjectRef(&ref.BackendObjectReference)
+	if ref.Weight == nil {
+		ref.Weight = ptr.To[int32](1)
+	}
+}
+
+// DefaultBackendRefs defaults each of refs (DefaultBackendRef).
 func DefaultBackendRefs(refs []gwapiv1.BackendRef) {
 	for i := range refs {
-		DefaultBackendObjectRef(&refs[i].BackendObjectReference)
-		if refs[i].Weight == nil {
-			refs[i].Weight = ptr.To[int32](1)
-		}
+		DefaultBackendRef(&refs[i])
 	}
 }

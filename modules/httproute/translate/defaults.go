@@ -25,12 +25,8 @@ func defaultRoute(r *gwapiv1.HTTPRoute) {
 		}
 		defaultFilters(rule.Filters)
 		for j := range rule.BackendRefs {
-			b := &rule.BackendRefs[j]
-			translation.DefaultBackendObjectRef(&b.BackendObjectReference)
-			if b.Weight == nil {
-				b.Weight = ptr.To[int32](1)
-			}
-			defaultFilters(b.Filters)
+			translation.DefaultBackendRef(&rule.BackendRefs[j].BackendRef)
+			defaultFilters(rule.BackendRefs[j].Filters)
 		}
 	}
 }
