@@ -38,6 +38,14 @@ func TestStockModules(t *testing.T) {
 		}
 	}
 	t.Logf("stock modules: %v", reg.IDs())
+	// Every stock ExtensionRef filter declares the resource the controller must watch for it.
+	exts, errs := reg.Extensions()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if len(exts) == 0 {
+		t.Error("no stock filter.ext.* module declares an ExtensionAPI")
+	}
 }
 
 // goList runs `go list` with args, or skips the test without a go tool.
