@@ -151,3 +151,13 @@ func BenchmarkNoMatch(b *testing.B) {
 func BenchmarkRewriteEscaped(b *testing.B) {
 	benchmark(b, Config{`^/files/(.*)$`, "/blob/$1"}, "/files/a%2Fb%20c")
 }
+
+// TestNoMatchDoesNotAllocate: a rule's requests that the pattern does not touch pay no
+// allocation, which is most of them on a shared rule.
+func TestNoMatchDoesNotAllocate(t *testing.T) {
+	f := newFilter(t, Config{`^/api/v(\d+)/(.*)$`, "/v$1/$2"})
+	r := httptest.NewRequest(http.MethodGet, "/static/app.js?v=3", nil)
+	if n := testing.AllocsPerRun(100, func() { f.FilterRequest(nil, r) }); n != 0 {
+		t.Errorf("FilterRequest on a path the pattern does not match: %v allocs, want 0", n)
+	}
+}
