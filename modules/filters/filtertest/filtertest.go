@@ -16,7 +16,9 @@ package filtertest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -78,8 +80,10 @@ type Exchange struct {
 type Harness struct {
 	// Addr is the proxy listener's "127.0.0.1:port"; URL is "http://" + Addr.
 	Addr, URL string
-	// Proxy is the engine, for tests that apply further snapshots.
-	Proxy *proxy.Proxy
+	// Proxy is the engine and BackendPort the recording backend's loopback port, for tests that
+	// apply further snapshots (see Snapshot).
+	Proxy       *proxy.Proxy
+	BackendPort uint32
 	// Client sends to the proxy; it does not follow redirects.
 	Client *http.Client
 
@@ -118,7 +122,8 @@ func start(t testing.TB, filters []*irv1.ModuleConfig, opts Options) (*Harness, 
 			t.Errorf("filtertest: closing the proxy: %v", err)
 		}
 	})
-	snap, err := Snapshot(filters, opts, backendPort(backend))
+	h.BackendPort = backendPort(backend)
+	snap, err := Snapshot(filters, opts, h.BackendPort)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +132,7 @@ func start(t testing.TB, filters []*irv1.ModuleConfig, opts Options) (*Harness, 
 	}
 	bound := p.Bound()
 	if len(bound) != 1 {
-		return nil, errBound(bound, p.Failed())
+		return nil, fmt.Errorf("want the one harness listener bound, got %v (failed: %v)", bound, p.Failed())
 	}
 	h.Proxy, h.Addr = p, bound[0].Address
 	h.URL = "http://" + h.Addr
@@ -220,7 +225,7 @@ func (h *Harness) drain() {
 }
 
 func backendPort(s *httptest.Server) uint32 {
-	_, port, _ := splitPort(s.Listener.Addr().String())
+	_, port, _ := net.SplitHostPort(s.Listener.Addr().String())
 	n, _ := strconv.Atoi(port)
 	return uint32(n)
 }

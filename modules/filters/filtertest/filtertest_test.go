@@ -111,3 +111,23 @@ func TestOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestReapply: a test can apply a changed snapshot to the running harness (a filter's state
+// across snapshots is tested this way) and keeps the same address.
+func TestReapply(t *testing.T) {
+	h := filtertest.Start(t, nil, filtertest.Options{})
+	if ex := h.Get(t, "/"); ex.Upstream == nil || ex.Upstream.Header.Get("X-V") != "" {
+		t.Fatalf("first snapshot: %+v", ex)
+	}
+	snap, err := filtertest.Snapshot(filters(core.MustConfig(headers.RequestModuleID,
+		headers.Config{Set: []headers.Header{{Name: "X-V", Value: "2"}}})), filtertest.Options{}, h.BackendPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Proxy.Apply(t.Context(), snap); err != nil {
+		t.Fatal(err)
+	}
+	if ex := h.Get(t, "/"); ex.Upstream == nil || ex.Upstream.Header.Get("X-V") != "2" {
+		t.Errorf("second snapshot: the backend saw %+v, want X-V: 2", ex.Upstream)
+	}
+}

@@ -2,11 +2,9 @@ package filtertest
 
 import (
 	"fmt"
-	"net"
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
-	"github.com/coxswain-labs/coxswain/core/proxy"
 	"github.com/coxswain-labs/coxswain/modules/httproute"
 )
 
@@ -48,12 +46,4 @@ func Snapshot(filters []*irv1.ModuleConfig, opts Options, backendPort uint32) (*
 		return nil, fmt.Errorf("sealing the snapshot: %w", err)
 	}
 	return snap, nil
-}
-
-func splitPort(hostPort string) (host, port string, err error) {
-	return net.SplitHostPort(hostPort)
-}
-
-func errBound(bound []proxy.BoundListener, failed []proxy.ListenerFailure) error {
-	return fmt.Errorf("want the one harness listener bound, got %v (failed: %v)", bound, failed)
 }
