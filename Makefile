@@ -28,7 +28,7 @@ all: build
 
 help:
 	@echo "make build       build bin/coxswain"
-	@echo "make test        what CI runs: build, vet, lint, integration env, go test -race ./..., conformance"
+	@echo "make test        what CI runs: generate-check, build, vet, lint, integration env, go test -race ./..., examples, conformance"
 	@echo "make conformance the upstream Gateway API conformance suite against the whole stack"
 	@echo "make conformance-report  the same, publishing its report to conformance/reports/"
 	@echo "make quickstart  run the quickstart (echo backends + coxswain serve -f examples/quickstart)"
@@ -41,14 +41,22 @@ build:
 
 # The one test command (README, CI). It installs what it needs: the pinned linter into .tools/bin,
 # and the integration env's kube-apiserver + etcd into .cache/k8s-bin (reused when up to date).
-# It ends with the conformance suite (see `conformance` below); its report stays in .cache/.
+# It first checks the controller-gen outputs are fresh (generate-check), runs the custom-filter
+# example's own tests after the main module's, and ends with the conformance suite (see
+# `conformance` below); its report stays in .cache/.
 test: test-deps generate-check $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 	$(GO) build ./...
 	$(GO) vet ./...
 	$(TOOLS)/golangci-lint run ./...
 	bash test/integration/env/build.sh
 	$(GO) test -race -count=1 ./...
+	$(MAKE) test-examples
 	bash test/conformance/run.sh
+
+# The custom-filter example is its own Go module, so ./... above does not reach it.
+.PHONY: test-examples
+test-examples:
+	cd examples/custom-filter && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 ./...
 
 # Debian packages the tests use: iproute2 (`ip`) sets up the integration tests' private network
 # namespace. Installed only when missing (CI runs as root).
