@@ -12,6 +12,7 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 GOLANGCI_LINT_VERSION := v2.15.0
+CONTROLLER_GEN_VERSION := v0.23.0
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -21,32 +22,41 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 QUICKSTART_ECHO_ADDRS := app-v1=127.0.0.1:9001,app-v2=127.0.0.1:9002,web=127.0.0.1:9003
 QUICKSTART_ADMIN := 127.0.0.1:9901
 
-.PHONY: all build test test-deps vet lint generate tools quickstart integration-env clean help
+.PHONY: all build test test-deps vet lint generate generate-proto generate-k8s generate-check tools quickstart integration-env clean help
 
 all: build
 
 help:
 	@echo "make build       build bin/coxswain"
-	@echo "make test        what CI runs: build, vet, lint, integration env, go test -race ./..., conformance"
+	@echo "make test        what CI runs: generate-check, build, vet, lint, integration env, go test -race ./..., examples, conformance"
 	@echo "make conformance the upstream Gateway API conformance suite against the whole stack"
 	@echo "make conformance-report  the same, publishing its report to conformance/reports/"
 	@echo "make quickstart  run the quickstart (echo backends + coxswain serve -f examples/quickstart)"
 	@echo "make lint        golangci-lint $(GOLANGCI_LINT_VERSION)"
-	@echo "make generate    regenerate the snapshot IR protobuf code with buf"
+	@echo "make generate    regenerate the snapshot IR protobuf code (buf), the API types' deepcopy and the CRDs (controller-gen)"
+	@echo "make generate-check  fail when the controller-gen outputs in the tree are stale (part of make test)"
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/coxswain ./cmd/coxswain
 
 # The one test command (README, CI). It installs what it needs: the pinned linter into .tools/bin,
 # and the integration env's kube-apiserver + etcd into .cache/k8s-bin (reused when up to date).
-# It ends with the conformance suite (see `conformance` below); its report stays in .cache/.
-test: test-deps $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# It first checks the controller-gen outputs are fresh (generate-check), runs the custom-filter
+# example's own tests after the main module's, and ends with the conformance suite (see
+# `conformance` below); its report stays in .cache/.
+test: test-deps generate-check $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 	$(GO) build ./...
 	$(GO) vet ./...
 	$(TOOLS)/golangci-lint run ./...
 	bash test/integration/env/build.sh
 	$(GO) test -race -count=1 ./...
+	$(MAKE) test-examples
 	bash test/conformance/run.sh
+
+# The custom-filter example is its own Go module, so ./... above does not reach it.
+.PHONY: test-examples
+test-examples:
+	cd examples/custom-filter && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 ./...
 
 # Debian packages the tests use: iproute2 (`ip`) sets up the integration tests' private network
 # namespace. Installed only when missing (CI runs as root).
@@ -62,15 +72,47 @@ lint: $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 integration-env:
 	bash test/integration/env/build.sh
 
-generate: $(TOOLS)/buf-$(BUF_VERSION) $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
+generate: generate-proto generate-k8s
+
+generate-proto: $(TOOLS)/buf-$(BUF_VERSION) $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
 	PATH="$(TOOLS):$$PATH" $(TOOLS)/buf generate
 
+# Kubernetes API types -> deepcopy code and CRDs, with controller-gen: Coxswain's own
+# gateway.coxswain-labs.dev group (modules/api -> deploy/crds) and the third-party example's
+# (its own Go module, examples/custom-filter). Old CRDs are removed first, so a deleted kind's
+# file does not linger.
+K8S_GENERATED := ':(glob)**/zz_generated.deepcopy.go' 'deploy/crds/gateway.coxswain-labs.dev_*.yaml' \
+	'examples/custom-filter/crds'
+generate-k8s: $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
+	rm -f deploy/crds/gateway.coxswain-labs.dev_*.yaml examples/custom-filter/crds/*.yaml
+	$(TOOLS)/controller-gen object paths=./modules/api/...
+	$(TOOLS)/controller-gen crd paths=./modules/api/... output:crd:artifacts:config=deploy/crds
+	cd examples/custom-filter && GOFLAGS=-mod=mod $(TOOLS)/controller-gen object crd \
+		paths=./api/... output:crd:artifacts:config=crds
+
+# Regenerates the controller-gen outputs into the tree and fails if that changed anything, so a
+# type edited without `make generate` cannot pass CI (which runs on a clean checkout; locally,
+# commit or stash your own edits to generated files first).
+generate-check: generate-k8s
+	@if ! git diff --quiet -- $(K8S_GENERATED) || \
+		[ -n "$$(git ls-files --others --exclude-standard -- $(K8S_GENERATED))" ]; then \
+		echo "generate-check: the deepcopy code or CRDs are stale; run 'make generate' and commit:" >&2; \
+		git status --short -- $(K8S_GENERATED) >&2; \
+		git --no-pager diff --stat -- $(K8S_GENERATED) >&2; \
+		exit 1; \
+	fi
+
 tools: $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/buf-$(BUF_VERSION) \
-	$(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
+	$(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) \
+	$(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 # Each tool has a version stamp next to it, so bumping a pin reinstalls it.
 $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION):
 	GOBIN=$(TOOLS) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	touch $@
+
+$(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION):
+	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	touch $@
 
 $(TOOLS)/buf-$(BUF_VERSION):

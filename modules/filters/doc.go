@@ -47,6 +47,14 @@
 //     benchmarks with b.ReportAllocs to keep it honest.
 //   - A filter never reads global state and never logs per request.
 //
+// # Testing a filter
+//
+// filtertest runs filter modules against real requests through the real engine: one HTTP
+// listener on loopback, one route whose filters are the given ModuleConfigs (loaded exactly as a
+// snapshot's would be), and a real backend that records what it received. A module's tests,
+// in this tree or in a third party's own Go module (examples/custom-filter), use it to check
+// what reaches the backend, not just what the filter did to an *http.Request.
+//
 // pathmod is not a module: it is Gateway API's HTTPPathModifier (ReplaceFullPath,
 // ReplacePrefixMatch) and the element-wise PathPrefix rule, shared by redirect, rewrite and the
 // route.http matcher so that a rewrite replaces exactly the prefix its route matched.

@@ -16,6 +16,7 @@ const bundle = "github.com/coxswain-labs/coxswain/modules/standard"
 func TestStockModules(t *testing.T) {
 	reg := core.Freeze()
 	for _, id := range []core.ModuleID{
+		"filter.ext.gateway.coxswain-labs.dev.PathRewriteRegex",
 		"filter.http.request_header_modifier",
 		"filter.http.request_redirect",
 		"filter.http.response_header_modifier",
@@ -37,6 +38,14 @@ func TestStockModules(t *testing.T) {
 		}
 	}
 	t.Logf("stock modules: %v", reg.IDs())
+	// Every stock ExtensionRef filter declares the resource the controller must watch for it.
+	exts, errs := reg.Extensions()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if len(exts) == 0 {
+		t.Error("no stock filter.ext.* module declares an ExtensionAPI")
+	}
 }
 
 // goList runs `go list` with args, or skips the test without a go tool.

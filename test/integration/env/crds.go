@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +49,44 @@ func installGatewayAPI(ctx context.Context, cfg *rest.Config, dyn dynamic.Interf
 	if err != nil {
 		return nil, err
 	}
+	return install(ctx, cfg, dyn, objs, dir)
+}
+
+// coxswainCRDGlob matches the CRDs of Coxswain's own API group that `make
+// generate` writes into deploy/crds (the Gateway API's CRDs there are
+// installed from the Go module instead, so the two sources cannot differ).
+const coxswainCRDGlob = "deploy/crds/gateway.coxswain-labs.dev_*.yaml"
+
+// coxswainCRDFiles are the gateway.coxswain-labs.dev CRD files under repo.
+func coxswainCRDFiles(repo string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(repo, coxswainCRDGlob))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no %s under %s (run make generate)", coxswainCRDGlob, repo)
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// installFiles server-side applies every object of the given manifest files, in
+// order, and waits until the CRDs among them are served.
+func installFiles(ctx context.Context, cfg *rest.Config, dyn dynamic.Interface, files []string) ([]string, error) {
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		got, err := decodeFile(f)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, got...)
+	}
+	return install(ctx, cfg, dyn, objs, strings.Join(files, ", "))
+}
+
+// install server-side applies objs and returns the sorted names of the CRDs
+// among them once all are served. from names the source in errors.
+func install(ctx context.Context, cfg *rest.Config, dyn dynamic.Interface, objs []*unstructured.Unstructured, from string) ([]string, error) {
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
@@ -59,8 +99,11 @@ func installGatewayAPI(ctx context.Context, cfg *rest.Config, dyn dynamic.Interf
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
-		_, err = dyn.Resource(m.Resource).Apply(ctx, obj.GetName(), obj,
-			metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		var res dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			res = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+		}
+		_, err = res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		if err != nil {
 			return nil, fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
@@ -69,10 +112,37 @@ func installGatewayAPI(ctx context.Context, cfg *rest.Config, dyn dynamic.Interf
 		}
 	}
 	if len(crds) == 0 {
-		return nil, fmt.Errorf("no CustomResourceDefinition in %s", dir)
+		return nil, fmt.Errorf("no CustomResourceDefinition in %s", from)
 	}
 	slices.Sort(crds)
 	return crds, waitServed(ctx, dyn, disc, crds)
+}
+
+// InstallCRDs server-side applies the manifests in files (CRDs, and whatever
+// cluster-scoped or namespaced objects come with them), waits until the CRDs
+// are served, adds their names to e.CRDs and returns them. A relative path is
+// relative to the repository root, so a test installs the custom-filter
+// example's CRD with
+//
+//	e.InstallCRDs(t, "examples/custom-filter/crds/hmacsign.example.com_hmacsignatures.yaml")
+func (e *Env) InstallCRDs(t testing.TB, files ...string) []string {
+	t.Helper()
+	abs := make([]string, len(files))
+	for i, f := range files {
+		abs[i] = f
+		if !filepath.IsAbs(f) {
+			abs[i] = filepath.Join(e.Repo, f)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	crds, err := installFiles(ctx, e.Config, e.Dynamic, abs)
+	if err != nil {
+		t.Fatalf("integration env: installing %v: %v", files, err)
+	}
+	e.CRDs = append(e.CRDs, crds...)
+	slices.Sort(e.CRDs)
+	return crds
 }
 
 // crdDir is config/crd/<channel> of the gateway-api module the main module

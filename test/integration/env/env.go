@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,8 @@ const (
 // runs several builds and tests at once, so envtest's 20 s default is tight.
 const startTimeout = 90 * time.Second
 
-// Env is a running etcd + kube-apiserver with the Gateway API CRDs installed.
+// Env is a running etcd + kube-apiserver with the Gateway API CRDs and
+// Coxswain's own (deploy/crds/gateway.coxswain-labs.dev_*.yaml) installed.
 // It is stopped by the test's Cleanup.
 type Env struct {
 	// Config talks to the API server as a system:masters user.
@@ -44,8 +46,11 @@ type Env struct {
 	Dynamic    dynamic.Interface
 	// BinDir holds the binaries build.sh produced.
 	BinDir string
-	// CRDs are the names of the CustomResourceDefinitions Start installed.
+	// CRDs are the names of the CustomResourceDefinitions installed: by Start
+	// (Gateway API's and gateway.coxswain-labs.dev's), then by InstallCRDs.
 	CRDs []string
+	// Repo is the repository root, which InstallCRDs resolves relative paths in.
+	Repo string
 }
 
 type options struct {
@@ -117,13 +122,28 @@ func Start(t testing.TB, opts ...Option) *Env {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	crdStart := time.Now()
+	e.Repo = paths.repo
 	e.CRDs, err = installGatewayAPI(ctx, cfg, e.Dynamic, o.channel)
 	if err != nil {
 		t.Fatalf("integration env: installing Gateway API CRDs: %v", err)
 	}
-	t.Logf("integration env: %d Gateway API %s CRDs established in %s (total %s)", len(e.CRDs), o.channel,
-		time.Since(crdStart).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	own, err := installCoxswainCRDs(ctx, cfg, e.Dynamic, paths.repo)
+	if err != nil {
+		t.Fatalf("integration env: installing gateway.coxswain-labs.dev CRDs: %v", err)
+	}
+	t.Logf("integration env: %d Gateway API %s CRDs and %d gateway.coxswain-labs.dev CRDs established in %s (total %s)",
+		len(e.CRDs), o.channel, len(own), time.Since(crdStart).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	e.CRDs = append(e.CRDs, own...)
+	slices.Sort(e.CRDs)
 	return e
+}
+
+func installCoxswainCRDs(ctx context.Context, cfg *rest.Config, dyn dynamic.Interface, repo string) ([]string, error) {
+	files, err := coxswainCRDFiles(repo)
+	if err != nil {
+		return nil, err
+	}
+	return installFiles(ctx, cfg, dyn, files)
 }
 
 // WriteKubeConfig writes KubeConfig to a file in the test's temp dir and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // These tests need no control plane: they cover the parts of Start that run
@@ -86,5 +88,33 @@ func TestLocate(t *testing.T) {
 	t.Setenv(EnvBinDir, "/elsewhere")
 	if p, _ := locate(); p.binDir != "/elsewhere" {
 		t.Errorf("binDir with %s set = %q", EnvBinDir, p.binDir)
+	}
+}
+
+// TestCoxswainCRDFiles: Start finds the generated gateway.coxswain-labs.dev
+// CRDs, and they decode as CRDs of that group.
+func TestCoxswainCRDFiles(t *testing.T) {
+	p, err := locate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := coxswainCRDFiles(p.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		objs, err := decodeFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+			if o.GetKind() != "CustomResourceDefinition" || group != "gateway.coxswain-labs.dev" {
+				t.Errorf("%s: %s %s of group %q, want only gateway.coxswain-labs.dev CRDs", f, o.GetKind(), o.GetName(), group)
+			}
+		}
+	}
+	if _, err := coxswainCRDFiles(t.TempDir()); err == nil {
+		t.Error("coxswainCRDFiles found CRDs in an empty directory")
 	}
 }
