@@ -214,3 +214,40 @@ func TestExamplesAddresses(t *testing.T) {
 		t.Errorf("/status problems: %+v", st.Report.Problems)
 	}
 }
+
+// TestExamplesFilters serves examples/filters: an ExtensionRef to a stock filter.ext module
+// rewrites the path, one whose object is invalid or whose kind no module handles answers 500
+// with ResolvedRefs=False, and the route's other rules keep serving.
+func TestExamplesFilters(t *testing.T) {
+	port := freePort(t)
+	s := startServe(t, exampleFiles(t, "filters", map[string]int{"port: 8090": port, "port: 9331": startBackend(t, "app").port}))
+	get := func(path string) (*result, error) {
+		return do(context.Background(), noRedirect, request{url: fmt.Sprintf("http://127.0.0.1:%d%s", port, path)})
+	}
+	eventually(t, 10*time.Second, "/legacy rewritten by PathRewriteRegex", func() error {
+		res, err := get("/legacy/users/7?x=1")
+		if err != nil {
+			return err
+		}
+		if res.code != 200 || res.echo == nil || res.echo.Path != "/v2/users/7" || res.echo.Query != "x=1" {
+			return fmt.Errorf("got %d %s", res.code, res.body)
+		}
+		return nil
+	})
+	for path, want := range map[string]int{"/broken/x": 500, "/teleport/x": 500, "/plain": 200} {
+		res, err := get(path)
+		if err != nil || res.code != want {
+			t.Errorf("GET %s: %v %+v, want %d", path, err, res, want)
+		}
+	}
+	var problems []string
+	for _, p := range s.status().Report.Problems {
+		problems = append(problems, p.Object+" "+p.Field+" "+p.Reason)
+	}
+	slices.Sort(problems)
+	want := []string{"HTTPRoute default/app spec.rules[1].filters[0].extensionRef UnsupportedValue",
+		"HTTPRoute default/app spec.rules[2].filters[0].extensionRef InvalidKind"}
+	if !slices.Equal(problems, want) {
+		t.Errorf("problems %v, want %v", problems, want)
+	}
+}

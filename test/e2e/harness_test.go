@@ -212,6 +212,7 @@ type status struct {
 		Problems []struct {
 			Source string `json:"source"`
 			Object string `json:"object"`
+			Field  string `json:"field"`
 			Reason string `json:"reason"`
 		} `json:"problems"`
 		LoadErrors []struct {

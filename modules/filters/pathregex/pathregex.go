@@ -26,6 +26,7 @@ var (
 	_ core.HTTPRequestFilter = (*PathRewriteRegex)(nil)
 	_ core.Provisioner       = (*PathRewriteRegex)(nil)
 	_ core.Validator         = (*PathRewriteRegex)(nil)
+	_ core.ConfigChecker     = (*PathRewriteRegex)(nil)
 )
 
 // API is the resource behind this module's ExtensionRefs.
@@ -58,6 +59,18 @@ func (f *PathRewriteRegex) Provision(_ *core.BuildContext) error {
 		return fmt.Errorf("pattern %q: %w", f.Pattern, err)
 	}
 	f.re = re
+	return nil
+}
+
+// CheckConfig implements core.ConfigChecker: the controller reports a pattern that does not
+// compile (or is empty) in the route's status before any proxy loads it.
+func (f *PathRewriteRegex) CheckConfig() error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	if _, err := regexp.Compile(f.Pattern); err != nil {
+		return fmt.Errorf("pattern %q: %w", f.Pattern, err)
+	}
 	return nil
 }
 
