@@ -2,11 +2,12 @@ package standalone
 
 import (
 	"context"
-	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 
 	corev1 "k8s.io/api/core/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"

@@ -1,9 +1,10 @@
 package translator
 
 import (
-	"github.com/coxswain-labs/coxswain/modules/translation"
 	"testing"
 	"time"
+
+	"github.com/coxswain-labs/coxswain/modules/translation"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -115,7 +116,8 @@ func (t *session) extensionFilter(key RouteKey, ref gwapiv1.LocalObjectReference
 	}
 	if res, ok := t.resolver(id); ok {
 		if spec, err = res.Resolve(&resolveContext{t: t, namespace: key.Namespace, from: schema.GroupKind{Group: group, Kind: kind}}, obj, spec); err != nil {
-			if f, ok := err.(*translation.Failure); ok {
+			var f *translation.Failure
+			if errors.As(err, &f) {
 				return nil, &translation.Failure{Field: field, Reason: f.Reason, Unresolved: true, Message: what + ": " + f.Message}
 			}
 			return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "%v", err)

@@ -59,7 +59,7 @@ func (Kind) CoxswainModule() core.ModuleInfo {
 
 // API is gateway.networking.k8s.io/v1 GRPCRoute.
 func (Kind) API() translation.RouteAPI {
-	return translation.NewAPI(gwapiv1.SchemeGroupVersion.WithKind("GRPCRoute"), "grpcroutes", gwapiv1.Install,
+	return translation.NewAPI(schema.GroupVersionKind{Group: gwapiv1.GroupName, Version: "v1", Kind: "GRPCRoute"}, "grpcroutes", gwapiv1.Install,
 		func(r *gwapiv1.GRPCRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, defaultRoute)
 }
 

@@ -20,6 +20,7 @@
 package translate
 
 import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/core"
@@ -43,7 +44,7 @@ func (Kind) CoxswainModule() core.ModuleInfo {
 
 // API is gateway.networking.k8s.io/v1 HTTPRoute; files may also say v1beta1, the same schema.
 func (Kind) API() translation.RouteAPI {
-	api := translation.NewAPI(gwapiv1.SchemeGroupVersion.WithKind("HTTPRoute"), "httproutes", gwapiv1.Install,
+	api := translation.NewAPI(schema.GroupVersionKind{Group: gwapiv1.GroupName, Version: "v1", Kind: "HTTPRoute"}, "httproutes", gwapiv1.Install,
 		func(r *gwapiv1.HTTPRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, defaultRoute)
 	api.ReadVersions = []string{"v1beta1"}
 	return api

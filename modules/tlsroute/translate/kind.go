@@ -11,6 +11,7 @@
 package translate
 
 import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
@@ -55,7 +56,7 @@ var Kind = translation.StreamKind[*gwapiv1.TLSRoute]{
 // api is gateway.networking.k8s.io/v1 TLSRoute; files may use the older versions, whose schema is v1's
 // (v1alpha2 allowed more rules, which the translator reports as dropped).
 func api() translation.RouteAPI {
-	a := translation.NewAPI[gwapiv1.TLSRoute](gwapiv1.SchemeGroupVersion.WithKind("TLSRoute"), "tlsroutes", gwapiv1.Install,
+	a := translation.NewAPI[gwapiv1.TLSRoute](schema.GroupVersionKind{Group: gwapiv1.GroupName, Version: "v1", Kind: "TLSRoute"}, "tlsroutes", gwapiv1.Install,
 		func(r *gwapiv1.TLSRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, nil)
 	a.ReadVersions = []string{"v1alpha2", "v1alpha3"}
 	return a

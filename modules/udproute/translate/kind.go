@@ -9,6 +9,7 @@
 package translate
 
 import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfeatures "sigs.k8s.io/gateway-api/pkg/features"
 
@@ -43,7 +44,7 @@ var Kind = translation.StreamKind[*gwapiv1.UDPRoute]{
 // api is gateway.networking.k8s.io/v1 UDPRoute; files may use the older versions, whose schema is v1's
 // (v1alpha2 allowed more rules, which the translator reports as dropped).
 func api() translation.RouteAPI {
-	a := translation.NewAPI[gwapiv1.UDPRoute](gwapiv1.SchemeGroupVersion.WithKind("UDPRoute"), "udproutes", gwapiv1.Install,
+	a := translation.NewAPI[gwapiv1.UDPRoute](schema.GroupVersionKind{Group: gwapiv1.GroupName, Version: "v1", Kind: "UDPRoute"}, "udproutes", gwapiv1.Install,
 		func(r *gwapiv1.UDPRoute) *gwapiv1.RouteStatus { return &r.Status.RouteStatus }, nil)
 	a.ReadVersions = []string{"v1alpha2"}
 	return a
