@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coxswain-labs/coxswain/cmd/coxswaincmd"
+	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/core"
 )
 
 func runWith(args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
-	code = run(args, &env{reg: core.Freeze(), stdout: &out, stderr: &errb})
+	code = coxswaincmd.Run(args, &proxycmd.Env{Reg: core.Freeze(), Stdout: &out, Stderr: &errb})
 	return out.String(), errb.String(), code
 }
 
