@@ -17,6 +17,7 @@ import (
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/core"
 )
 
 // controllerConfig is the parsed command line of `coxswain controller`.
@@ -160,11 +161,11 @@ func newKubeClients(cc *controllerConfig) (kubeClients, error) {
 	return kubeClients{kube: kube, gateway: gw}, nil
 }
 
-func newController(cc *controllerConfig, e *proxycmd.Env, log *zap.Logger, kc kubeClients, dp *dataPlane) (*controller.Controller, error) {
+func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc kubeClients, dp *dataPlane) (*controller.Controller, error) {
 	le := cc.le
 	le.Disabled = !cc.leaderElect
 	return controller.New(controller.Options{
-		Log: log.Named("controller"), Kube: kc.kube, Gateway: kc.gateway, Registry: e.Reg,
+		Log: log.Named("controller"), Kube: kc.kube, Gateway: kc.gateway, Registry: reg,
 		NewPublisher:   dp.NewPublisher,
 		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,

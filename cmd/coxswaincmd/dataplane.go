@@ -16,6 +16,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
+	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/admin"
 	"github.com/coxswain-labs/coxswain/core/discovery/svid"
 )
@@ -78,11 +79,11 @@ func (dp *dataPlane) NewPublisher(ctx context.Context, report controller.Reporte
 	return dp.discovery.NewPublisher(ctx, report)
 }
 
-func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, e *proxycmd.Env, log *zap.Logger, kc kubeClients,
+func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc kubeClients,
 	metrics *prometheus.Registry) *dataPlane {
 	d := &cc.dataPlane
 	if d.inProcess {
-		return &dataPlane{inProcess: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: e.Reg, Limits: cc.proxy.Limits()})}
+		return &dataPlane{inProcess: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: cc.proxy.Limits()})}
 	}
 	dp := &dataPlane{}
 	lc.Append(fx.Hook{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller/standalone"
+	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/proxy/agent"
 )
 
@@ -71,9 +72,9 @@ func serve(args []string, e *proxycmd.Env) int {
 
 // newRunner is the standalone runner: the Store, the translator and the file watcher, applying
 // to the proxy engine.
-func newRunner(sc *serveConfig, e *proxycmd.Env, log *zap.Logger, eng agent.Engine) *standalone.Runner {
+func newRunner(sc *serveConfig, reg *core.Registry, log *zap.Logger, eng agent.Engine) *standalone.Runner {
 	opts := sc.config.translateOptions()
-	opts.Registry = e.Reg
+	opts.Registry = reg
 	return standalone.NewRunner(standalone.Options{
 		Path: sc.config.path, Log: log.Named("standalone"), Engine: eng, Translate: opts, Debounce: sc.debounce,
 	})

@@ -43,9 +43,42 @@ func LoggerModule(w io.Writer) fx.Option {
 		fx.WithLogger(func(log *zap.Logger) fxevent.Logger {
 			l := &fxevent.ZapLogger{Logger: log.Named("fx")}
 			l.UseLogLevel(zapcore.DebugLevel)
-			return l
+			return lifecycleEvents{l}
 		}),
 	)
+}
+
+// lifecycleEvents passes on fx's lifecycle events (hooks run, started, stopped) and every error,
+// and drops the wiring events (each provide, supply and invoke, with a stack trace): those are
+// dozens of lines per start that say how the graph was built, not what the process does.
+type lifecycleEvents struct{ next fxevent.Logger }
+
+func (l lifecycleEvents) LogEvent(ev fxevent.Event) {
+	switch e := ev.(type) {
+	case *fxevent.Provided:
+		if e.Err == nil {
+			return
+		}
+	case *fxevent.Supplied:
+		if e.Err == nil {
+			return
+		}
+	case *fxevent.Invoked:
+		if e.Err == nil {
+			return
+		}
+	case *fxevent.Run:
+		if e.Err == nil {
+			return
+		}
+	case *fxevent.Started:
+		if e.Err != nil {
+			return // RunApp logs it, under the command's name
+		}
+	case *fxevent.Invoking, *fxevent.BeforeRun, *fxevent.LoggerInitialized:
+		return
+	}
+	l.next.LogEvent(ev)
 }
 
 // MetricsModule is the process's Prometheus registry (Go runtime and process collectors
