@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,16 +18,16 @@ func needGo(t *testing.T) {
 	}
 }
 
-// TestNoKubernetesInClosure: the proxy-only binary links no Kubernetes, client-go or Gateway API
-// package.
+// TestNoKubernetesInClosure: the proxy-only binary, and package proxycmd that any proxy-only
+// distribution is built on, link no Kubernetes, client-go or Gateway API package.
 func TestNoKubernetesInClosure(t *testing.T) {
 	needGo(t)
-	out, err := exec.Command("go", "list", "-deps", self).Output()
+	out, err := exec.Command("go", "list", "-deps", self, "github.com/coxswain-labs/coxswain/cmd/proxycmd").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	if len(deps) < 50 || !contains(deps, "github.com/coxswain-labs/coxswain/core/proxy") {
+	if len(deps) < 50 || !slices.Contains(deps, "github.com/coxswain-labs/coxswain/core/proxy") {
 		t.Fatalf("go list -deps looks wrong (%d packages)", len(deps))
 	}
 	for _, d := range deps {
@@ -34,15 +35,6 @@ func TestNoKubernetesInClosure(t *testing.T) {
 			t.Errorf("the proxy-only closure holds %s", d)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestBinary builds the binary and runs its list-modules and version.
@@ -57,7 +49,7 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("list-modules: %v", err)
 	}
 	mods := strings.Fields(string(out))
-	if !contains(mods, "route.http") || !contains(mods, "listener.tls") {
+	if !slices.Contains(mods, "route.http") || !slices.Contains(mods, "listener.tls") {
 		t.Errorf("list-modules = %v, want the stock proxy modules", mods)
 	}
 	for _, m := range mods {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/samber/lo"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -107,10 +108,7 @@ func StopTimeout(drain time.Duration) fx.Option {
 }
 
 func newAgent(pc *proxyConfig, log *zap.Logger, reg *core.Registry, eng agent.Engine, metrics *prometheus.Registry) (*agent.Agent, error) {
-	var mods []string
-	for _, id := range reg.IDs() {
-		mods = append(mods, string(id))
-	}
+	mods := lo.Map(reg.IDs(), func(id core.ModuleID, _ int) string { return string(id) })
 	v, _ := BuildVersion()
 	log.Info("coxswain proxy starting", zap.String("node", pc.node), zap.Strings("discovery", pc.discovery),
 		zap.String("gateway", pc.gateway), zap.Int("modules", len(mods)))
