@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	b := &builder{opts: opts, dir: dir, stderr: stderr}
 	if opts.offline {
 		// Everything must come from the module cache; the checksums from the seeded go.sum.
-		b.env = append(b.env, "GOPROXY=off", "GOFLAGS=-mod=mod")
+		b.env = append(b.env, "GOPROXY=off")
 	}
 	if opts.keep {
 		b.progress("keeping %s", dir)
