@@ -43,6 +43,12 @@ func (b *builder) build(ctx context.Context) error {
 	if err := b.writeGoMod(); err != nil {
 		return err
 	}
+	if !isDir(b.opts.coxswain) {
+		b.progress("go get %s@%s", coxswainModule, b.opts.coxswain)
+		if _, err := b.goCmd(ctx, b.dir, "get", coxswainModule+"@"+b.opts.coxswain); err != nil {
+			return fmt.Errorf("--coxswain %s: not a coxswain version that resolves: %w", b.opts.coxswain, err)
+		}
+	}
 	for _, w := range b.opts.with {
 		if err := b.resolve(ctx, w); err != nil {
 			return err
@@ -80,7 +86,7 @@ func (b *builder) progress(format string, args ...any) {
 func (b *builder) writeGoMod() error {
 	var req, repl strings.Builder
 	cox := b.opts.coxswain
-	if st, err := os.Stat(cox); err == nil && st.IsDir() {
+	if isDir(cox) {
 		abs, err := filepath.Abs(cox)
 		if err != nil {
 			return err
@@ -108,6 +114,11 @@ func (b *builder) writeGoMod() error {
 	}
 	gomod := fmt.Sprintf("module coxswain.local/distribution\n\ngo %s\n\nrequire (\n%s)\n\n%s", goVersion(), req.String(), repl.String())
 	return os.WriteFile(filepath.Join(b.dir, "go.mod"), []byte(gomod), 0o644)
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // goVersion is the local toolchain's language version (go1.26.8 -> 1.26.8).
@@ -157,7 +168,7 @@ func (b *builder) resolvesLatest(ctx context.Context, path string) bool {
 // packages is what main imports: the stock list (read from the coxswain being built on) minus
 // --without, plus --with; in full mode each one's translate/ half too.
 func (b *builder) packages(ctx context.Context) ([]distro.Imports, error) {
-	out, err := b.goCmd(ctx, b.dir, "list", "-f", `{{join .Imports "\n"}}`, coxswainModule+"/modules/standard")
+	out, err := b.goCmd(ctx, b.dir, "list", "-mod=mod", "-f", `{{join .Imports "\n"}}`, coxswainModule+"/modules/standard")
 	if err != nil {
 		return nil, fmt.Errorf("reading the stock module list: %w", err)
 	}
@@ -175,7 +186,9 @@ func (b *builder) packages(ctx context.Context) ([]distro.Imports, error) {
 		return groups, nil
 	}
 	b.progress("looking for controller halves (P%s)", distro.TranslateSuffix)
-	halves, err := distro.TranslateHalves(ctx, b.dir, b.env, append(slices.Clone(stock), extra...))
+	// -mod=mod: go list may need go.sum lines for the packages it loads, as the build will.
+	env := append(slices.Clone(b.env), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+	halves, err := distro.TranslateHalves(ctx, b.dir, env, append(slices.Clone(stock), extra...))
 	if err != nil {
 		return nil, err
 	}
