@@ -4,6 +4,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +26,10 @@ func TestBuild(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
-	t.Setenv("GOPROXY", "file://"+fileProxy(t, "example.com/tiny", "v1.0.0", "testdata/tiny"))
+	// The version follows the fixture's content: the module cache keeps what it once fetched for
+	// a version, and an edited fixture must not meet a stale copy there.
+	tinyVersion := contentVersion(t, "testdata/tiny")
+	t.Setenv("GOPROXY", "file://"+fileProxy(t, "example.com/tiny", tinyVersion, "testdata/tiny"))
 	t.Setenv("GOSUMDB", "off") // the fixture is in no checksum database
 	t.Setenv("GOFLAGS", "-mod=mod")
 	bin := t.TempDir()
@@ -33,7 +38,7 @@ func TestBuild(t *testing.T) {
 		out := filepath.Join(bin, "full")
 		log := build(t, 0, "--with", tinyPkg+"=testdata/tiny", "--without", stock+"udproute", "--output", out)
 		mods := listModules(t, out)
-		for _, want := range []string{"filter.http.tiny_stamp", "route.http", "translate.route.http"} {
+		for _, want := range []string{"filter.http.tiny_stamp", "translate.filter.tiny_stamp", "route.http", "translate.route.http"} {
 			if !mods[want] {
 				t.Errorf("%s is missing from %v", want, mods)
 			}
@@ -48,17 +53,20 @@ func TestBuild(t *testing.T) {
 
 	t.Run("proxy-only, --with at a version", func(t *testing.T) {
 		out := filepath.Join(bin, "proxy")
-		build(t, 0, "--proxy-only", "--with", tinyPkg+"@v1.0.0", "--output", out)
+		build(t, 0, "--proxy-only", "--with", tinyPkg+"@"+tinyVersion, "--output", out)
 		mods := listModules(t, out)
 		if !mods["filter.http.tiny_stamp"] || !mods["route.http"] {
 			t.Errorf("modules %v", mods)
+		}
+		if mods["translate.filter.tiny_stamp"] {
+			t.Error("the proxy-only build has the --with package's controller half")
 		}
 		deps, err := exec.Command("go", "version", "-m", out).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Contains(deps, []byte("example.com/tiny\tv1.0.0")) {
-			t.Errorf("example.com/tiny v1.0.0 is not in the binary:\n%s", deps)
+		if !bytes.Contains(deps, []byte("example.com/tiny\t"+tinyVersion)) {
+			t.Errorf("example.com/tiny %s is not in the binary:\n%s", tinyVersion, deps)
 		}
 		for _, line := range strings.Split(string(deps), "\n") {
 			if f := strings.Fields(line); len(f) > 1 && f[0] == "dep" &&
@@ -131,6 +139,25 @@ func listModules(t *testing.T, bin string) map[string]bool {
 		mods[id] = true
 	}
 	return mods
+}
+
+// contentVersion is v1.0.N, N a hash of the files under dir.
+func contentVersion(t *testing.T, dir string) string {
+	t.Helper()
+	h := fnv.New32a()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		_, _ = h.Write([]byte(path))
+		_, _ = h.Write(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("v1.0.%d", h.Sum32())
 }
 
 // fileProxy writes a GOPROXY directory serving module mod at version from dir, and returns it.
