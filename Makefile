@@ -16,7 +16,8 @@ CONTROLLER_GEN_VERSION := v0.23.0
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+LDFLAGS := -X github.com/coxswain-labs/coxswain/cmd/proxycmd.version=$(VERSION) \
+	-X github.com/coxswain-labs/coxswain/cmd/proxycmd.commit=$(COMMIT)
 
 # Quickstart: where the echo backends and the proxy listen (all loopback).
 QUICKSTART_ECHO_ADDRS := app-v1=127.0.0.1:9001,app-v2=127.0.0.1:9002,web=127.0.0.1:9003
@@ -27,7 +28,7 @@ QUICKSTART_ADMIN := 127.0.0.1:9901
 all: build
 
 help:
-	@echo "make build       build bin/coxswain"
+	@echo "make build       build bin/coxswain, bin/coxswain-proxy (proxy-only) and bin/coxswain-build (docs/building.md)"
 	@echo "make test        what CI runs: generate-check, build, vet, lint, integration env, go test -race ./..., examples, conformance"
 	@echo "make conformance the upstream Gateway API conformance suite against the whole stack"
 	@echo "make conformance-report  the same, publishing its report to conformance/reports/"
@@ -38,6 +39,8 @@ help:
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/coxswain ./cmd/coxswain
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/coxswain-proxy ./cmd/coxswain-proxy
+	$(GO) build -o $(BIN)/coxswain-build ./cmd/coxswain-build
 
 # The one test command (README, CI). It installs what it needs: the pinned linter into .tools/bin,
 # and the integration env's kube-apiserver + etcd into .cache/k8s-bin (reused when up to date).

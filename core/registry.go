@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -29,10 +30,25 @@ func RegisterModule(m Module) {
 	if frozen != nil {
 		panic(fmt.Sprintf("core.RegisterModule: module %q registered after the registry was frozen", info.ID))
 	}
-	if _, dup := modules[info.ID]; dup {
-		panic(fmt.Sprintf("core.RegisterModule: module %q registered twice", info.ID))
+	if prev, dup := modules[info.ID]; dup {
+		// Both Go packages are named: in a custom distribution the two registrations usually come
+		// from different modules, and the builder reports this line as the reason a build failed.
+		panic(fmt.Sprintf("core.RegisterModule: module %q registered twice: by package %s and by package %s",
+			info.ID, modulePackage(prev), modulePackage(info)))
 	}
 	modules[info.ID] = info
+}
+
+// modulePackage is the Go package that declares the type info.New returns.
+func modulePackage(info ModuleInfo) string {
+	t := reflect.TypeOf(info.New())
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.PkgPath() == "" {
+		return "(unknown)"
+	}
+	return t.PkgPath()
 }
 
 func checkID(id ModuleID) error {

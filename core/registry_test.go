@@ -81,7 +81,8 @@ func TestRegisterModulePanics(t *testing.T) {
 		{"ID with a leading dot", nil, testModule{id: ".lb.x"}, "empty label"},
 		{"ID with a trailing dot", nil, testModule{id: "lb.x."}, "empty label"},
 		{"no New function", nil, noNew{}, "has no New function"},
-		{"duplicate ID", []Module{testModule{id: "lb.dup"}}, testModule{id: "lb.dup"}, "registered twice"},
+		{"duplicate ID", []Module{testModule{id: "lb.dup"}}, testModule{id: "lb.dup"},
+			"registered twice: by package github.com/coxswain-labs/coxswain/core and by package github.com/coxswain-labs/coxswain/core"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coxswain-labs/coxswain/cmd/coxswaincmd"
+	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/core"
 )
 
 func runWith(args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
-	code = run(args, &env{reg: core.Freeze(), stdout: &out, stderr: &errb})
+	code = coxswaincmd.Run(args, &proxycmd.Env{Reg: core.Freeze(), Stdout: &out, Stderr: &errb})
 	return out.String(), errb.String(), code
 }
 
@@ -41,6 +43,8 @@ spec: {controllerName: coxswain-labs.dev/gateway-controller}
 		{name: "help", args: []string{"help"}, code: 0, stdout: "serve -f PATH"},
 		{name: "unknown command", args: []string{"nope"}, code: 2, stderr: `unknown command "nope"`},
 		{name: "list-modules", args: []string{"list-modules"}, code: 0, stdout: "route.http\n"},
+		{name: "list-modules --packages names the controller halves", args: []string{"list-modules", "--packages"}, code: 0,
+			stdout: "translate.route.http github.com/coxswain-labs/coxswain/modules/httproute/translate\n"},
 		{name: "list-modules rejects arguments", args: []string{"list-modules", "x"}, code: 2, stderr: "unexpected arguments"},
 		{name: "version", args: []string{"version"}, code: 0, stdout: "coxswain "},
 		{name: "serve needs -f", args: []string{"serve"}, code: 2, stderr: "missing -f PATH"},

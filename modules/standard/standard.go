@@ -5,8 +5,9 @@
 // time, and a module a snapshot names but the binary lacks is a clear error, not a silent skip.
 //
 // The bundle is proxy-side only: it must stay free of Kubernetes and fx, because a proxy-only
-// build imports it too. Controller-side translators (the translate/ packages, "translate.*") are
-// imported by the controller's own wiring, not from here. standard_test.go checks both the list of
+// build imports it too. The controller half of a package P listed here is, by convention, P/translate
+// ("translate.*" modules) when it exists: cmd/coxswain imports those from a file `go generate` writes
+// from Packages, and the builder finds them the same way. standard_test.go checks both the list of
 // module IDs and that rule.
 //
 // Packages repeats the import list as data, for the builder: a custom distribution starts from it,

@@ -45,7 +45,7 @@ bash "$repo/test/integration/env/build.sh" --with-kcm
 
 version=$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo dev)
 log "building coxswain $version, echo-basic, dnsresponder and the test binary"
-(cd "$repo" && go build -ldflags "-X main.version=$version" -o "$bin/coxswain" ./cmd/coxswain)
+(cd "$repo" && go build -ldflags "-X github.com/coxswain-labs/coxswain/cmd/proxycmd.version=$version" -o "$bin/coxswain" ./cmd/coxswain)
 (
 	cd "$mod"
 	go mod download

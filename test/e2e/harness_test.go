@@ -134,16 +134,16 @@ type server struct {
 	done  chan error
 }
 
-// startServe writes files into a new temp dir, starts `coxswain serve -f DIR` and waits until it
-// is ready.
-func startServe(t *testing.T, files map[string]string) *server {
+// startServe writes files into a new temp dir, starts `coxswain serve -f DIR` (with extra flags)
+// and waits until it is ready.
+func startServe(t *testing.T, files map[string]string, extra ...string) *server {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
 		writeFile(t, filepath.Join(dir, name), content)
 	}
 	s := &server{t: t, dir: dir, admin: fmt.Sprintf("127.0.0.1:%d", freePort(t)), log: &syncBuffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(binary, "serve", "-f", dir, "--admin-address", s.admin, "--debounce", "50ms", "--log-level", "debug")
+	s.cmd = exec.Command(binary, append([]string{"serve", "-f", dir, "--admin-address", s.admin, "--debounce", "50ms", "--log-level", "debug"}, extra...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

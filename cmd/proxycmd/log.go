@@ -1,4 +1,4 @@
-package main
+package proxycmd
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// newLogger builds the process logger: production JSON by default, or a human-readable console
+// NewLogger builds the process logger: production JSON by default, or a human-readable console
 // format, writing to w.
-func newLogger(format, level string, w io.Writer) (*zap.Logger, error) {
+func NewLogger(format, level string, w io.Writer) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)

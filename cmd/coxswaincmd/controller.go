@@ -1,16 +1,12 @@
-package main
+package coxswaincmd
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
+	"go.uber.org/fx"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -18,32 +14,19 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/translator"
-	"github.com/coxswain-labs/coxswain/core/admin"
+	"github.com/coxswain-labs/coxswain/core"
 )
 
-// stringList is a repeatable flag that also accepts comma-separated values.
-type stringList []string
-
-func (s *stringList) String() string { return strings.Join(*s, ",") }
-
-func (s *stringList) Set(v string) error {
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*s = append(*s, p)
-		}
-	}
-	return nil
-}
-
-// controllerFlags are the flags of `coxswain controller`.
-type controllerFlags struct {
+// controllerConfig is the parsed command line of `coxswain controller`.
+type controllerConfig struct {
 	kubeconfig     string
 	qps            float64
 	burst          int
 	controllerName string
-	statusAddress  stringList
+	statusAddress  proxycmd.StringList
 	addressPool    string
 	holdoff        time.Duration
 	maxDelay       time.Duration
@@ -52,11 +35,16 @@ type controllerFlags struct {
 	drain          time.Duration
 	le             controller.LeaderElection
 	leaderElect    bool
-	proxy          proxyFlags // the in-process proxy's limits
+	proxy          proxycmd.ProxyFlags // the in-process proxy's limits
 	dataPlane      dataPlaneFlags
+	log            proxycmd.LogFlags
+
+	// Parsed from the flags above by check.
+	addrs []gwapiv1.GatewayStatusAddress
+	pool  netip.Prefix
 }
 
-func (c *controllerFlags) register(fs *flag.FlagSet) {
+func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config, then $KUBECONFIG and ~/.kube/config when empty")
 	fs.Float64Var(&c.qps, "kube-api-qps", 50, "queries per second to the API server (status writes)")
 	fs.IntVar(&c.burst, "kube-api-burst", 100, "burst of queries to the API server")
@@ -81,92 +69,109 @@ func (c *controllerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.le.LeaseDuration, "lease-duration", 15*time.Second, "how long a standby waits before taking an unrenewed Lease")
 	fs.DurationVar(&c.le.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&c.le.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
-	c.proxy.register(fs)
+	c.proxy.Register(fs)
+	c.log.Register(fs)
+}
+
+// check parses the address flags; the message names the flag at fault.
+func (c *controllerConfig) check() error {
+	var err error
+	if c.addrs, err = controller.ParseAddresses(c.statusAddress); err != nil {
+		return fmt.Errorf("--status-address: %w", err)
+	}
+	if c.addressPool == "" {
+		return nil
+	}
+	if c.pool, err = netip.ParsePrefix(c.addressPool); err != nil {
+		return fmt.Errorf("--gateway-address-pool: %w", err)
+	}
+	if len(c.addrs) > 0 {
+		return fmt.Errorf("--gateway-address-pool and --status-address are exclusive")
+	}
+	return nil
 }
 
 // runController runs `coxswain controller` until SIGINT or SIGTERM.
-func runController(args []string, e *env) int {
-	fs := newFlagSet("controller", "[flags]", e)
-	var cf controllerFlags
-	var lf logFlags
-	cf.register(fs)
-	lf.register(fs)
-	if code, ok := parse(fs, args); !ok {
+func runController(args []string, e *proxycmd.Env) int {
+	fs := proxycmd.NewFlagSet("controller", "[flags]", e)
+	var cc controllerConfig
+	cc.register(fs)
+	if code, ok := proxycmd.Parse(fs, args); !ok {
 		return code
 	}
-	addrs, err := controller.ParseAddresses(cf.statusAddress)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "coxswain controller: --status-address: %v\n", err)
+	if err := cc.check(); err != nil {
+		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
 		return 2
 	}
-	var pool netip.Prefix
-	if cf.addressPool != "" {
-		if pool, err = netip.ParsePrefix(cf.addressPool); err != nil {
-			fmt.Fprintf(e.stderr, "coxswain controller: --gateway-address-pool: %v\n", err)
-			return 2
-		}
-		if len(addrs) > 0 {
-			fmt.Fprintln(e.stderr, "coxswain controller: --gateway-address-pool and --status-address are exclusive")
-			return 2
-		}
-	}
-	log, err := newLogger(lf.format, lf.level, e.stderr)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "coxswain controller: %v\n", err)
+	if _, err := proxycmd.NewLogger(cc.log.Format, cc.log.Level, e.Stderr); err != nil {
+		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
 		return 2
 	}
-	defer func() { _ = log.Sync() }()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cf.run(ctx, log, e, addrs, pool); err != nil {
-		log.Error("coxswain controller failed", zap.Error(err))
-		return 1
-	}
-	return 0
+	var appLog *zap.Logger
+	app := fx.New(
+		proxycmd.ConfigModule(e, cc.log, proxycmd.EngineConfig{Limits: cc.proxy.Limits(), Drain: cc.drain}, fx.Supply(&cc)),
+		proxycmd.LoggerModule(e.Stderr),
+		proxycmd.MetricsModule(),
+		fx.Module("kubernetes", fx.Provide(newKubeClients)),
+		dataPlaneModule(),
+		controllerModule(),
+		fx.Module("admin", fx.Invoke(serveControllerAdmin)),
+		fx.Populate(&appLog),
+		// The data plane's CA is read or created at start, against the API server.
+		fx.StartTimeout(time.Minute),
+		proxycmd.StopTimeout(cc.drain),
+	)
+	return proxycmd.RunApp(app, &appLog, "coxswain controller", e.Stderr)
 }
 
-func (cf *controllerFlags) run(ctx context.Context, log *zap.Logger, e *env, addrs []gwapiv1.GatewayStatusAddress, pool netip.Prefix) error {
-	cfg, err := restConfig(cf.kubeconfig)
+// controllerModule is the translator, its Store and informers, the status writer and leader
+// election. The last three live inside controller.Controller: a leadership term creates the
+// status writer and the publisher and ends with them, so they are not process singletons fx
+// could own; the process-level component is the Controller, started and stopped as one.
+func controllerModule() fx.Option {
+	return fx.Module("controller",
+		fx.Provide(newController),
+		fx.Provide(fx.Annotate(controllerCollectors, fx.ResultTags(`group:"collectors,flatten"`))),
+		fx.Invoke(func(lc fx.Lifecycle, sd fx.Shutdowner, log *zap.Logger, ctrl *controller.Controller) {
+			proxycmd.Background(lc, sd, log, "coxswain controller", ctrl.Run)
+		}),
+	)
+}
+
+type kubeClients struct {
+	rest    *rest.Config
+	kube    kubernetes.Interface
+	gateway gwclientset.Interface
+}
+
+func newKubeClients(cc *controllerConfig) (kubeClients, error) {
+	cfg, err := restConfig(cc.kubeconfig)
 	if err != nil {
-		return err
+		return kubeClients{}, err
 	}
-	cfg.QPS, cfg.Burst = float32(cf.qps), cf.burst
+	cfg.QPS, cfg.Burst = float32(cc.qps), cc.burst
 	cfg.UserAgent = "coxswain-controller"
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
+		return kubeClients{}, fmt.Errorf("kubernetes client: %w", err)
 	}
 	gw, err := gwclientset.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("gateway-api client: %w", err)
+		return kubeClients{}, fmt.Errorf("gateway-api client: %w", err)
 	}
-	le := cf.le
-	le.Disabled = !cf.leaderElect
-	metrics := admin.NewRegistry()
-	dp, err := cf.dataPlane.start(ctx, log, kube, e.reg, cf.proxy.limits(), metrics)
-	if err != nil {
-		return err
-	}
-	defer dp.stop()
-	ctrl, err := controller.New(controller.Options{
-		Log: log.Named("controller"), Kube: kube, Gateway: gw, REST: cfg, Registry: e.reg,
-		NewPublisher:   dp.newPublisher,
-		ControllerName: cf.controllerName, StatusAddresses: addrs, AddressPool: pool,
-		Holdoff: cf.holdoff, MaxDelay: cf.maxDelay, StatusWorkers: cf.statusWorkers, ShutdownTimeout: cf.drain,
+	return kubeClients{rest: cfg, kube: kube, gateway: gw}, nil
+}
+
+func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc kubeClients, dp *dataPlane) (*controller.Controller, error) {
+	le := cc.le
+	le.Disabled = !cc.leaderElect
+	return controller.New(controller.Options{
+		Log: log.Named("controller"), Kube: kc.kube, Gateway: kc.gateway, REST: kc.rest, Registry: reg,
+		NewPublisher:   dp.NewPublisher,
+		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool,
+		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
 		LeaderElection: le,
 	})
-	if err != nil {
-		return err
-	}
-	if cf.healthAddress != "" {
-		srv, err := serveAdmin(cf.healthAddress, ctrl, dp, metrics, log)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = srv.Close() }()
-	}
-	return ctrl.Run(ctx)
 }
 
 // restConfig is the in-cluster config, or the kubeconfig at path, $KUBECONFIG or ~/.kube/config.

@@ -1,4 +1,4 @@
-package main
+package proxycmd
 
 import (
 	"context"
@@ -19,17 +19,19 @@ import (
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
+	"github.com/coxswain-labs/coxswain/core/proxy/agent"
 )
 
-// memoryFlags are the Go runtime's memory settings for a command that serves traffic. They
+// MemoryFlags are the Go runtime's memory settings for a command that serves traffic. They
 // complement a lean routing table (docs/performance.md, B8); they do not replace it.
-type memoryFlags struct {
+type MemoryFlags struct {
 	limit   string
 	applyGC int
 	release bool
 }
 
-func (m *memoryFlags) register(fs *flag.FlagSet) {
+// Register adds the memory flags to fs.
+func (m *MemoryFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&m.limit, "memory-limit", "auto",
 		`soft memory limit of the Go runtime, as GOMEMLIMIT: "auto" is 90% of the cgroup's memory limit when it has one, "off" is none, or a size such as 200MiB; a GOMEMLIMIT environment variable wins`)
 	fs.IntVar(&m.applyGC, "apply-gc-percent", 25,
@@ -38,17 +40,21 @@ func (m *memoryFlags) register(fs *flag.FlagSet) {
 		"a second after a snapshot whose apply allocated 8 MiB or more, collect garbage and return free memory to the OS (coalesced: at most one at a time); a large build's garbage otherwise stays resident until the runtime's periodic collection, two minutes later")
 }
 
-// engine wraps px as the flags say; false when they leave it as it is.
-func (m *memoryFlags) engine(px *proxy.Proxy) (*leanEngine, bool) {
+// Engine is px wrapped as the flags say (px itself when they leave it as it is), as the discovery
+// agent and the standalone runner drive it.
+func (m *MemoryFlags) Engine(px *proxy.Proxy) agent.Engine {
 	e := &leanEngine{Proxy: px, gcPercent: m.applyGC}
 	if m.release {
 		e.r = newReleaser(time.Second)
 	}
-	return e, e.gcPercent > 0 || e.r != nil
+	if e.gcPercent <= 0 && e.r == nil {
+		return px
+	}
+	return e
 }
 
-// setLimit applies --memory-limit to the runtime.
-func (m *memoryFlags) setLimit(log *zap.Logger) error {
+// SetLimit applies --memory-limit to the runtime.
+func (m *MemoryFlags) SetLimit(log *zap.Logger) error {
 	if env := os.Getenv("GOMEMLIMIT"); env != "" {
 		log.Info("Go memory limit from GOMEMLIMIT", zap.String("limit", env))
 		return nil

@@ -1,23 +1,24 @@
-package main
+package coxswaincmd
 
 import (
 	"context"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/fx"
 	"go.uber.org/zap"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/admin"
 	"github.com/coxswain-labs/coxswain/core/discovery/svid"
-	"github.com/coxswain-labs/coxswain/core/proxy"
 )
 
 // dataPlaneFlags choose where the controller's snapshots go: to proxy processes over the
@@ -32,8 +33,8 @@ type dataPlaneFlags struct {
 	caKeyFile       string
 	bundleConfigMap string
 	svidTTL         time.Duration
-	sharedProxies   stringList
-	serverNames     stringList
+	sharedProxies   proxycmd.StringList
+	serverNames     proxycmd.StringList
 }
 
 func (d *dataPlaneFlags) register(fs *flag.FlagSet) {
@@ -55,22 +56,48 @@ func (d *dataPlaneFlags) register(fs *flag.FlagSet) {
 		`DNS name or IP put in the discovery serving certificate (repeatable); "coxswain-discovery.<namespace>.svc" when unset`)
 }
 
-// dataPlane is the controller's side of the data plane.
-type dataPlane struct {
-	newPublisher controller.NewPublisher
-	discovery    *discovery.Server // nil with an in-process proxy
-	addr         net.Addr
-	stop         func()
+// dataPlaneModule is where the controller's snapshots go: the discovery server (its CA, trust
+// bundle and listener are set up in OnStart, against the API server, and it stops after the
+// controller), or the in-process proxy, which each leadership term's publisher owns.
+func dataPlaneModule() fx.Option {
+	return fx.Module("data-plane", fx.Provide(newDataPlane))
 }
 
-// start prepares the data plane: the in-process proxy, or the CA, the trust bundle and the
-// discovery server, listening.
-func (d *dataPlaneFlags) start(ctx context.Context, log *zap.Logger, kube kubernetes.Interface, reg *core.Registry,
-	limits proxy.Limits, metrics prometheus.Registerer) (*dataPlane, error) {
-	if d.inProcess {
-		return &dataPlane{newPublisher: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: limits}),
-			stop: func() {}}, nil
+// dataPlane is the controller's side of the data plane.
+type dataPlane struct {
+	inProcess controller.NewPublisher // nil unless --in-process-proxy
+	discovery *discovery.Server       // nil with an in-process proxy, and until started
+	addr      net.Addr
+}
+
+// NewPublisher is the controller's seam to the data plane; the controller calls it once it
+// leads, which is after the data plane started.
+func (dp *dataPlane) NewPublisher(ctx context.Context, report controller.Reporter) (controller.Publisher, error) {
+	if dp.inProcess != nil {
+		return dp.inProcess(ctx, report)
 	}
+	return dp.discovery.NewPublisher(ctx, report)
+}
+
+func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc kubeClients,
+	metrics *prometheus.Registry) *dataPlane {
+	d := &cc.dataPlane
+	if d.inProcess {
+		return &dataPlane{inProcess: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: cc.proxy.Limits()})}
+	}
+	dp := &dataPlane{}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error { return d.start(ctx, dp, log, kc, metrics) },
+		OnStop: func(context.Context) error {
+			dp.discovery.Stop()
+			return nil
+		},
+	})
+	return dp
+}
+
+// start prepares the CA, the trust bundle and the discovery server, listening.
+func (d *dataPlaneFlags) start(ctx context.Context, dp *dataPlane, log *zap.Logger, kc kubeClients, metrics prometheus.Registerer) error {
 	ns := d.namespace
 	if ns == "" {
 		ns = controller.OwnNamespace()
@@ -80,13 +107,13 @@ func (d *dataPlaneFlags) start(ctx context.Context, log *zap.Logger, kube kubern
 	if d.caCertFile != "" || d.caKeyFile != "" {
 		ca, err = discovery.LoadCAFiles(d.trustDomain, d.caCertFile, d.caKeyFile)
 	} else {
-		ca, err = discovery.EnsureCA(ctx, kube, ns, d.caSecret, d.trustDomain)
+		ca, err = discovery.EnsureCA(ctx, kc.kube, ns, d.caSecret, d.trustDomain)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("discovery CA: %w", err)
+		return fmt.Errorf("discovery CA: %w", err)
 	}
-	if err := discovery.PublishBundle(ctx, kube, ns, d.bundleConfigMap, ca.Bundle()); err != nil {
-		return nil, fmt.Errorf("publishing the trust bundle: %w", err)
+	if err := discovery.PublishBundle(ctx, kc.kube, ns, d.bundleConfigMap, ca.Bundle()); err != nil {
+		return fmt.Errorf("publishing the trust bundle: %w", err)
 	}
 	shared := []string(d.sharedProxies)
 	if len(shared) == 0 {
@@ -97,15 +124,15 @@ func (d *dataPlaneFlags) start(ctx context.Context, log *zap.Logger, kube kubern
 		names = []string{"coxswain-discovery." + ns + ".svc"}
 	}
 	srv, err := discovery.New(discovery.Options{
-		Log: log.Named("discovery"), CA: ca, Authenticate: discovery.TokenReviewAuthenticator(kube, svid.Audience),
+		Log: log.Named("discovery"), CA: ca, Authenticate: discovery.TokenReviewAuthenticator(kc.kube, svid.Audience),
 		SVIDTTL: d.svidTTL, SharedProxies: shared, ServerNames: names, Metrics: metrics,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ln, err := net.Listen("tcp", d.address)
 	if err != nil {
-		return nil, fmt.Errorf("discovery endpoint (change it with --discovery-address): %w", err)
+		return fmt.Errorf("discovery endpoint (change it with --discovery-address): %w", err)
 	}
 	go func() {
 		if err := srv.Serve(ln); err != nil {
@@ -114,13 +141,15 @@ func (d *dataPlaneFlags) start(ctx context.Context, log *zap.Logger, kube kubern
 	}()
 	log.Info("discovery endpoint listening", zap.String("address", ln.Addr().String()), zap.String("trustDomain", d.trustDomain),
 		zap.String("trustBundle", ns+"/"+d.bundleConfigMap), zap.Strings("sharedProxies", shared))
-	return &dataPlane{newPublisher: srv.NewPublisher, discovery: srv, addr: ln.Addr(), stop: srv.Stop}, nil
+	dp.discovery, dp.addr = srv, ln.Addr()
+	return nil
 }
 
-// serveAdmin serves the controller's admin endpoints: the common ones, and the fleet.
-func serveAdmin(addr string, ctrl *controller.Controller, dp *dataPlane, reg *prometheus.Registry, log *zap.Logger) (*admin.Server, error) {
+// controllerCollectors are the controller's series, added to the metrics registry through the
+// collectors value group.
+func controllerCollectors(ctrl *controller.Controller) []prometheus.Collector {
 	st := ctrl.Stats()
-	reg.MustRegister(
+	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_translations_total", Help: "Full translations."},
 			func() float64 { return float64(st.Translations.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_endpoint_refreshes_total", Help: "Endpoints-only snapshot updates."},
@@ -133,28 +162,36 @@ func serveAdmin(addr string, ctrl *controller.Controller, dp *dataPlane, reg *pr
 			func() float64 { return b2f(st.Leading.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "coxswain_controller_translate_seconds", Help: "Duration of the latest translation."},
 			func() float64 { return time.Duration(st.TranslateNanos.Load()).Seconds() }),
-	)
-	v, _ := buildVersion()
-	mux := admin.NewMux(admin.Options{Component: "controller", Version: v, Gatherer: reg, Leader: st.Leading.Load,
-		Subsystems: func() []admin.Subsystem {
-			subs := []admin.Subsystem{{Name: "informers", Ready: ctrl.Synced()}}
-			if dp.discovery != nil {
-				f := dp.discovery.Fleet()
-				subs = append(subs, admin.Subsystem{Name: "discovery", Ready: true, Detail: map[string]any{
-					"address": dp.addr.String(), "leading": f.Leader, "proxies": len(f.Proxies)}})
-			} else {
-				subs = append(subs, admin.Subsystem{Name: "in-process proxy", Ready: true})
-			}
-			return subs
-		}})
-	if dp.discovery != nil {
-		dp.discovery.RegisterAdmin(mux)
 	}
-	srv, err := admin.Serve(addr, mux, log)
-	if err != nil {
-		return nil, fmt.Errorf("admin endpoint (change it with --admin-address): %w", err)
+}
+
+// serveControllerAdmin serves the controller's admin endpoints: the common ones, and the fleet.
+func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, log *zap.Logger, ctrl *controller.Controller, dp *dataPlane,
+	metrics *prometheus.Registry) {
+	if cc.healthAddress == "" {
+		return
 	}
-	return srv, nil
+	st := ctrl.Stats()
+	v, _ := proxycmd.BuildVersion()
+	// The mux is made at start, after the data plane's, whose fleet endpoints it mounts.
+	proxycmd.ServeAdmin(lc, log, cc.healthAddress, func() http.Handler {
+		mux := admin.NewMux(admin.Options{Component: "controller", Version: v, Gatherer: metrics, Leader: st.Leading.Load,
+			Subsystems: func() []admin.Subsystem { return dp.subsystems(ctrl) }})
+		if dp.discovery != nil {
+			dp.discovery.RegisterAdmin(mux)
+		}
+		return mux
+	}, "change it with --admin-address")
+}
+
+func (dp *dataPlane) subsystems(ctrl *controller.Controller) []admin.Subsystem {
+	subs := []admin.Subsystem{{Name: "informers", Ready: ctrl.Synced()}}
+	if dp.discovery == nil {
+		return append(subs, admin.Subsystem{Name: "in-process proxy", Ready: true})
+	}
+	f := dp.discovery.Fleet()
+	return append(subs, admin.Subsystem{Name: "discovery", Ready: true, Detail: map[string]any{
+		"address": dp.addr.String(), "leading": f.Leader, "proxies": len(f.Proxies)}})
 }
 
 func b2f(b bool) float64 {

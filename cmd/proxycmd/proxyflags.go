@@ -1,4 +1,4 @@
-package main
+package proxycmd
 
 import (
 	"flag"
@@ -7,15 +7,16 @@ import (
 	"github.com/coxswain-labs/coxswain/core/proxy"
 )
 
-// proxyFlags are the proxy limits a command that serves traffic exposes; zero keeps the default.
-type proxyFlags struct {
+// ProxyFlags are the proxy limits a command that serves traffic exposes; zero keeps the default.
+type ProxyFlags struct {
 	udpSessionTimeout time.Duration
 	udpMaxSessions    int
 	tcpIdleTimeout    time.Duration
 	upstreamConnect   time.Duration
 }
 
-func (p *proxyFlags) register(fs *flag.FlagSet) {
+// Register adds the limit flags to fs.
+func (p *ProxyFlags) Register(fs *flag.FlagSet) {
 	d := proxy.DefaultLimits
 	fs.DurationVar(&p.udpSessionTimeout, "proxy-udp-session-timeout", d.UDPSessionTimeout,
 		"evict a UDPRoute client session after this long without a datagram either way")
@@ -27,7 +28,8 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 		"how long connecting to a backend endpoint may take")
 }
 
-func (p *proxyFlags) limits() proxy.Limits {
+// Limits are the flags as proxy limits.
+func (p *ProxyFlags) Limits() proxy.Limits {
 	return proxy.Limits{
 		UDPSessionTimeout:   p.udpSessionTimeout,
 		UDPMaxSessions:      p.udpMaxSessions,

@@ -1,4 +1,4 @@
-package main
+package coxswaincmd
 
 import (
 	"context"
@@ -11,56 +11,57 @@ import (
 	"go.uber.org/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller/standalone"
 )
 
 // validate prints the status the manifests would get (what the controller would write) and every
 // problem, and exits 1 if anything is wrong.
-func validate(args []string, e *env) int {
-	fs := newFlagSet("validate", "-f PATH [flags]", e)
+func validate(args []string, e *proxycmd.Env) int {
+	fs := proxycmd.NewFlagSet("validate", "-f PATH [flags]", e)
 	var cf configFlags
 	cf.register(fs)
 	output := fs.String("o", "yaml", "output format: yaml or json")
-	if code, ok := parse(fs, args); !ok {
+	if code, ok := proxycmd.Parse(fs, args); !ok {
 		return code
 	}
 	if !cf.check(fs) {
 		return 2
 	}
 	if *output != "yaml" && *output != "json" {
-		fmt.Fprintf(e.stderr, "coxswain validate: -o must be yaml or json, not %q\n", *output)
+		fmt.Fprintf(e.Stderr, "coxswain validate: -o must be yaml or json, not %q\n", *output)
 		return 2
 	}
 	opts := cf.translateOptions()
-	opts.Registry = e.reg
+	opts.Registry = e.Reg
 	runner := standalone.NewRunner(standalone.Options{Path: cf.path, Log: zap.NewNop(), Translate: opts})
 	if err := runner.Reload(context.Background()); err != nil {
-		fmt.Fprintf(e.stderr, "coxswain validate: %v\n", err)
+		fmt.Fprintf(e.Stderr, "coxswain validate: %v\n", err)
 		return 1
 	}
 	rep := runner.State().Report
 	if err := writeReport(e, rep, *output); err != nil {
-		fmt.Fprintf(e.stderr, "coxswain validate: %v\n", err)
+		fmt.Fprintf(e.Stderr, "coxswain validate: %v\n", err)
 		return 1
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(e.stderr, "note: %s\n", n)
+		fmt.Fprintf(e.Stderr, "note: %s\n", n)
 	}
 	if rep.HasErrors() {
-		fmt.Fprintf(e.stderr, "invalid: %d document(s) left out, %d problem(s), %d False condition(s)\n",
+		fmt.Fprintf(e.Stderr, "invalid: %d document(s) left out, %d problem(s), %d False condition(s)\n",
 			len(rep.LoadErrors), len(rep.Problems), len(rep.Failures))
 		for _, le := range rep.LoadErrors {
-			fmt.Fprintf(e.stderr, "  %v\n", le)
+			fmt.Fprintf(e.Stderr, "  %v\n", le)
 		}
 		for _, p := range rep.Problems {
-			fmt.Fprintf(e.stderr, "  %s: %s: %s%s (%s)\n", p.Source, p.Object, fieldPrefix(p.Field), p.Message, p.Reason)
+			fmt.Fprintf(e.Stderr, "  %s: %s: %s%s (%s)\n", p.Source, p.Object, fieldPrefix(p.Field), p.Message, p.Reason)
 		}
 		for _, f := range rep.Failures {
-			fmt.Fprintf(e.stderr, "  %s\n", f)
+			fmt.Fprintf(e.Stderr, "  %s\n", f)
 		}
 		return 1
 	}
-	fmt.Fprintf(e.stderr, "valid: %d GatewayClass(es), %d Gateway(s)%s; snapshot version %s\n",
+	fmt.Fprintf(e.Stderr, "valid: %d GatewayClass(es), %d Gateway(s)%s; snapshot version %s\n",
 		len(rep.GatewayClasses), len(rep.Gateways), routeCounts(rep.Routes), rep.Version)
 	return 0
 }
@@ -85,7 +86,7 @@ func fieldPrefix(f string) string {
 	return f + ": "
 }
 
-func writeReport(e *env, rep *standalone.Report, format string) error {
+func writeReport(e *proxycmd.Env, rep *standalone.Report, format string) error {
 	var out []byte
 	var err error
 	if format == "json" {
@@ -97,6 +98,6 @@ func writeReport(e *env, rep *standalone.Report, format string) error {
 	if err != nil {
 		return fmt.Errorf("encoding the report: %w", err)
 	}
-	_, err = e.stdout.Write(out)
+	_, err = e.Stdout.Write(out)
 	return err
 }
