@@ -138,12 +138,18 @@ type server struct {
 // and waits until it is ready.
 func startServe(t *testing.T, files map[string]string, extra ...string) *server {
 	t.Helper()
+	return startServeWith(t, binary, files, extra...)
+}
+
+// startServeWith is startServe with another build of coxswain (a custom distribution).
+func startServeWith(t *testing.T, bin string, files map[string]string, extra ...string) *server {
+	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
 		writeFile(t, filepath.Join(dir, name), content)
 	}
 	s := &server{t: t, dir: dir, admin: fmt.Sprintf("127.0.0.1:%d", freePort(t)), log: &syncBuffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(binary, append([]string{"serve", "-f", dir, "--admin-address", s.admin, "--debounce", "50ms", "--log-level", "debug"}, extra...)...)
+	s.cmd = exec.Command(bin, append([]string{"serve", "-f", dir, "--admin-address", s.admin, "--debounce", "50ms", "--log-level", "debug"}, extra...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -73,10 +73,16 @@ func (s *syncBuffer) String() string {
 // is logged when the test fails.
 func startProcess(t testing.TB, e *env.Env, name string, args ...string) *process {
 	t.Helper()
+	return startBinary(t, e, coxswainBinary(t), name, args...)
+}
+
+// startBinary is startProcess for another build of coxswain (a custom distribution).
+func startBinary(t testing.TB, e *env.Env, bin, name string, args ...string) *process {
+	t.Helper()
 	base := []string{"controller", "--in-process-proxy", "--kubeconfig", e.WriteKubeConfig(t), "--status-address", gatewayIP,
 		"--health-address", "127.0.0.1:0", "--log-format", "console", "--holdoff", "20ms"}
 	p := &process{name: name, out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(coxswainBinary(t), append(base, args...)...)
+	p.cmd = exec.Command(bin, append(base, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -113,4 +119,17 @@ func tail(s string, n int) string {
 	}
 	i := strings.IndexByte(s[len(s)-n:], '\n')
 	return s[len(s)-n+i+1:]
+}
+
+// buildDistribution builds a custom distribution with the builder, as a user would, from the
+// module cache only (the test's network namespace has no route out).
+func buildDistribution(t testing.TB, args ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "coxswain-custom")
+	cmd := exec.Command("go", append([]string{"run", "./cmd/coxswain-build", "--offline", "--output", out}, args...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("coxswain-build %v: %v\n%s", args, err, b)
+	}
+	return out
 }
