@@ -113,9 +113,10 @@ func runController(args []string, e *proxycmd.Env) int {
 		proxycmd.LoggerModule(e.Stderr),
 		proxycmd.MetricsModule(),
 		fx.Module("kubernetes", fx.Provide(newKubeClients)),
+		proxycmd.AdminModule(),
 		dataPlaneModule(),
 		controllerModule(),
-		fx.Module("admin", fx.Invoke(serveControllerAdmin)),
+		fx.Invoke(serveControllerAdmin),
 		fx.Populate(&appLog),
 		// The data plane's CA is read or created at start, against the API server.
 		fx.StartTimeout(time.Minute),

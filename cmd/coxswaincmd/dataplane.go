@@ -166,7 +166,7 @@ func controllerCollectors(ctrl *controller.Controller) []prometheus.Collector {
 }
 
 // serveControllerAdmin serves the controller's admin endpoints: the common ones, and the fleet.
-func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, log *zap.Logger, ctrl *controller.Controller, dp *dataPlane,
+func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.AdminServer, ctrl *controller.Controller, dp *dataPlane,
 	metrics *prometheus.Registry) {
 	if cc.healthAddress == "" {
 		return
@@ -174,7 +174,7 @@ func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, log *zap.Logger
 	st := ctrl.Stats()
 	v, _ := proxycmd.BuildVersion()
 	// The mux is made at start, after the data plane's, whose fleet endpoints it mounts.
-	proxycmd.ServeAdmin(lc, log, cc.healthAddress, func() http.Handler {
+	as.Serve(lc, cc.healthAddress, func() http.Handler {
 		mux := admin.NewMux(admin.Options{Component: "controller", Version: v, Gatherer: metrics, Leader: st.Leading.Load,
 			Subsystems: func() []admin.Subsystem { return dp.subsystems(ctrl) }})
 		if dp.discovery != nil {

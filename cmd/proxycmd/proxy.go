@@ -1,7 +1,6 @@
 package proxycmd
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -87,9 +86,10 @@ func RunProxy(args []string, e *Env) int {
 			fx.Supply(&pc)),
 		LoggerModule(e.Stderr),
 		MetricsModule(),
+		AdminModule(),
 		EngineModule(),
 		fx.Module("discovery-agent", fx.Provide(newAgent), fx.Invoke(runAgent)),
-		fx.Module("admin", fx.Invoke(serveProxyAdmin)),
+		fx.Invoke(serveProxyAdmin),
 		fx.Populate(&appLog),
 		StopTimeout(pc.drain),
 	)
@@ -123,12 +123,12 @@ func runAgent(lc fx.Lifecycle, sd fx.Shutdowner, log *zap.Logger, ag *agent.Agen
 	Background(lc, sd, log, "discovery agent", ag.Run)
 }
 
-func serveProxyAdmin(lc fx.Lifecycle, pc *proxyConfig, log *zap.Logger, ag *agent.Agent, px *proxy.Proxy, metrics *prometheus.Registry) {
+func serveProxyAdmin(lc fx.Lifecycle, pc *proxyConfig, as *AdminServer, ag *agent.Agent, px *proxy.Proxy, metrics *prometheus.Registry) {
 	if pc.adminAddress == "" {
 		return
 	}
 	v, _ := BuildVersion()
-	ServeAdmin(lc, log, pc.adminAddress, func() http.Handler {
+	as.Serve(lc, pc.adminAddress, func() http.Handler {
 		return admin.NewMux(admin.Options{Component: "proxy", Version: v, Gatherer: metrics, Subsystems: func() []admin.Subsystem {
 			return []admin.Subsystem{
 				{Name: "snapshot", Ready: ag.Ready(), Detail: map[string]any{"version": px.Version(), "listeners": px.Bound()}},
@@ -139,19 +139,41 @@ func serveProxyAdmin(lc fx.Lifecycle, pc *proxyConfig, log *zap.Logger, ag *agen
 	}, "change it with --admin-address")
 }
 
-// ServeAdmin serves the handler h makes on addr from OnStart (a port that cannot be bound fails
-// the start, with hint in the error) and closes it on OnStop. h runs in OnStart, after the hooks
-// of what it was given.
-func ServeAdmin(lc fx.Lifecycle, log *zap.Logger, addr string, h func() http.Handler, hint string) {
-	var srv *admin.Server
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var err error
-			if srv, err = admin.Serve(addr, h(), log); err != nil {
-				return fmt.Errorf("admin endpoint (%s): %w", hint, err)
-			}
+// AdminServer is a process's admin endpoint (core/admin). AdminModule is listed before the
+// components the endpoint reports on, so the server is closed after them: /healthz and /metrics
+// keep answering while the proxy drains, as they did before the processes were wired with fx. It
+// starts listening from Serve, once those components exist.
+type AdminServer struct {
+	log *zap.Logger
+	srv *admin.Server
+}
+
+// AdminModule provides the AdminServer and takes its place in the stop order.
+func AdminModule() fx.Option {
+	return fx.Module("admin", fx.Provide(newAdminServer), fx.Invoke(func(*AdminServer) {}))
+}
+
+func newAdminServer(lc fx.Lifecycle, log *zap.Logger) *AdminServer {
+	a := &AdminServer{log: log}
+	lc.Append(fx.StopHook(func() error {
+		if a.srv == nil {
 			return nil
-		},
-		OnStop: func(context.Context) error { return srv.Close() },
-	})
+		}
+		return a.srv.Close()
+	}))
+	return a
+}
+
+// Serve appends the OnStart hook that serves the handler h makes on addr; a port that cannot be
+// bound fails the start, with hint in the error. Call it from an fx.Invoke at the application's
+// root (root invokes run after the modules'), so h runs after the hooks of what it reports on.
+func (a *AdminServer) Serve(lc fx.Lifecycle, addr string, h func() http.Handler, hint string) {
+	lc.Append(fx.StartHook(func() error {
+		srv, err := admin.Serve(addr, h(), a.log)
+		if err != nil {
+			return fmt.Errorf("admin endpoint (%s): %w", hint, err)
+		}
+		a.srv = srv
+		return nil
+	}))
 }
