@@ -231,3 +231,20 @@ func TestExtensionResolver(t *testing.T) {
 		})
 	}
 }
+
+// undeclared is a filter.ext module that forgot core.ExtensionKind.
+type undeclared struct{}
+
+func (undeclared) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.ext.example.com.Lost", New: func() core.Module { return undeclared{} }}
+}
+
+func TestUndeclaredExtensionModuleIsAProblem(t *testing.T) {
+	res := Translate(context.Background(), tcpStore(), Options{Registry: core.NewRegistry(extKind{}, undeclared{})})
+	for _, p := range res.Problems {
+		if p.Reason == "InvalidExtensionModule" && strings.Contains(p.Message, "filter.ext.example.com.Lost") {
+			return
+		}
+	}
+	t.Errorf("problems %v: want InvalidExtensionModule naming filter.ext.example.com.Lost", res.Problems)
+}

@@ -31,6 +31,8 @@ type session struct {
 	kinds []translation.RouteKind // sorted by module ID
 	// filterKinds are the translate.filter.* modules by filter type.
 	filterKinds map[gwapiv1.HTTPRouteFilterType]translation.FilterTranslator
+	// extensionErrs are the filter.ext.* modules whose declaration is missing or wrong.
+	extensionErrs []error
 	// extIndex indexes the objects of extension kinds ExtensionRefs name, built on first use.
 	extIndex map[schema.GroupKind]map[types.NamespacedName]translation.Object
 
@@ -66,8 +68,10 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 	if store == nil {
 		store = &Store{}
 	}
+	_, extErrs := opts.Registry.Extensions()
 	return &session{
-		ctx: ctx, store: store, opts: opts, now: now,
+		extensionErrs: extErrs,
+		ctx:           ctx, store: store, opts: opts, now: now,
 		kinds:       routeKinds(opts.Registry),
 		filterKinds: filterTranslators(opts.Registry),
 		extIndex:    map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
@@ -95,6 +99,10 @@ func (t *session) run() *Result {
 		// Every listener would be UnsupportedProtocol and every route ignored: say why once.
 		t.problem("Registry", "", "", "", "NoRouteKinds",
 			"no "+translation.RouteKindNamespace+".* module in this build; import github.com/coxswain-labs/coxswain/modules/httproute/translate")
+	}
+	for _, err := range t.extensionErrs {
+		// A filter.ext.* module that does not declare its resource cannot be referenced; say so.
+		t.problem("Registry", "", "", "", "InvalidExtensionModule", err.Error())
 	}
 	t.index()
 	t.translateClasses()
