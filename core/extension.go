@@ -24,6 +24,11 @@ type ExtensionAPI struct {
 	// Version is the API version the controller watches and standalone files are read at
 	// ("v1alpha1"); Resource is its plural ("ratelimits").
 	Version, Resource string
+	// FailOpen serves a rule whose ExtensionRef names an object that does not exist without the
+	// filter (the route still gets ResolvedRefs=False, reason FilterNotFound). The default, as
+	// Gateway API asks of a filter that cannot run, is the rule answering 500. Only the missing
+	// object fails open: an object that exists but is invalid always fails the rule.
+	FailOpen bool
 }
 
 // ExtensionKind is implemented by every filter.ext.* module: it declares the resource whose

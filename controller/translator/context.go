@@ -52,5 +52,5 @@ func (rc *routeContext) Backend(field string, ref gwapiv1.BackendRef, filters []
 }
 
 func (rc *routeContext) Filters(field string, fs []gwapiv1.HTTPRouteFilter, env translation.FilterEnv) ([]*irv1.ModuleConfig, *translation.Failure) {
-	return rc.t.filters(rc.st.key, field, fs, env)
+	return rc.t.filters(rc, field, fs, env)
 }

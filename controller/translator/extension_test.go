@@ -248,3 +248,34 @@ func TestUndeclaredExtensionModuleIsAProblem(t *testing.T) {
 	}
 	t.Errorf("problems %v: want InvalidExtensionModule naming filter.ext.example.com.Lost", res.Problems)
 }
+
+// openFilter serves its rule without the filter when the referenced object is missing.
+type openFilter struct{}
+
+func (openFilter) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.ext.example.com.Open", New: func() core.Module { return &openFilter{} }}
+}
+
+func (openFilter) ExtensionAPI() core.ExtensionAPI {
+	return core.ExtensionAPI{Group: "example.com", Kind: "Open", Version: "v1", Resource: "opens", FailOpen: true}
+}
+
+func TestExtensionRefFailOpen(t *testing.T) {
+	store := tcpStore()
+	route := &extRoute{filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
+		ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: "Open", Name: "gone"}}},
+		streamRoute: streamRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+			parents: []gwapiv1.ParentReference{{Name: "gw"}},
+			backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}}}}
+	store.Add(streamGVK.GroupKind(), route)
+	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, openFilter{})})
+	r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
+	if len(r.Filters) != 0 || len(r.Backends) != 1 || r.Backends[0].Error != "" || r.Backends[0].Cluster == "" {
+		t.Errorf("a fail-open filter whose object is missing must leave the rule served without it: filters %v backends %v", r.Filters, r.Backends)
+	}
+	resolved := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}].Parents[0].Conditions[1]
+	if resolved.Status != metav1.ConditionFalse || resolved.Reason != string(RouteReasonFilterNotFound) ||
+		!strings.Contains(resolved.Message, "served without the filter") {
+		t.Errorf("ResolvedRefs %+v: want False FilterNotFound saying the rule is served without the filter", resolved)
+	}
+}

@@ -50,7 +50,7 @@ func filterTranslators(reg *core.Registry) map[gwapiv1.HTTPRouteFilterType]trans
 
 // filters is the one filter path of every route kind (translation.RouteContext.Filters): the
 // list-level rules of Gateway API, then each filter by its translator.
-func (t *session) filters(key RouteKey, field string, fs []gwapiv1.HTTPRouteFilter, env translation.FilterEnv) ([]*irv1.ModuleConfig, *translation.Failure) {
+func (t *session) filters(rc *routeContext, field string, fs []gwapiv1.HTTPRouteFilter, env translation.FilterEnv) ([]*irv1.ModuleConfig, *translation.Failure) {
 	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
 	var out []*irv1.ModuleConfig
 	for i, f := range fs {
@@ -62,7 +62,11 @@ func (t *session) filters(key RouteKey, field string, fs []gwapiv1.HTTPRouteFilt
 			return nil, translation.Fail(ff+".type", gwapiv1.RouteReasonUnsupportedValue, "%s filter cannot be repeated", f.Type)
 		}
 		seen[f.Type] = true
-		mc, fail := t.filter(key, f, ff, env)
+		mc, fail := t.filter(rc.st.key, f, ff, env)
+		if fail != nil && fail.Reason == RouteReasonFilterNotFound && t.failsOpen(f) {
+			rc.Unresolved(fail.Field, fail.Reason, "%s (the rule is served without the filter)", fail.Message)
+			continue
+		}
 		if fail != nil {
 			return nil, fail
 		}
@@ -133,6 +137,20 @@ func (t *session) extensionFilter(key RouteKey, ref gwapiv1.LocalObjectReference
 		}
 	}
 	return &irv1.ModuleConfig{Id: string(id), Json: spec}, nil
+}
+
+// failsOpen reports whether f is an ExtensionRef whose module serves the rule without it when
+// the referenced object is missing (core.ExtensionAPI.FailOpen).
+func (t *session) failsOpen(f gwapiv1.HTTPRouteFilter) bool {
+	if f.ExtensionRef == nil {
+		return false
+	}
+	info, ok := t.opts.Registry.Lookup(core.ExtensionModuleID(string(f.ExtensionRef.Group), string(f.ExtensionRef.Kind)))
+	if !ok {
+		return false
+	}
+	ek, ok := info.New().(core.ExtensionKind)
+	return ok && ek.ExtensionAPI().FailOpen
 }
 
 // extensionObject finds an object an ExtensionRef names, indexing its kind on first use.

@@ -240,13 +240,18 @@ func TestExamplesFilters(t *testing.T) {
 			t.Errorf("GET %s: %v %+v, want %d", path, err, res, want)
 		}
 	}
+	// A PathRewriteRegex that does not exist fails open: served, not rewritten.
+	if res, err := get("/gone/x"); err != nil || res.code != 200 || res.echo == nil || res.echo.Path != "/gone/x" {
+		t.Errorf("GET /gone/x: %v %+v, want 200 with the path unrewritten", err, res)
+	}
 	var problems []string
 	for _, p := range s.status().Report.Problems {
 		problems = append(problems, p.Object+" "+p.Field+" "+p.Reason)
 	}
 	slices.Sort(problems)
 	want := []string{"HTTPRoute default/app spec.rules[1].filters[0].extensionRef UnsupportedValue",
-		"HTTPRoute default/app spec.rules[2].filters[0].extensionRef InvalidKind"}
+		"HTTPRoute default/app spec.rules[2].filters[0].extensionRef InvalidKind",
+		"HTTPRoute default/app spec.rules[3].filters[0].extensionRef FilterNotFound"}
 	if !slices.Equal(problems, want) {
 		t.Errorf("problems %v, want %v", problems, want)
 	}

@@ -29,12 +29,15 @@ var (
 	_ core.ConfigChecker     = (*PathRewriteRegex)(nil)
 )
 
-// API is the resource behind this module's ExtensionRefs.
+// API is the resource behind this module's ExtensionRefs. A reference to a PathRewriteRegex
+// that does not exist fails open, as Coxswain's filter kinds do: the rule is served unrewritten
+// and the route says why (ResolvedRefs=False, FilterNotFound). An invalid one fails the rule.
 var API = core.ExtensionAPI{
 	Group:    "gateway.coxswain-labs.dev",
 	Kind:     "PathRewriteRegex",
 	Version:  "v1alpha1",
 	Resource: "pathrewriteregexes",
+	FailOpen: true,
 }
 
 // PathRewriteRegex is the module.
