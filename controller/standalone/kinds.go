@@ -91,7 +91,7 @@ func kindsOf(reg *core.Registry) kindSet {
 			out = append(out, routeKinds(rk.API())...)
 		}
 	}
-	exts, _ := reg.Extensions() // a module that declares none is the translator's Problem "InvalidExtensionModule"
+	exts, _ := reg.Extensions() // a module that declares none is the translator's Problem "InvalidFilterModule"
 	for _, api := range exts {
 		out = append(out, extensionKind(api))
 	}

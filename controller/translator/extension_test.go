@@ -242,11 +242,11 @@ func (undeclared) CoxswainModule() core.ModuleInfo {
 func TestUndeclaredExtensionModuleIsAProblem(t *testing.T) {
 	res := Translate(context.Background(), tcpStore(), Options{Registry: core.NewRegistry(extKind{}, undeclared{})})
 	for _, p := range res.Problems {
-		if p.Reason == "InvalidExtensionModule" && strings.Contains(p.Message, "filter.ext.example.com.Lost") {
+		if p.Reason == "InvalidFilterModule" && strings.Contains(p.Message, "filter.ext.example.com.Lost") {
 			return
 		}
 	}
-	t.Errorf("problems %v: want InvalidExtensionModule naming filter.ext.example.com.Lost", res.Problems)
+	t.Errorf("problems %v: want InvalidFilterModule naming filter.ext.example.com.Lost", res.Problems)
 }
 
 // openFilter serves its rule without the filter when the referenced object is missing.
@@ -278,4 +278,26 @@ func TestExtensionRefFailOpen(t *testing.T) {
 		!strings.Contains(resolved.Message, "served without the filter") {
 		t.Errorf("ResolvedRefs %+v: want False FilterNotFound saying the rule is served without the filter", resolved)
 	}
+}
+
+// twinRewrite is a second translator of URLRewrite.
+type twinRewrite struct{ id core.ModuleID }
+
+func (m twinRewrite) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: m.id, New: func() core.Module { return m }}
+}
+func (twinRewrite) FilterType() gwapiv1.HTTPRouteFilterType { return gwapiv1.HTTPRouteFilterURLRewrite }
+func (twinRewrite) TranslateFilter(translation.FilterEnv, gwapiv1.HTTPRouteFilter, string) (*irv1.ModuleConfig, *translation.Failure) {
+	return nil, nil
+}
+
+func TestDuplicateFilterTranslatorIsAProblem(t *testing.T) {
+	reg := core.NewRegistry(extKind{}, twinRewrite{"translate.filter.a_rewrite"}, twinRewrite{"translate.filter.b_rewrite"})
+	res := Translate(context.Background(), tcpStore(), Options{Registry: reg})
+	for _, p := range res.Problems {
+		if p.Reason == "InvalidFilterModule" && strings.Contains(p.Message, "translate.filter.a_rewrite and translate.filter.b_rewrite") {
+			return
+		}
+	}
+	t.Errorf("problems %v: want InvalidFilterModule naming both translators", res.Problems)
 }

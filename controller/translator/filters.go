@@ -36,16 +36,24 @@ var standardFilterTypes = []gwapiv1.HTTPRouteFilterType{
 }
 
 // filterTranslators returns the translate.filter.* modules of reg by the filter type they
-// translate.
-func filterTranslators(reg *core.Registry) map[gwapiv1.HTTPRouteFilterType]translation.FilterTranslator {
+// translate, and an error for each module that claims a type an earlier one (by ID) has.
+func filterTranslators(reg *core.Registry) (map[gwapiv1.HTTPRouteFilterType]translation.FilterTranslator, []error) {
 	out := map[gwapiv1.HTTPRouteFilterType]translation.FilterTranslator{}
+	var errs []error
 	for _, id := range reg.Namespace(translation.FilterNamespace) {
 		info, _ := reg.Lookup(id)
-		if ft, ok := info.New().(translation.FilterTranslator); ok {
-			out[ft.FilterType()] = ft
+		ft, ok := info.New().(translation.FilterTranslator)
+		if !ok {
+			continue
 		}
+		if prev, dup := out[ft.FilterType()]; dup {
+			errs = append(errs, fmt.Errorf("modules %s and %s both translate filter type %s; %s is used",
+				prev.CoxswainModule().ID, id, ft.FilterType(), prev.CoxswainModule().ID))
+			continue
+		}
+		out[ft.FilterType()] = ft
 	}
-	return out
+	return out, errs
 }
 
 // filters is the one filter path of every route kind (translation.RouteContext.Filters): the

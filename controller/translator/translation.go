@@ -31,7 +31,8 @@ type session struct {
 	kinds []translation.RouteKind // sorted by module ID
 	// filterKinds are the translate.filter.* modules by filter type.
 	filterKinds map[gwapiv1.HTTPRouteFilterType]translation.FilterTranslator
-	// extensionErrs are the filter.ext.* modules whose declaration is missing or wrong.
+	// extensionErrs are the filter modules that cannot be used as declared: a filter.ext.* one
+	// without (or with a wrong) ExtensionAPI, a second translator of one filter type.
 	extensionErrs []error
 	// extIndex indexes the objects of extension kinds ExtensionRefs name, built on first use.
 	extIndex map[schema.GroupKind]map[types.NamespacedName]translation.Object
@@ -69,11 +70,12 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 		store = &Store{}
 	}
 	_, extErrs := opts.Registry.Extensions()
+	filterKinds, dupErrs := filterTranslators(opts.Registry)
 	return &session{
-		extensionErrs: extErrs,
+		extensionErrs: append(extErrs, dupErrs...),
 		ctx:           ctx, store: store, opts: opts, now: now,
 		kinds:       routeKinds(opts.Registry),
-		filterKinds: filterTranslators(opts.Registry),
+		filterKinds: filterKinds,
 		extIndex:    map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
 		gwByKey:     map[types.NamespacedName]*gatewayState{},
 		clusters:    map[string]*irv1.Cluster{},
@@ -101,8 +103,8 @@ func (t *session) run() *Result {
 			"no "+translation.RouteKindNamespace+".* module in this build; import github.com/coxswain-labs/coxswain/modules/httproute/translate")
 	}
 	for _, err := range t.extensionErrs {
-		// A filter.ext.* module that does not declare its resource cannot be referenced; say so.
-		t.problem("Registry", "", "", "", "InvalidExtensionModule", err.Error())
+		// A distribution whose filter modules do not fit together says so once, as a Problem.
+		t.problem("Registry", "", "", "", "InvalidFilterModule", err.Error())
 	}
 	t.index()
 	t.translateClasses()
