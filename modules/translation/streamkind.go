@@ -117,3 +117,13 @@ func SingleRule(rc RouteContext, id core.ModuleID, rules [][]gwapiv1.BackendRef)
 	}
 	return []*Entry{{Rule: 0, Match: 0, Route: route}}
 }
+
+// BackendRefsOf is each rule's backendRefs, for StreamSpec.Rules. The slices alias the rules'
+// own, which StreamKind's defaulting relies on.
+func BackendRefsOf[R any](rules []R, refs func(*R) []gwapiv1.BackendRef) [][]gwapiv1.BackendRef {
+	out := make([][]gwapiv1.BackendRef, len(rules))
+	for i := range rules {
+		out[i] = refs(&rules[i])
+	}
+	return out
+}

@@ -33,10 +33,7 @@ var Kind = translation.StreamKind[*gwapiv1.TCPRoute]{
 	Cluster:  irv1.Cluster_TCP,
 	Features: []translation.Feature{{Name: gwfeatures.SupportTCPRoute, Requires: []core.ModuleID{tcproute.ModuleID, "listener.tcp"}}},
 	Spec: func(r *gwapiv1.TCPRoute) translation.StreamSpec {
-		rules := make([][]gwapiv1.BackendRef, len(r.Spec.Rules))
-		for i, rule := range r.Spec.Rules {
-			rules[i] = rule.BackendRefs
-		}
+		rules := translation.BackendRefsOf(r.Spec.Rules, func(x *gwapiv1.TCPRouteRule) []gwapiv1.BackendRef { return x.BackendRefs })
 		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
 	},
 }

@@ -45,10 +45,7 @@ var Kind = translation.StreamKind[*gwapiv1.TLSRoute]{
 	Cluster:  irv1.Cluster_TCP,
 	Features: tlsFeatures,
 	Spec: func(r *gwapiv1.TLSRoute) translation.StreamSpec {
-		rules := make([][]gwapiv1.BackendRef, len(r.Spec.Rules))
-		for i, rule := range r.Spec.Rules {
-			rules[i] = rule.BackendRefs
-		}
+		rules := translation.BackendRefsOf(r.Spec.Rules, func(x *gwapiv1.TLSRouteRule) []gwapiv1.BackendRef { return x.BackendRefs })
 		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, Rules: rules}
 	},
 }

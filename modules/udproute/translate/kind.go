@@ -33,10 +33,7 @@ var Kind = translation.StreamKind[*gwapiv1.UDPRoute]{
 	Cluster:  irv1.Cluster_UDP,
 	Features: []translation.Feature{{Name: gwfeatures.SupportUDPRoute, Requires: []core.ModuleID{udproute.ModuleID, "listener.udp"}}},
 	Spec: func(r *gwapiv1.UDPRoute) translation.StreamSpec {
-		rules := make([][]gwapiv1.BackendRef, len(r.Spec.Rules))
-		for i, rule := range r.Spec.Rules {
-			rules[i] = rule.BackendRefs
-		}
+		rules := translation.BackendRefsOf(r.Spec.Rules, func(x *gwapiv1.UDPRouteRule) []gwapiv1.BackendRef { return x.BackendRefs })
 		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
 	},
 }
