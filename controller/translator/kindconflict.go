@@ -37,7 +37,7 @@ func (t *session) hostnameKindConflicts() {
 type kindPair struct{ a, b schema.GroupKind }
 
 func orderedPair(x, y schema.GroupKind) kindPair {
-	if y.String() < x.String() {
+	if y.Group < x.Group || (y.Group == x.Group && y.Kind < x.Kind) {
 		x, y = y, x
 	}
 	return kindPair{x, y}
@@ -61,15 +61,24 @@ func routeGroupKind(st *routeState) schema.GroupKind {
 }
 
 func (t *session) listenerKindConflicts(l *listenerState, pairs map[kindPair]bool) {
-	excl := func(a, b *routeState) bool { return pairs[orderedPair(routeGroupKind(a), routeGroupKind(b))] }
+	// Only a listener holding routes of both kinds of a pair can have a conflict; most hold one
+	// kind, and are done here without comparing their routes.
+	present := map[schema.GroupKind]bool{}
+	for _, a := range l.routes {
+		present[routeGroupKind(a.route)] = true
+	}
 	var cands []*attachment
 	for _, a := range l.routes {
+		gk := routeGroupKind(a.route)
 		for p := range pairs {
-			if gk := routeGroupKind(a.route); gk == p.a || gk == p.b {
+			if (gk == p.a && present[p.b]) || (gk == p.b && present[p.a]) {
 				cands = append(cands, a)
 				break
 			}
 		}
+	}
+	if len(cands) == 0 {
+		return
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i].route, cands[j].route
@@ -78,22 +87,37 @@ func (t *session) listenerKindConflicts(l *listenerState, pairs map[kindPair]boo
 		}
 		return a.key.Kind < b.key.Kind
 	})
-	var kept []*attachment
+	// kept holds the winners so far by kind: a route is compared only with older routes of the
+	// kinds it is exclusive with, never with its own kind.
+	kept := map[schema.GroupKind][]*attachment{}
+	var keptKinds []schema.GroupKind // kept's keys in the order they first won: deterministic
 	lost := map[*attachment]bool{}
 	for _, a := range cands {
-		for _, k := range kept {
-			if excl(k.route, a.route) && hostnamesIntersect(k.hostnames, a.hostnames) {
-				lost[a] = true
-				a.parent.kindConflicts = append(a.parent.kindConflicts, kindConflict{
-					with: routeGroupKind(k.route),
-					msg: fmt.Sprintf("%s %s/%s is older and has an intersecting hostname on listener %s/%s",
-						k.route.key.Kind, k.route.key.Namespace, k.route.key.Name, l.gw.key, l.spec.Name),
-				})
+		gk := routeGroupKind(a.route)
+		for _, other := range keptKinds {
+			if !pairs[orderedPair(gk, other)] {
+				continue
+			}
+			for _, k := range kept[other] {
+				if hostnamesIntersect(k.hostnames, a.hostnames) {
+					lost[a] = true
+					a.parent.kindConflicts = append(a.parent.kindConflicts, kindConflict{
+						with: other,
+						msg: fmt.Sprintf("%s %s/%s is older and has an intersecting hostname on listener %s/%s",
+							k.route.key.Kind, k.route.key.Namespace, k.route.key.Name, l.gw.key, l.spec.Name),
+					})
+					break
+				}
+			}
+			if lost[a] {
 				break
 			}
 		}
 		if !lost[a] {
-			kept = append(kept, a)
+			if len(kept[gk]) == 0 {
+				keptKinds = append(keptKinds, gk)
+			}
+			kept[gk] = append(kept[gk], a)
 		}
 	}
 	if len(lost) == 0 {
