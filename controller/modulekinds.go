@@ -39,15 +39,10 @@ type moduleKind struct {
 // started yet.
 func moduleKinds(reg *core.Registry, cfg *rest.Config, ev events) ([]*moduleKind, error) {
 	var out []*moduleKind
-	for _, id := range reg.Namespace(translation.RouteKindNamespace) {
-		info, _ := reg.Lookup(id)
-		rk, ok := info.New().(translation.RouteKind)
-		if !ok {
-			continue
-		}
+	for _, rk := range translation.RouteKinds(reg) {
 		mk, err := routeKindWatch(rk.API(), cfg, ev)
 		if err != nil {
-			return nil, fmt.Errorf("module %s: %w", id, err)
+			return nil, fmt.Errorf("module %s: %w", rk.CoxswainModule().ID, err)
 		}
 		out = append(out, mk)
 	}
@@ -153,9 +148,8 @@ func (mk *moduleKind) fill(s *translator.Store) error {
 // its clients get from a rule that answers the engine's error (status.Options.ErrorAnswers).
 func errorAnswersOf(reg *core.Registry) map[string]string {
 	out := map[string]string{}
-	for _, id := range reg.Namespace(translation.RouteKindNamespace) {
-		info, _ := reg.Lookup(id)
-		if k, ok := info.New().(translation.ErrorAnswerKind); ok {
+	for _, rk := range translation.RouteKinds(reg) {
+		if k, ok := rk.(translation.ErrorAnswerKind); ok {
 			out[k.API().GVK.Kind] = k.ErrorAnswer()
 		}
 	}

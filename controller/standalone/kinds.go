@@ -85,11 +85,8 @@ type kindSet []kind
 
 func kindsOf(reg *core.Registry) kindSet {
 	out := append(kindSet(nil), coreKinds...)
-	for _, id := range reg.Namespace(translation.RouteKindNamespace) {
-		info, _ := reg.Lookup(id)
-		if rk, ok := info.New().(translation.RouteKind); ok {
-			out = append(out, routeKinds(rk.API())...)
-		}
+	for _, rk := range translation.RouteKinds(reg) {
+		out = append(out, routeKinds(rk.API())...)
 	}
 	exts, _ := reg.Extensions() // a module that declares none is the translator's Problem "InvalidFilterModule"
 	for _, api := range exts {

@@ -74,7 +74,7 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 	return &session{
 		extensionErrs: append(extErrs, dupErrs...),
 		ctx:           ctx, store: store, opts: opts, now: now,
-		kinds:       routeKinds(opts.Registry),
+		kinds:       translation.RouteKinds(opts.Registry),
 		filterKinds: filterKinds,
 		extIndex:    map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
 		gwByKey:     map[types.NamespacedName]*gatewayState{},
@@ -82,18 +82,6 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 		secretsOut:  map[string]*irv1.Secret{},
 		problems:    map[string]*Problem{},
 	}
-}
-
-// routeKinds returns the translate.route.* modules of reg, sorted by ID.
-func routeKinds(reg *core.Registry) []translation.RouteKind {
-	var out []translation.RouteKind
-	for _, id := range reg.Namespace(translation.RouteKindNamespace) {
-		info, _ := reg.Lookup(id)
-		if k, ok := info.New().(translation.RouteKind); ok {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 func (t *session) run() *Result {

@@ -159,3 +159,16 @@ type HostnameExclusiveKind interface {
 // other listeners of the same parentRef, Conflicted=True) on a route that loses a listener to an
 // older route of a HostnameExclusiveKind pair.
 const RouteReasonHostnameConflict = "HostnameConflict"
+
+// RouteKinds returns the translate.route.* modules of reg that implement RouteKind, sorted by
+// module ID.
+func RouteKinds(reg *core.Registry) []RouteKind {
+	var out []RouteKind
+	for _, id := range reg.Namespace(RouteKindNamespace) {
+		info, _ := reg.Lookup(id)
+		if k, ok := info.New().(RouteKind); ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
