@@ -70,15 +70,13 @@ func (t *session) filters(rc *routeContext, field string, fs []gwapiv1.HTTPRoute
 			return nil, translation.Fail(ff+".type", gwapiv1.RouteReasonUnsupportedValue, "%s filter cannot be repeated", f.Type)
 		}
 		seen[f.Type] = true
-		mc, fail := t.filter(rc.st.key, f, ff, env)
-		if fail != nil && fail.Reason == RouteReasonFilterNotFound && t.failsOpen(f) {
-			rc.Unresolved(fail.Field, fail.Reason, "%s (the rule is served without the filter)", fail.Message)
-			continue
-		}
+		mc, fail := t.filter(rc, f, ff, env)
 		if fail != nil {
 			return nil, fail
 		}
-		out = append(out, mc)
+		if mc != nil { // nil: a fail-open ExtensionRef whose object is missing, already reported
+			out = append(out, mc)
+		}
 	}
 	if seen[gwapiv1.HTTPRouteFilterRequestRedirect] && seen[gwapiv1.HTTPRouteFilterURLRewrite] {
 		return nil, translation.Fail(field, gwapiv1.RouteReasonIncompatibleFilters, "RequestRedirect and URLRewrite filters cannot be combined")
@@ -86,12 +84,12 @@ func (t *session) filters(rc *routeContext, field string, fs []gwapiv1.HTTPRoute
 	return out, nil
 }
 
-func (t *session) filter(key RouteKey, f gwapiv1.HTTPRouteFilter, field string, env translation.FilterEnv) (*irv1.ModuleConfig, *translation.Failure) {
+func (t *session) filter(rc *routeContext, f gwapiv1.HTTPRouteFilter, field string, env translation.FilterEnv) (*irv1.ModuleConfig, *translation.Failure) {
 	if f.Type == gwapiv1.HTTPRouteFilterExtensionRef {
 		if f.ExtensionRef == nil {
 			return nil, translation.Fail(field+".extensionRef", gwapiv1.RouteReasonUnsupportedValue, "extensionRef must be set for filter type ExtensionRef")
 		}
-		return t.extensionFilter(key, *f.ExtensionRef, field+".extensionRef")
+		return t.extensionFilter(rc, *f.ExtensionRef, field+".extensionRef")
 	}
 	if ft, ok := t.filterKinds[f.Type]; ok {
 		return ft.TranslateFilter(env, f, field)
@@ -105,8 +103,11 @@ func (t *session) filter(key RouteKey, f gwapiv1.HTTPRouteFilter, field string, 
 
 // extensionFilter is the default ExtensionRef translation: the filter.ext.<group>.<Kind> module
 // gets the referenced object's .spec as its config (or what the kind's resolver makes of it),
-// checked here as strictly as the proxy will decode it, so that a bad object shows in status.
-func (t *session) extensionFilter(key RouteKey, ref gwapiv1.LocalObjectReference, field string) (*irv1.ModuleConfig, *translation.Failure) {
+// checked here as strictly as the proxy will decode it, so that a bad object shows in status. A
+// missing object of a module that fails open (core.ExtensionAPI.FailOpen) is reported on the route
+// and gives no config and no failure: the rule is served without the filter.
+func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectReference, field string) (*irv1.ModuleConfig, *translation.Failure) {
+	key := rc.st.key
 	group, kind := string(ref.Group), string(ref.Kind)
 	what := fmt.Sprintf("ExtensionRef %s %s", groupKind(group, kind), ref.Name)
 	id := core.ExtensionModuleID(group, kind)
@@ -120,6 +121,10 @@ func (t *session) extensionFilter(key RouteKey, ref gwapiv1.LocalObjectReference
 	}
 	obj := t.extensionObject(schema.GroupKind{Group: group, Kind: kind}, key.Namespace, string(ref.Name))
 	if obj == nil {
+		if ek, ok := info.New().(core.ExtensionKind); ok && ek.ExtensionAPI().FailOpen {
+			rc.Unresolved(field, RouteReasonFilterNotFound, "%s: %s %s/%s does not exist (the rule is served without the filter)", what, kind, key.Namespace, ref.Name)
+			return nil, nil
+		}
 		return nil, unresolved(RouteReasonFilterNotFound, "%s %s/%s does not exist", kind, key.Namespace, ref.Name)
 	}
 	spec, err := specOf(obj)
@@ -145,20 +150,6 @@ func (t *session) extensionFilter(key RouteKey, ref gwapiv1.LocalObjectReference
 		}
 	}
 	return &irv1.ModuleConfig{Id: string(id), Json: spec}, nil
-}
-
-// failsOpen reports whether f is an ExtensionRef whose module serves the rule without it when
-// the referenced object is missing (core.ExtensionAPI.FailOpen).
-func (t *session) failsOpen(f gwapiv1.HTTPRouteFilter) bool {
-	if f.ExtensionRef == nil {
-		return false
-	}
-	info, ok := t.opts.Registry.Lookup(core.ExtensionModuleID(string(f.ExtensionRef.Group), string(f.ExtensionRef.Kind)))
-	if !ok {
-		return false
-	}
-	ek, ok := info.New().(core.ExtensionKind)
-	return ok && ek.ExtensionAPI().FailOpen
 }
 
 // extensionObject finds an object an ExtensionRef names, indexing its kind on first use.
