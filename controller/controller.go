@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -48,6 +49,10 @@ type Stats struct {
 	Publishes         atomic.Int64
 	PublishedAt       atomic.Int64 // unix nanos of the latest successful publish
 	PublishFailures   atomic.Int64
+	// UnresolvedFilters is coxswain_filter_unresolved_total{kind}: every full translation adds
+	// the ExtensionRefs it found naming an object that does not exist, so the series grows for
+	// as long as one stays missing (a fail-open filter's rule is being served unfiltered).
+	UnresolvedFilters *prometheus.CounterVec
 }
 
 // New builds a controller; Run starts it.
@@ -55,12 +60,15 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, fmt.Errorf("controller options: %w", err)
 	}
-	return &Controller{
+	c := &Controller{
 		opts:     opts,
 		log:      opts.Log,
 		trigger:  newCoalescer(opts.Holdoff, opts.MaxDelay),
 		features: features.Supported(opts.Registry),
-	}, nil
+	}
+	c.stats.UnresolvedFilters = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_filter_unresolved_total",
+		Help: "ExtensionRefs naming a filter object that does not exist, added at every translation while they stay missing."}, []string{"kind"})
+	return c, nil
 }
 
 // Synced reports whether the informer caches have been filled once.
@@ -184,7 +192,8 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 		pool = newAddressPool(c.opts.AddressPool)
 		opts.AssignsAddresses = true
 	}
-	var last *irv1.Snapshot // the latest snapshot made, published or not
+	var last *irv1.Snapshot    // the latest snapshot made, published or not
+	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
 	var published string
 	retry := publishRetry
 	for c.trigger.Wait(ctx) == nil {
@@ -209,6 +218,10 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 			if len(res.Problems) > 0 {
 				c.log.Debug("translation problems", zap.Int("count", len(res.Problems)))
 			}
+			for kind, n := range res.UnresolvedFilters {
+				c.stats.UnresolvedFilters.WithLabelValues(kind).Add(float64(n))
+			}
+			warned = logWarnings(c.log, res.Warnings, warned)
 		}
 		c.stats.TranslateNanos.Store(int64(time.Since(start)))
 		c.log.Debug("translated", zap.Bool("endpointsOnly", ch == changeEndpoints), zap.Duration("took", time.Since(start)),
@@ -272,4 +285,19 @@ func (c *Controller) ourClasses(store *translator.Store) map[string]bool {
 		}
 	}
 	return out
+}
+
+// logWarnings logs each translation warning once while it lasts (a translation runs on every
+// change, and an unchanged warning must not fill the log); it returns the set now current.
+func logWarnings(log *zap.Logger, ws []*translator.Problem, before map[string]bool) map[string]bool {
+	now := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		msg := w.Error()
+		now[msg] = true
+		if !before[msg] {
+			log.Warn("accepted with a warning", zap.String("object", w.Kind+" "+w.Namespace+"/"+w.Name),
+				zap.String("field", w.Field), zap.String("warning", w.Message))
+		}
+	}
+	return now
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -30,6 +32,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // change says what an event changed, so the driver can tell an endpoints-only burst from one that
@@ -44,6 +47,9 @@ const (
 // watch holds the informers and listers of every kind a translation reads.
 type watch struct {
 	kube, tls informers.SharedInformerFactory
+	// labelled are the factories of the Secrets resolvers select by label (SecretSelector).
+	labelled []informers.SharedInformerFactory
+	extra    []corelisters.SecretLister
 	gw        gwinformers.SharedInformerFactory
 
 	classes  gwlisters.GatewayClassLister
@@ -104,6 +110,13 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 		{spaces.Informer(), changeHandler(changeConfig, ev, labelsChanged)},
 		{secrets.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)},
 	}
+	for _, sel := range secretSelectors(reg) {
+		f := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
+		inf := f.Core().V1().Secrets()
+		w.labelled, w.extra = append(w.labelled, f), append(w.extra, inf.Lister())
+		handlers = append(handlers, handler{inf.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)})
+	}
 	kinds, err := moduleKinds(reg, cfg, ev)
 	if err != nil {
 		return nil, err
@@ -137,6 +150,9 @@ func (w *watch) start(ctx context.Context, log *zap.Logger) bool {
 	w.kube.Start(ctx.Done())
 	w.tls.Start(ctx.Done())
 	w.gw.Start(ctx.Done())
+	for _, f := range w.labelled {
+		f.Start(ctx.Done())
+	}
 	synced := make([]cache.InformerSynced, 0, len(w.informers)+len(w.kinds))
 	for _, inf := range w.informers {
 		synced = append(synced, inf.HasSynced)
@@ -174,6 +190,9 @@ func (w *watch) shutdown() {
 	w.kube.Shutdown()
 	w.tls.Shutdown()
 	w.gw.Shutdown()
+	for _, f := range w.labelled {
+		f.Shutdown()
+	}
 	w.running.Wait()
 }
 
@@ -189,6 +208,11 @@ func (w *watch) store() (*translator.Store, error) {
 	s.EndpointSlices, errs[4] = w.slices.List(all)
 	s.Secrets, errs[5] = w.secrets.List(all)
 	s.Namespaces, errs[6] = w.spaces.List(all)
+	for _, l := range w.extra {
+		more, err := l.List(all)
+		errs = append(errs, err)
+		s.Secrets = appendSecrets(s.Secrets, more)
+	}
 	for _, k := range w.kinds {
 		errs = append(errs, k.fill(&s))
 	}
@@ -263,4 +287,38 @@ func stripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// secretSelectors are the distinct label selectors of the Secrets the resolvers of reg read
+// (translation.SecretSelector), sorted.
+func secretSelectors(reg *core.Registry) []string {
+	seen := map[string]bool{}
+	for _, id := range reg.IDs() {
+		if !strings.HasPrefix(string(id), translation.ExtensionResolverNamespace+".") {
+			continue
+		}
+		info, _ := reg.Lookup(id)
+		if s, ok := info.New().(translation.SecretSelector); ok && s.SecretLabelSelector() != "" {
+			seen[s.SecretLabelSelector()] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// appendSecrets adds to have the Secrets of more it does not hold yet (a TLS Secret may carry a
+// selected label too).
+func appendSecrets(have, more []*corev1.Secret) []*corev1.Secret {
+	if len(more) == 0 {
+		return have
+	}
+	idx := make(map[types.UID]bool, len(have))
+	for _, s := range have {
+		idx[s.UID] = true
+	}
+	for _, s := range more {
+		if !idx[s.UID] {
+			have = append(have, s)
+		}
+	}
+	return have
 }

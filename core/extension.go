@@ -29,6 +29,22 @@ type ExtensionAPI struct {
 	// Gateway API asks of a filter that cannot run, is the rule answering 500. Only the missing
 	// object fails open: an object that exists but is invalid always fails the rule.
 	FailOpen bool
+	// RouteKinds are the route kinds whose rules may reference the filter ("HTTPRoute",
+	// "GRPCRoute"); nil means every kind with filters. A reference from another kind fails its
+	// rule (UnsupportedValue), as a filter that cannot run must, unless the kind is in
+	// IgnoredOn.
+	RouteKinds []string
+	// IgnoredOn are the route kinds on which a reference is accepted but not enforced: the rule
+	// is served without the filter and the route's ResolvedRefs message says so.
+	IgnoredOn []string
+}
+
+// ConfigWarner is optionally implemented by a module whose config may hold parts it accepts but
+// does not serve as written (an entry it skips, a value it replaces by the default). The
+// controller calls it, after the strict decode and CheckConfig, on every ExtensionRef's config
+// and shows each message on the route; the proxy module logs the same at Provision.
+type ConfigWarner interface {
+	ConfigWarnings() []string
 }
 
 // ExtensionKind is implemented by every filter.ext.* module: it declares the resource whose

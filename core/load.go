@@ -22,6 +22,12 @@ type BuildContext struct {
 	Registry *Registry
 	// Snapshot is the snapshot being built; modules read it, never modify it.
 	Snapshot *irv1.Snapshot
+	// Shared keeps state across tables (Shared); nil in a context a test makes by hand.
+	Shared *SharedState
+	// Settings are the process's module settings ("<module>.<name>" → value, from the proxy's
+	// --module-setting flags): what an operator configures once per proxy rather than per route,
+	// such as the address of a shared rate-limit store. Read-only.
+	Settings map[string]string
 
 	cleanups []CleanerUpper
 }

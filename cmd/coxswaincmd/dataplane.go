@@ -162,6 +162,7 @@ func controllerCollectors(ctrl *controller.Controller) []prometheus.Collector {
 			func() float64 { return b2f(st.Leading.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "coxswain_controller_translate_seconds", Help: "Duration of the latest translation."},
 			func() float64 { return time.Duration(st.TranslateNanos.Load()).Seconds() }),
+		st.UnresolvedFilters,
 	}
 }
 

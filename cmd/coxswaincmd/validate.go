@@ -47,6 +47,9 @@ func validate(args []string, e *proxycmd.Env) int {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(e.Stderr, "note: %s\n", n)
 	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(e.Stderr, "warning: %s: %s: %s%s\n", w.Source, w.Object, fieldPrefix(w.Field), w.Message)
+	}
 	if rep.HasErrors() {
 		fmt.Fprintf(e.Stderr, "invalid: %d document(s) left out, %d problem(s), %d False condition(s)\n",
 			len(rep.LoadErrors), len(rep.Problems), len(rep.Failures))

@@ -20,8 +20,10 @@ type Report struct {
 	GatewayClasses []ObjectStatus `json:"gatewayClasses,omitempty"`
 	Gateways       []ObjectStatus `json:"gateways,omitempty"`
 	// Routes are the routes of every kind, by kind, namespace and name.
-	Routes     []ObjectStatus  `json:"routes,omitempty"`
-	Problems   []ReportProblem `json:"problems,omitempty"`
+	Routes   []ObjectStatus  `json:"routes,omitempty"`
+	Problems []ReportProblem `json:"problems,omitempty"`
+	// Warnings are what was accepted but is not served as written (not errors).
+	Warnings   []ReportProblem `json:"warnings,omitempty"`
 	LoadErrors []*Error        `json:"loadErrors,omitempty"`
 	// Notes are hints about objects that are valid but ignored (e.g. another controller's class).
 	Notes []string `json:"notes,omitempty"`
@@ -93,14 +95,8 @@ func BuildReport(res *Result, tr *translator.Result, controllerName string) *Rep
 			rep.failed(fmt.Sprintf("%s %s parent %s", key.Kind, nn, parentName(p.ParentRef, nn.Namespace)), p.Conditions)
 		}
 	}
-	for _, p := range tr.Problems {
-		ref := ObjectRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
-		rp := ReportProblem{Object: ref.String(), Field: p.Field, Reason: p.Reason, Message: p.Message}
-		if s, ok := res.Sources[ref]; ok {
-			rp.Source = s.String()
-		}
-		rep.Problems = append(rep.Problems, rp)
-	}
+	rep.Problems = reportProblems(res, tr.Problems)
+	rep.Warnings = reportProblems(res, tr.Warnings)
 	rep.Notes = ignoredNotes(res, tr, controllerName)
 	return rep
 }
@@ -180,4 +176,17 @@ func sortedRouteKeys(m map[translator.RouteKey]*gwapiv1.RouteStatus) []translato
 		return a.Name < b.Name
 	})
 	return keys
+}
+
+func reportProblems(res *Result, ps []*translator.Problem) []ReportProblem {
+	var out []ReportProblem
+	for _, p := range ps {
+		ref := ObjectRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
+		rp := ReportProblem{Object: ref.String(), Field: p.Field, Reason: p.Reason, Message: p.Message}
+		if s, ok := res.Sources[ref]; ok {
+			rp.Source = s.String()
+		}
+		out = append(out, rp)
+	}
+	return out
 }

@@ -181,6 +181,13 @@ func (r *Runner) translate(ctx context.Context, res *Result) (*translator.Result
 			zap.Int("document", src.Doc), zap.String("object", ref.String()), zap.String("field", p.Field),
 			zap.String("reason", p.Reason), zap.String("message", p.Message))
 	}
+	for _, p := range tr.Warnings {
+		ref := ObjectRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
+		src := res.Sources[ref]
+		r.log.Warn("accepted with a warning", zap.String("file", src.File), zap.Int("line", src.Line),
+			zap.Int("document", src.Doc), zap.String("object", ref.String()), zap.String("field", p.Field),
+			zap.String("warning", p.Message))
+	}
 	for _, n := range rep.Notes {
 		r.log.Warn(n)
 	}

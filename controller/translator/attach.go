@@ -39,6 +39,9 @@ type routeState struct {
 	// problems wait until the route turns out to have one of our parents: a route of another
 	// controller is none of our business.
 	problems []*Problem
+	// warnings are what was accepted but not served as written (RouteContext.Warn), by
+	// "field: message", each once.
+	warnings map[string]*Problem
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -100,6 +103,24 @@ func (st *routeState) unresolvedRef(field string, reason gwapiv1.RouteConditionR
 	st.unresolvedFields[field] = true
 }
 
+func (st *routeState) warn(field, msg string) {
+	p := &Problem{Kind: st.key.Kind, Namespace: st.key.Namespace, Name: st.key.Name, Field: field, Reason: ReasonWarning, Message: msg}
+	if st.warnings == nil {
+		st.warnings = map[string]*Problem{}
+	}
+	st.warnings[field+": "+msg] = p
+}
+
+// warningSummary joins the route's warnings, sorted, for its ResolvedRefs message.
+func (st *routeState) warningSummary() string {
+	keys := make([]string, 0, len(st.warnings))
+	for k := range st.warnings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, "; ")
+}
+
 // noValidRule reports whether every rule was dropped or failed.
 func (st *routeState) noValidRule() bool { return st.implemented == 0 && len(st.dropped) > 0 }
 
@@ -127,6 +148,9 @@ func (t *session) translateRoutes() {
 			}
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
+				for _, p := range st.warnings {
+					t.warnings[p.Error()] = p
+				}
 				for _, p := range st.problems {
 					t.problems[p.Error()] = p
 				}

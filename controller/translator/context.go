@@ -35,6 +35,10 @@ func (rc *routeContext) Unresolved(field string, reason gwapiv1.RouteConditionRe
 	rc.st.unresolvedRef(field, reason, fmt.Sprintf(format, args...))
 }
 
+func (rc *routeContext) Warn(field string, format string, args ...any) {
+	rc.st.warn(field, fmt.Sprintf(format, args...))
+}
+
 func (rc *routeContext) Backend(field string, ref gwapiv1.BackendRef, filters []*irv1.ModuleConfig) *irv1.Backend {
 	weight := uint32(1)
 	if ref.Weight != nil && *ref.Weight >= 0 {

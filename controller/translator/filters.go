@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,7 +90,7 @@ func (t *session) filter(rc *routeContext, f gwapiv1.HTTPRouteFilter, field stri
 		if f.ExtensionRef == nil {
 			return nil, translation.Fail(field+".extensionRef", gwapiv1.RouteReasonUnsupportedValue, "extensionRef must be set for filter type ExtensionRef")
 		}
-		return t.extensionFilter(rc, *f.ExtensionRef, field+".extensionRef")
+		return t.extensionFilter(rc, *f.ExtensionRef, field+".extensionRef", env)
 	}
 	if ft, ok := t.filterKinds[f.Type]; ok {
 		return ft.TranslateFilter(env, f, field)
@@ -106,7 +107,7 @@ func (t *session) filter(rc *routeContext, f gwapiv1.HTTPRouteFilter, field stri
 // checked here as strictly as the proxy will decode it, so that a bad object shows in status. A
 // missing object of a module that fails open (core.ExtensionAPI.FailOpen) is reported on the route
 // and gives no config and no failure: the rule is served without the filter.
-func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectReference, field string) (*irv1.ModuleConfig, *translation.Failure) {
+func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectReference, field string, env translation.FilterEnv) (*irv1.ModuleConfig, *translation.Failure) {
 	key := rc.st.key
 	group, kind := string(ref.Group), string(ref.Kind)
 	what := fmt.Sprintf("ExtensionRef %s %s", groupKind(group, kind), ref.Name)
@@ -119,9 +120,24 @@ func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectRefer
 	unresolved := func(reason gwapiv1.RouteConditionReason, format string, args ...any) *translation.Failure {
 		return &translation.Failure{Field: field, Reason: reason, Unresolved: true, Message: what + ": " + fmt.Sprintf(format, args...)}
 	}
+	var api core.ExtensionAPI
+	if ek, ok := info.New().(core.ExtensionKind); ok {
+		api = ek.ExtensionAPI()
+	}
+	if env.Kind != "" && api.RouteKinds != nil && !slices.Contains(api.RouteKinds, env.Kind) {
+		if slices.Contains(api.IgnoredOn, env.Kind) {
+			rc.Warn(field, "%s is not enforced on %s (it applies to %s only); the rule is served without it", what, env.Kind, strings.Join(api.RouteKinds, ", "))
+			return nil, nil
+		}
+		return nil, translation.Fail(field, gwapiv1.RouteReasonUnsupportedValue, "%s: %s filters are not supported on %s (only on %s)", what, kind, env.Kind, strings.Join(api.RouteKinds, ", "))
+	}
 	obj := t.extensionObject(schema.GroupKind{Group: group, Kind: kind}, key.Namespace, string(ref.Name))
 	if obj == nil {
-		if ek, ok := info.New().(core.ExtensionKind); ok && ek.ExtensionAPI().FailOpen {
+		if t.unresolvedFilters[kind] == nil {
+			t.unresolvedFilters[kind] = map[string]bool{}
+		}
+		t.unresolvedFilters[kind][key.String()+" "+field] = true
+		if api.FailOpen {
 			rc.Unresolved(field, RouteReasonFilterNotFound, "%s: %s %s/%s does not exist (the rule is served without the filter)", what, kind, key.Namespace, ref.Name)
 			return nil, nil
 		}
@@ -132,7 +148,7 @@ func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectRefer
 		return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "reading its spec: %v", err)
 	}
 	if res, ok := t.resolver(id); ok {
-		if spec, err = res.Resolve(&resolveContext{t: t, namespace: key.Namespace, from: schema.GroupKind{Group: group, Kind: kind}}, obj, spec); err != nil {
+		if spec, err = res.Resolve(&resolveContext{t: t, namespace: key.Namespace, from: schema.GroupKind{Group: group, Kind: kind}, rc: rc, field: field}, obj, spec); err != nil {
 			var f *translation.Failure
 			if errors.As(err, &f) {
 				return nil, &translation.Failure{Field: field, Reason: f.Reason, Unresolved: true, Message: what + ": " + f.Message}
@@ -147,6 +163,11 @@ func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectRefer
 	if c, ok := mod.(core.ConfigChecker); ok {
 		if err := c.CheckConfig(); err != nil {
 			return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "invalid spec: %v", err)
+		}
+	}
+	if w, ok := mod.(core.ConfigWarner); ok {
+		for _, msg := range w.ConfigWarnings() {
+			rc.Warn(field, "%s: %s", what, msg)
 		}
 	}
 	return &irv1.ModuleConfig{Id: string(id), Json: spec}, nil

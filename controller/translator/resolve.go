@@ -1,6 +1,9 @@
 package translator
 
 import (
+	"fmt"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -14,11 +17,23 @@ type resolveContext struct {
 	t         *session
 	namespace string
 	from      schema.GroupKind
+	// rc and field are the route and the ExtensionRef being resolved, for Warn.
+	rc    *routeContext
+	field string
 }
 
 var _ translation.ResolveContext = (*resolveContext)(nil)
 
 func (rc *resolveContext) Namespace() string { return rc.namespace }
+
+func (rc *resolveContext) Document(uri string, refresh time.Duration) ([]byte, error) {
+	if rc.t.opts.Documents == nil {
+		return nil, fmt.Errorf("remote documents are not fetched in this process (%s)", uri)
+	}
+	return rc.t.opts.Documents.Document(uri, refresh)
+}
+
+func (rc *resolveContext) Warn(format string, args ...any) { rc.rc.Warn(rc.field, format, args...) }
 
 func (rc *resolveContext) Secret(namespace, name string) (*corev1.Secret, error) {
 	if namespace == "" {

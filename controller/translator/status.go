@@ -39,8 +39,21 @@ func (t *session) result() *Result {
 		rs := t.routeStatus(st)
 		res.Routes[st.key] = rs
 	}
-	res.Problems = t.sortedProblems()
+	res.Problems = sortProblems(t.problems)
+	res.Warnings = sortProblems(t.warnings)
+	res.UnresolvedFilters = map[string]int{}
+	for kind, refs := range t.unresolvedFilters {
+		res.UnresolvedFilters[kind] = len(refs)
+	}
 	return res
+}
+
+// withWarnings appends the route's warnings to a condition message.
+func withWarnings(msg string, st *routeState) string {
+	if len(st.warnings) == 0 {
+		return msg
+	}
+	return msg + "; accepted with warnings: " + st.warningSummary()
 }
 
 func (t *session) cond(typ string, ok bool, reason, msg string, gen int64) metav1.Condition {
@@ -167,7 +180,7 @@ func (t *session) routeStatus(st *routeState) *gwapiv1.RouteStatus {
 		}
 		conds := []metav1.Condition{
 			t.cond(string(gwapiv1.RouteConditionAccepted), ps.accepted.ok, ps.accepted.reason, ps.accepted.msg, gen),
-			t.cond(string(gwapiv1.RouteConditionResolvedRefs), res.ok, res.reason, res.msg, gen),
+			t.cond(string(gwapiv1.RouteConditionResolvedRefs), res.ok, res.reason, withWarnings(res.msg, st), gen),
 		}
 		if ps.accepted.ok && len(st.dropped) > 0 {
 			conds = append(conds, t.cond(string(gwapiv1.RouteConditionPartiallyInvalid), true, string(st.dropFirst), st.droppedSummary(), gen))

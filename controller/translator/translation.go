@@ -53,6 +53,10 @@ type session struct {
 	clusters   map[string]*irv1.Cluster
 	secretsOut map[string]*irv1.Secret
 	problems   map[string]*Problem
+	warnings   map[string]*Problem
+	// unresolvedFilters are the ExtensionRefs to missing objects, by kind, each once (Build runs
+	// once per listener): Result.UnresolvedFilters.
+	unresolvedFilters map[string]map[string]bool
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {
@@ -74,13 +78,15 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 	return &session{
 		extensionErrs: append(extErrs, dupErrs...),
 		ctx:           ctx, store: store, opts: opts, now: now,
-		kinds:       translation.RouteKinds(opts.Registry),
-		filterKinds: filterKinds,
-		extIndex:    map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
-		gwByKey:     map[types.NamespacedName]*gatewayState{},
-		clusters:    map[string]*irv1.Cluster{},
-		secretsOut:  map[string]*irv1.Secret{},
-		problems:    map[string]*Problem{},
+		kinds:             translation.RouteKinds(opts.Registry),
+		filterKinds:       filterKinds,
+		extIndex:          map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
+		gwByKey:           map[types.NamespacedName]*gatewayState{},
+		clusters:          map[string]*irv1.Cluster{},
+		secretsOut:        map[string]*irv1.Secret{},
+		problems:          map[string]*Problem{},
+		warnings:          map[string]*Problem{},
+		unresolvedFilters: map[string]map[string]bool{},
 	}
 }
 
@@ -163,9 +169,9 @@ func (t *session) problem(kind, ns, name, field, reason, msg string) {
 	t.problems[p.Error()] = p
 }
 
-func (t *session) sortedProblems() []*Problem {
-	out := make([]*Problem, 0, len(t.problems))
-	for _, p := range t.problems {
+func sortProblems(ps map[string]*Problem) []*Problem {
+	out := make([]*Problem, 0, len(ps))
+	for _, p := range ps {
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // DefaultControllerName is the GatewayClass spec.controllerName Coxswain answers to by default.
@@ -36,6 +37,9 @@ type Options struct {
 	// AssignsAddresses says GatewayAddresses come from a pool: a Gateway that asks for an address
 	// and got none is not programmed (AddressNotAssigned) rather than bound on every address.
 	AssignsAddresses bool
+	// Documents are the remote documents resolvers read (JWKS); nil means none can be fetched
+	// in this process, and a resolver that needs one reports it.
+	Documents translation.Documents
 }
 
 // Result is one translation: the snapshot every proxy should run and the status the controller
@@ -51,6 +55,12 @@ type Result struct {
 	Routes map[RouteKey]*gwapiv1.RouteStatus
 	// Problems lists every invalid thing found, sorted; each also shows as a condition.
 	Problems []*Problem
+	// Warnings lists what was accepted but not served as written (reason ReasonWarning),
+	// sorted; each also shows in its route's ResolvedRefs message. They are not errors.
+	Warnings []*Problem
+	// UnresolvedFilters counts, by kind, the ExtensionRefs that name an object that does not
+	// exist (the controller's coxswain_filter_unresolved_total).
+	UnresolvedFilters map[string]int
 }
 
 // RouteKey names one route object of any kind.
@@ -65,6 +75,9 @@ func (k RouteKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.
 
 // Problem is one invalid thing in the input: which object, which field, and the condition reason
 // it shows up as in status.
+// ReasonWarning is the Reason of a Problem in Result.Warnings.
+const ReasonWarning = "Warning"
+
 type Problem struct {
 	Kind      string
 	Namespace string

@@ -105,16 +105,12 @@ func (ls *ListenerState) Certificate(hello *tls.ClientHelloInfo) (*tls.Certifica
 	return sc.certs[0], nil
 }
 
-type connKey struct{}
-
 // connContext stores the downstream connection in its context (ServeContext.ConnContext).
-func connContext(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
-}
+func connContext(ctx context.Context, c net.Conn) context.Context { return core.ContextWithConn(ctx, c) }
 
 // clientAddr is the downstream peer of r; Value walks a short context chain and does not allocate.
 func clientAddr(r *http.Request) net.Addr {
-	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+	if c := core.DownstreamConn(r); c != nil {
 		return c.RemoteAddr()
 	}
 	return nil

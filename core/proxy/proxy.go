@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,8 @@ type Options struct {
 	// BindRetryMin and BindRetryMax bound the backoff with which a listener that could not be
 	// bound is tried again (DefaultBindRetryMin and DefaultBindRetryMax when zero).
 	BindRetryMin, BindRetryMax time.Duration
+	// ModuleSettings are handed to every module as core.BuildContext.Settings.
+	ModuleSettings map[string]string
 }
 
 // BoundListener is one socket the proxy has actually bound.
@@ -59,6 +62,9 @@ type Proxy struct {
 	certs  certCache
 
 	retryMin, retryMax time.Duration
+
+	shared   *core.SharedState // module state that outlives tables
+	settings map[string]string
 }
 
 // New returns a Proxy that serves nothing until the first Apply.
@@ -91,6 +97,8 @@ func New(opts Options) *Proxy {
 		draining: map[*serving]struct{}{},
 		fwd:      newForwarders(log, limits),
 		dialer:   newUpstreamDialer(limits),
+		shared:   core.NewSharedState(),
+		settings: maps.Clone(opts.ModuleSettings),
 	}
 }
 

@@ -3,22 +3,23 @@ package grpcroute
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/coxswain-labs/coxswain/core"
 )
 
-// Code is a gRPC status code. The values are fixed by the gRPC protocol; only those the engine's
-// errors map to are named, so the proxy does not link the gRPC library for a few constants.
-type Code uint32
+// Code is a gRPC status code (core.GRPCCode; the constants are named there too).
+type Code = core.GRPCCode
 
-// gRPC status codes (https://grpc.github.io/grpc/core/md_doc_statuscodes.html).
+// gRPC status codes the engine's errors map to.
 const (
-	CodeOK               Code = 0
-	CodeUnknown          Code = 2
-	CodeDeadlineExceeded Code = 4
-	CodePermissionDenied Code = 7
-	CodeUnimplemented    Code = 12
-	CodeInternal         Code = 13
-	CodeUnavailable      Code = 14
-	CodeUnauthenticated  Code = 16
+	CodeOK               = core.GRPCOK
+	CodeUnknown          = core.GRPCUnknown
+	CodeDeadlineExceeded = core.GRPCDeadlineExceeded
+	CodePermissionDenied = core.GRPCPermissionDenied
+	CodeUnimplemented    = core.GRPCUnimplemented
+	CodeInternal         = core.GRPCInternal
+	CodeUnavailable      = core.GRPCUnavailable
+	CodeUnauthenticated  = core.GRPCUnauthenticated
 )
 
 // CodeForHTTP maps an HTTP status the engine answers with to the gRPC code a client should see.
@@ -63,42 +64,7 @@ func (*Matcher) WriteTrailerError(trailer http.Header, _ *http.Request, status i
 	trailer["Grpc-Message"] = []string{encodeMessage("backend failed mid-stream: " + msg)}
 }
 
-// WriteStatus writes a trailers-only gRPC response: HTTP 200 and content-type application/grpc,
-// with grpc-status and grpc-message in the header block and no body, which an HTTP/2 server sends
-// as a single HEADERS frame ending the stream. Headers already set on w (say, by a filter) stay,
-// except a Content-Length, which cannot hold for a body-less answer.
-func WriteStatus(w http.ResponseWriter, code Code, msg string) {
-	h := w.Header()
-	h.Del("Content-Length")
-	h["Content-Type"] = []string{"application/grpc"}
-	h["Grpc-Status"] = []string{strconv.FormatUint(uint64(code), 10)}
-	if msg != "" {
-		h["Grpc-Message"] = []string{encodeMessage(msg)}
-	}
-	w.WriteHeader(http.StatusOK)
-}
+// WriteStatus writes a trailers-only gRPC response (core.WriteGRPCStatus).
+func WriteStatus(w http.ResponseWriter, code Code, msg string) { core.WriteGRPCStatus(w, code, msg) }
 
-// encodeMessage percent-encodes grpc-message as the gRPC HTTP/2 protocol requires: every byte
-// outside printable ASCII, and '%' itself.
-func encodeMessage(msg string) string {
-	n := 0
-	for i := 0; i < len(msg); i++ {
-		if c := msg[i]; c < 0x20 || c > 0x7e || c == '%' {
-			n++
-		}
-	}
-	if n == 0 {
-		return msg
-	}
-	const hex = "0123456789ABCDEF"
-	out := make([]byte, 0, len(msg)+2*n)
-	for i := 0; i < len(msg); i++ {
-		c := msg[i]
-		if c < 0x20 || c > 0x7e || c == '%' {
-			out = append(out, '%', hex[c>>4], hex[c&15])
-			continue
-		}
-		out = append(out, c)
-	}
-	return string(out)
-}
+func encodeMessage(msg string) string { return core.EncodeGRPCMessage(msg) }

@@ -28,6 +28,10 @@ type RouteContext interface {
 	// Unresolved sets ResolvedRefs=False with reason for a reference the route keeps serving
 	// with an error (an unresolvable ExtensionRef, say). Backend and Filters call it themselves.
 	Unresolved(field string, reason gwapiv1.RouteConditionReason, format string, args ...any)
+	// Warn reports something accepted but not served as written (a field ignored, an entry
+	// skipped): the route stays as it is, and the message joins its ResolvedRefs condition and
+	// the translation's Warnings, so that it is never silent.
+	Warn(field string, format string, args ...any)
 	// Backend resolves one backendRef at field (e.g. "spec.rules[0].backendRefs[1]"): the
 	// Service's port and ready endpoints become a Cluster; a cross-namespace reference needs a
 	// ReferenceGrant. One that does not resolve gives a Backend with no cluster and an error,

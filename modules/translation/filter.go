@@ -2,6 +2,7 @@ package translation
 
 import (
 	"encoding/json"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -48,6 +49,15 @@ type ExtensionResolver interface {
 	Resolve(rc ResolveContext, obj Object, spec json.RawMessage) (json.RawMessage, error)
 }
 
+// SecretSelector is optionally implemented by an ExtensionResolver that reads Secrets other than
+// TLS ones (which the controller always watches). The controller watches, besides, the Secrets
+// matching the label selector it returns ("ingress.coxswain-labs.dev/auth-basic=true"), and
+// nothing else: a cluster's other Secrets never enter its memory. Standalone files have every
+// Secret they hold.
+type SecretSelector interface {
+	SecretLabelSelector() string
+}
+
 // ResolveContext is what a resolver may read: the objects the controller holds, with the
 // ReferenceGrant rules applied for it.
 type ResolveContext interface {
@@ -57,4 +67,19 @@ type ResolveContext interface {
 	// (missing; in another namespace than the filter object without a ReferenceGrant from
 	// group/kind of the filter object to Secrets).
 	Secret(namespace, name string) (*corev1.Secret, error)
+	// Warn reports something in the object accepted but not served as written; it shows on the
+	// route (RouteContext.Warn) at the ExtensionRef's field.
+	Warn(format string, args ...any)
+	// Document returns the body of the remote document at uri (an https or http URL: a JWKS),
+	// as the controller last fetched it. The controller — never a proxy — fetches a URI from
+	// the first translation that asks for it, then every refresh (or sooner when the server's
+	// Cache-Control max-age says so), keeps the last good body when a refresh fails, and
+	// translates again when the body changes. Until a first fetch succeeds it returns an error
+	// that says why (not fetched yet, or the fetch's failure).
+	Document(uri string, refresh time.Duration) ([]byte, error)
+}
+
+// Documents is the controller's source of remote documents (ResolveContext.Document).
+type Documents interface {
+	Document(uri string, refresh time.Duration) ([]byte, error)
 }

@@ -31,13 +31,15 @@ var (
 
 // API is the resource behind this module's ExtensionRefs. A reference to a PathRewriteRegex
 // that does not exist fails open, as Coxswain's filter kinds do: the rule is served unrewritten
-// and the route says why (ResolvedRefs=False, FilterNotFound). An invalid one fails the rule.
+// and the route says why (ResolvedRefs=False, FilterNotFound). An invalid one fails the rule, and
+// so does a reference from a GRPCRoute: a gRPC method path is not for rewriting.
 var API = core.ExtensionAPI{
-	Group:    "gateway.coxswain-labs.dev",
-	Kind:     "PathRewriteRegex",
-	Version:  "v1alpha1",
-	Resource: "pathrewriteregexes",
-	FailOpen: true,
+	Group:      "gateway.coxswain-labs.dev",
+	Kind:       "PathRewriteRegex",
+	Version:    "v1alpha1",
+	Resource:   "pathrewriteregexes",
+	FailOpen:   true,
+	RouteKinds: []string{"HTTPRoute"},
 }
 
 // PathRewriteRegex is the module.
