@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -300,4 +301,143 @@ func TestDuplicateFilterTranslatorIsAProblem(t *testing.T) {
 		}
 	}
 	t.Errorf("problems %v: want InvalidFilterModule naming both translators", res.Problems)
+}
+
+// kindBound is a filter for some route kinds only, which warns about its config.
+type kindBound struct {
+	api  core.ExtensionAPI
+	Skip []string `json:"skip"`
+}
+
+func (m kindBound) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: core.ExtensionModuleID(m.api.Group, m.api.Kind), New: func() core.Module { return &kindBound{api: m.api} }}
+}
+func (m *kindBound) ExtensionAPI() core.ExtensionAPI { return m.api }
+func (m *kindBound) ConfigWarnings() []string {
+	var out []string
+	for _, s := range m.Skip {
+		out = append(out, "entry "+s+" is skipped")
+	}
+	return out
+}
+
+func extStore(t *testing.T, kind string, spec map[string]any, more ...gwapiv1.Listener) *Store {
+	t.Helper()
+	store := tcpStore(more...)
+	if spec != nil {
+		store.Add(schema.GroupKind{Group: "example.com", Kind: kind}, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": kind, "metadata": map[string]any{"namespace": "db", "name": "f"}, "spec": spec}})
+	}
+	store.Add(streamGVK.GroupKind(), &extRoute{filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
+		ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: gwapiv1.Kind(kind), Name: "f"}}},
+		streamRoute: streamRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+			parents: []gwapiv1.ParentReference{{Name: "gw"}},
+			backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}}}})
+	return store
+}
+
+var pgKey = RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}
+
+// A filter declared for other route kinds fails the rule, or — on a kind it is "accepted, not
+// enforced" on — is left out with a warning on the route.
+func TestExtensionRefRouteKinds(t *testing.T) {
+	only := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Only", Version: "v1", Resource: "onlys", RouteKinds: []string{"HTTPRoute"}}}
+	ignored := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Lax", Version: "v1", Resource: "laxes",
+		RouteKinds: []string{"HTTPRoute"}, IgnoredOn: []string{"StreamRoute"}}}
+	reg := core.NewRegistry(extKind{}, only, ignored)
+
+	res := Translate(context.Background(), extStore(t, "Only", map[string]any{}), Options{Registry: reg})
+	// The route's one rule fails, so the route is not accepted (a route with other rules would
+	// be PartiallyInvalid, the failed rule answering 500).
+	if accepted := res.Routes[pgKey].Parents[0].Conditions[0]; accepted.Status != metav1.ConditionFalse ||
+		!strings.Contains(accepted.Message, "Only filters are not supported on StreamRoute (only on HTTPRoute)") {
+		t.Errorf("a filter used on a route kind it does not support must fail its rule: Accepted %+v", accepted)
+	}
+	if len(res.Problems) != 1 || res.Problems[0].Reason != "UnsupportedValue" {
+		t.Errorf("problems %v, want one UnsupportedValue", res.Problems)
+	}
+
+	res = Translate(context.Background(), extStore(t, "Lax", map[string]any{}), Options{Registry: reg})
+	r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
+	if len(r.Filters) != 0 || r.Backends[0].Error != "" {
+		t.Errorf("an accepted-not-enforced filter must leave the rule served: filters %v backends %v", r.Filters, r.Backends)
+	}
+	resolved := res.Routes[pgKey].Parents[0].Conditions[1]
+	if resolved.Status != metav1.ConditionTrue || !strings.Contains(resolved.Message, "accepted with warnings") ||
+		!strings.Contains(resolved.Message, "is not enforced on StreamRoute") {
+		t.Errorf("ResolvedRefs %+v: want True with the warning", resolved)
+	}
+	if len(res.Warnings) != 1 || len(res.Problems) != 0 {
+		t.Errorf("warnings %v problems %v: want one warning and no problem", res.Warnings, res.Problems)
+	}
+}
+
+// A module's ConfigWarnings show on the route, which stays resolved, once however many
+// listeners the route is built for.
+func TestConfigWarnings(t *testing.T) {
+	m := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Warny", Version: "v1", Resource: "warnys"}}
+	store := extStore(t, "Warny", map[string]any{"skip": []any{"a", "b"}}, gwapiv1.Listener{Name: "tcp2", Port: 5433, Protocol: gwapiv1.TCPProtocolType})
+	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, m)})
+	resolved := res.Routes[pgKey].Parents[0].Conditions[1]
+	want := "accepted with warnings: spec.rules[0].filters[0].extensionRef: ExtensionRef Warny.example.com f: entry a is skipped; " +
+		"spec.rules[0].filters[0].extensionRef: ExtensionRef Warny.example.com f: entry b is skipped"
+	if resolved.Status != metav1.ConditionTrue || !strings.HasSuffix(resolved.Message, want) {
+		t.Errorf("ResolvedRefs message %q, want it to end with %q", resolved.Message, want)
+	}
+	if len(res.Warnings) != 2 || res.Warnings[0].Reason != ReasonWarning {
+		t.Errorf("warnings %v, want 2", res.Warnings)
+	}
+	if r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]; len(r.Filters) != 1 {
+		t.Errorf("filters %v: a warning must not drop the filter", r.Filters)
+	}
+}
+
+// Each ExtensionRef to a missing object counts once per translation, not once per listener.
+func TestUnresolvedFiltersCounted(t *testing.T) {
+	store := extStore(t, "Open", nil, gwapiv1.Listener{Name: "tcp2", Port: 5433, Protocol: gwapiv1.TCPProtocolType})
+	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, openFilter{})})
+	if res.UnresolvedFilters["Open"] != 1 || len(res.UnresolvedFilters) != 1 {
+		t.Errorf("UnresolvedFilters = %v, want Open: 1", res.UnresolvedFilters)
+	}
+}
+
+// docResolver reads a remote document and warns about it.
+type docResolver struct{}
+
+func (docResolver) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "translate.filter.ext.example.com.Warny", New: func() core.Module { return docResolver{} }}
+}
+
+func (docResolver) Resolve(rc translation.ResolveContext, _ translation.Object, _ json.RawMessage) (json.RawMessage, error) {
+	body, err := rc.Document("https://keys.example/jwks", time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	rc.Warn("document is %d bytes", len(body))
+	return json.RawMessage(`{}`), nil
+}
+
+type docs map[string]string
+
+func (d docs) Document(uri string, _ time.Duration) ([]byte, error) {
+	if b, ok := d[uri]; ok {
+		return []byte(b), nil
+	}
+	return nil, errors.New("not fetched yet")
+}
+
+func TestResolverDocumentsAndWarnings(t *testing.T) {
+	m := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Warny", Version: "v1", Resource: "warnys"}}
+	reg := core.NewRegistry(extKind{}, m, docResolver{})
+	res := Translate(context.Background(), extStore(t, "Warny", map[string]any{}), Options{Registry: reg})
+	if resolved := res.Routes[pgKey].Parents[0].Conditions[1]; resolved.Status != metav1.ConditionFalse ||
+		!strings.Contains(resolved.Message, "not fetched in this process") {
+		t.Errorf("without Documents: ResolvedRefs %+v, want False saying documents are not fetched", resolved)
+	}
+	res = Translate(context.Background(), extStore(t, "Warny", map[string]any{}),
+		Options{Registry: reg, Documents: docs{"https://keys.example/jwks": "{\"keys\":[]}"}})
+	if resolved := res.Routes[pgKey].Parents[0].Conditions[1]; resolved.Status != metav1.ConditionTrue ||
+		!strings.HasSuffix(resolved.Message, "ExtensionRef Warny.example.com f: document is 11 bytes") {
+		t.Errorf("with the document: ResolvedRefs %+v, want True with the resolver's warning", resolved)
+	}
 }

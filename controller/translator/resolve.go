@@ -18,8 +18,8 @@ type resolveContext struct {
 	namespace string
 	from      schema.GroupKind
 	// rc and field are the route and the ExtensionRef being resolved, for Warn.
-	rc    *routeContext
-	field string
+	rc          *routeContext
+	field, what string
 }
 
 var _ translation.ResolveContext = (*resolveContext)(nil)
@@ -33,7 +33,9 @@ func (rc *resolveContext) Document(uri string, refresh time.Duration) ([]byte, e
 	return rc.t.opts.Documents.Document(uri, refresh)
 }
 
-func (rc *resolveContext) Warn(format string, args ...any) { rc.rc.Warn(rc.field, format, args...) }
+func (rc *resolveContext) Warn(format string, args ...any) {
+	rc.rc.Warn(rc.field, "%s: %s", rc.what, fmt.Sprintf(format, args...))
+}
 
 func (rc *resolveContext) Secret(namespace, name string) (*corev1.Secret, error) {
 	if namespace == "" {

@@ -3,6 +3,9 @@ package translate_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +19,7 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	headerstr "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
+	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	"github.com/coxswain-labs/coxswain/modules/grpcroute"
 	grpctranslate "github.com/coxswain-labs/coxswain/modules/grpcroute/translate"
 	httptranslate "github.com/coxswain-labs/coxswain/modules/httproute/translate"
@@ -252,5 +256,75 @@ func TestRefreshEndpoints(t *testing.T) {
 		if len(c.GetEndpoints()) != 1 || c.GetEndpoints()[0].GetAddress() != "10.9.9.9" {
 			t.Errorf("cluster %s: %v", c.GetName(), c.GetEndpoints())
 		}
+	}
+}
+
+// A GRPCRoute rule that references an ExtensionRef filter for HTTPRoute only fails with a
+// condition that says so; the route's other rules serve.
+func TestHTTPOnlyExtensionRef(t *testing.T) {
+	dir := t.TempDir()
+	manifest := `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: coxswain}
+spec: {controllerName: coxswain-labs.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: coxswain
+  listeners: [{name: grpc, protocol: HTTP, port: 8080}]
+---
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: PathRewriteRegex
+metadata: {name: rw, namespace: default}
+spec: {pattern: ^/a, substitution: /b}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: echo, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{method: {service: pkg.Echo}}]
+    backendRefs: [{name: h2c, port: 50051}]
+  - matches: [{method: {service: pkg.Other}}]
+    filters: [{type: ExtensionRef, extensionRef: {group: gateway.coxswain-labs.dev, kind: PathRewriteRegex, name: rw}}]
+    backendRefs: [{name: h2c, port: 50051}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: h2c, namespace: default}
+spec: {ports: [{port: 50051, appProtocol: kubernetes.io/h2c}]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "m.yaml"), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := core.NewRegistry(grpctranslate.Kind{}, (*pathregex.PathRewriteRegex)(nil))
+	res, err := standalone.Load(context.Background(), dir, reg)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("load: %v %v", err, res.Err())
+	}
+	tr := translator.Translate(context.Background(), res.Store, translator.Options{Registry: reg})
+	rs := tr.Routes[translator.RouteKey{Group: gwapiv1.GroupName, Kind: "GRPCRoute", Namespace: "default", Name: "echo"}]
+	if rs == nil || len(rs.Parents) != 1 {
+		t.Fatalf("route status %+v", rs)
+	}
+	var partial string
+	for _, c := range rs.Parents[0].Conditions {
+		if c.Type == string(gwapiv1.RouteConditionPartiallyInvalid) {
+			partial = c.Message
+		}
+	}
+	if !strings.Contains(partial, "PathRewriteRegex filters are not supported on GRPCRoute (only on HTTPRoute)") {
+		t.Errorf("PartiallyInvalid message %q, want it to say PathRewriteRegex is not supported on GRPCRoute", partial)
+	}
+	answers := map[string]bool{} // rule → answers an error
+	for _, r := range tr.Snapshot.GetListeners()[0].GetServers()[0].GetVirtualHosts()[0].GetRoutes() {
+		answers[r.GetName()] = r.GetBackends()[0].GetError() != ""
+	}
+	want := map[string]bool{"GRPCRoute/default/echo/rule/0/match/0": false, "GRPCRoute/default/echo/rule/1/match/0": true}
+	if !maps.Equal(answers, want) {
+		t.Errorf("routes answering an error %v, want %v", answers, want)
 	}
 }
