@@ -50,7 +50,7 @@ type watch struct {
 	// labelled are the factories of the Secrets resolvers select by label (SecretSelector).
 	labelled []informers.SharedInformerFactory
 	extra    []corelisters.SecretLister
-	gw        gwinformers.SharedInformerFactory
+	gw       gwinformers.SharedInformerFactory
 
 	classes  gwlisters.GatewayClassLister
 	gateways gwlisters.GatewayLister

@@ -106,7 +106,9 @@ func (ls *ListenerState) Certificate(hello *tls.ClientHelloInfo) (*tls.Certifica
 }
 
 // connContext stores the downstream connection in its context (ServeContext.ConnContext).
-func connContext(ctx context.Context, c net.Conn) context.Context { return core.ContextWithConn(ctx, c) }
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	return core.ContextWithConn(ctx, c)
+}
 
 // clientAddr is the downstream peer of r; Value walks a short context chain and does not allocate.
 func clientAddr(r *http.Request) net.Addr {
