@@ -20,6 +20,7 @@ type resolveContext struct {
 	// rc and field are the route and the ExtensionRef being resolved, for Warn.
 	rc    *routeContext
 	field string
+	what  string // "ExtensionRef <Kind>.<group> <name>", the prefix of its messages
 }
 
 var _ translation.ResolveContext = (*resolveContext)(nil)
@@ -34,6 +35,10 @@ func (rc *resolveContext) Document(uri string, refresh time.Duration) ([]byte, e
 }
 
 func (rc *resolveContext) Warn(format string, args ...any) { rc.rc.Warn(rc.field, format, args...) }
+
+func (rc *resolveContext) Unresolved(reason gwapiv1.RouteConditionReason, format string, args ...any) {
+	rc.rc.Unresolved(rc.field, reason, "%s: %s", rc.what, fmt.Sprintf(format, args...))
+}
 
 func (rc *resolveContext) Secret(namespace, name string) (*corev1.Secret, error) {
 	if namespace == "" {
