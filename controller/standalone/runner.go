@@ -197,7 +197,14 @@ func (r *Runner) reload(ctx context.Context, force bool) error {
 	prev := r.State().Version
 	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now(), snap: tr.Snapshot})
 	r.once.Do(func() { close(r.ready) })
-	r.logSummary(res, tr, rep, prev == tr.Snapshot.GetVersion())
+	switch unchanged := prev == tr.Snapshot.GetVersion(); {
+	case force && unchanged:
+		r.log.Debug("a remote document changed; the configuration did not", zap.String("version", prev))
+	case force:
+		r.log.Info("a remote document changed; configuration applied", zap.String("version", tr.Snapshot.GetVersion()))
+	default:
+		r.logSummary(res, tr, rep, unchanged)
+	}
 	r.logUnbound()
 	return nil
 }
