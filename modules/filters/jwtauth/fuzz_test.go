@@ -27,7 +27,7 @@ func FuzzJWT(f *testing.F) {
 	good := jwttest.NewEd25519("good")
 	evil := &jwttest.Key{KID: "good", Alg: good.Alg, Private: jwttest.NewEd25519("evil").Private}
 	m := &JwtAuth{Config: Config{Settings: Settings{Issuer: "iss", Audiences: []string{"aud"},
-		ClaimToHeaders: []ClaimToHeader{{Claim: "sub", Header: "x-sub"}, {Claim: "r", Header: "x-r"}},
+		ClaimToHeaders:       []ClaimToHeader{{Claim: "sub", Header: "x-sub"}, {Claim: "r", Header: "x-r"}},
 		ForwardPayloadHeader: "x-payload"},
 		JWKS: JWKS{JWKSSource: JWKSSource{Inline: string(jwttest.JWKS(good))}}}}
 	if err := m.compile(); err != nil {
