@@ -43,9 +43,9 @@ func TestThroughProxy(t *testing.T) {
 		t.Errorf("upstream headers %v", ex.Upstream.Header)
 	}
 	for name, hdr := range map[string]map[string]string{
-		"none":     nil,
-		"invalid":  {"Authorization": "Bearer " + tok[:len(tok)-4] + "AAAA"},
-		"other":    {"Authorization": "Bearer " + jwttest.NewEC("k1").Sign(jwttest.Claims("https://idp.example", "app", nil))},
+		"none":    nil,
+		"invalid": {"Authorization": "Bearer " + tok[:len(tok)-4] + "AAAA"},
+		"other":   {"Authorization": "Bearer " + jwttest.NewEC("k1").Sign(jwttest.Claims("https://idp.example", "app", nil))},
 		// Over MaxTokenBytes, under the proxy's 64 KiB header limit: the filter's refusal.
 		"oversize": {"Authorization": "Bearer " + strings.Repeat("a", 40<<10)},
 	} {
@@ -53,7 +53,7 @@ func TestThroughProxy(t *testing.T) {
 		if ex.Upstream != nil || ex.Status == 200 || ex.Status >= 500 {
 			t.Errorf("%s: %d %q, upstream %v", name, ex.Status, ex.Body, ex.Upstream)
 		}
-		if (ex.Status != 401 || !strings.HasPrefix(ex.Header.Get("WWW-Authenticate"), "Bearer")) {
+		if ex.Status != 401 || !strings.HasPrefix(ex.Header.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("%s: %d %v, want 401 with a Bearer challenge", name, ex.Status, ex.Header)
 		}
 	}
