@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/features"
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
@@ -33,6 +34,7 @@ type Controller struct {
 	trigger  *coalescer
 	dirty    atomic.Uint32 // change bits since the last translation
 	features []gwapiv1.SupportedFeature
+	docs     *documents.Fetcher // remote documents for resolvers; fetches only while leading
 
 	writer atomic.Pointer[status.Writer] // set while leading
 	synced atomic.Bool
@@ -66,6 +68,12 @@ func New(opts Options) (*Controller, error) {
 		trigger:  newCoalescer(opts.Holdoff, opts.MaxDelay),
 		features: features.Supported(opts.Registry),
 	}
+	dopts := opts.Documents
+	if dopts.Log == nil {
+		dopts.Log = opts.Log.Named("documents")
+	}
+	dopts.OnChange = func() { c.changed(changeConfig) }
+	c.docs = documents.New(dopts)
 	c.stats.UnresolvedFilters = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_filter_unresolved_total",
 		Help: "ExtensionRefs naming a filter object that does not exist, added at every translation while they stay missing."}, []string{"kind"})
 	return c, nil
@@ -111,6 +119,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer func() {
 		cancel()
 		c.watch.shutdown()
+		c.docs.Close()
 	}()
 	c.log.Info("starting", zap.String("controllerName", c.opts.ControllerName), zap.Int("supportedFeatures", len(c.features)))
 	if !c.watch.start(ctx, c.log) {
@@ -186,7 +195,7 @@ func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publis
 // route is translated again (status cannot change either: it never depends on endpoints).
 func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer) {
 	c.changed(changeConfig) // a new term starts from a full translation
-	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry}
+	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry, Documents: c.docs}
 	var pool *addressPool
 	if c.opts.AddressPool.IsValid() {
 		pool = newAddressPool(c.opts.AddressPool)
@@ -213,6 +222,12 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 			}
 			res := translator.Translate(ctx, store, opts)
 			c.stats.Translations.Add(1)
+			if c.docs.AwaitFirst(ctx, c.opts.DocumentWait) {
+				// A document asked for was not fetched yet: publish what it is now, not its absence.
+				res = translator.Translate(ctx, store, opts)
+				c.stats.Translations.Add(1)
+			}
+			c.docs.Sweep()
 			w.Desire(desired(res))
 			last = res.Snapshot
 			if len(res.Problems) > 0 {

@@ -15,6 +15,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -53,6 +54,15 @@ type Options struct {
 	ShutdownTimeout time.Duration
 
 	LeaderElection LeaderElection
+
+	// Documents configure the fetcher of remote documents (a JwtAuth's JWKS): the client, size
+	// and time bounds. Its OnChange is the controller's (a changed document is translated again).
+	Documents documents.Options
+	// DocumentWait bounds how long a translation that asked for a remote document not fetched
+	// yet waits for its first fetch before it is published (2s when zero): long enough that a new
+	// object, or a new leader, does not publish a snapshot without it, short enough that a dead
+	// server does not hold up the rest of the world.
+	DocumentWait time.Duration
 }
 
 // LeaderElection configures the Lease that picks the one replica that translates, publishes and
@@ -98,6 +108,7 @@ func (o *Options) setDefaults() error {
 		o.MaxDelay = time.Second
 	}
 	o.ShutdownTimeout = orDefault(o.ShutdownTimeout, 15*time.Second)
+	o.DocumentWait = orDefault(o.DocumentWait, 2*time.Second)
 	if o.StatusWorkers <= 0 {
 		o.StatusWorkers = 4
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
+	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/standalone"
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/proxy/agent"
@@ -77,6 +78,7 @@ func newRunner(sc *serveConfig, reg *core.Registry, log *zap.Logger, eng agent.E
 	opts.Registry = reg
 	return standalone.NewRunner(standalone.Options{
 		Path: sc.config.path, Log: log.Named("standalone"), Engine: eng, Translate: opts, Debounce: sc.debounce,
+		Documents: &documents.Options{},
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
@@ -37,6 +38,13 @@ type Options struct {
 	Translate translator.Options
 	// Debounce is the watcher's quiet period; DefaultDebounce when zero.
 	Debounce time.Duration
+	// Documents, when set, fetch the remote documents resolvers ask for (a JwtAuth's JWKS), and a
+	// changed one is translated and applied again; nil fetches none (`validate`), and a route
+	// that needs one says so. Its OnChange is the runner's.
+	Documents *documents.Options
+	// DocumentWait bounds how long a reload waits for the first fetch of a document it asked for
+	// before applying (2s when zero).
+	DocumentWait time.Duration
 }
 
 // Runner is standalone mode: load the manifests, translate them, apply the snapshot, and do it
@@ -52,6 +60,9 @@ type Runner struct {
 	state atomic.Pointer[State]
 	ready chan struct{}
 	once  sync.Once
+
+	docs       *documents.Fetcher // nil without Options.Documents
+	docChanged chan struct{}
 }
 
 // State is what the runner knows after its latest reload.
@@ -77,7 +88,24 @@ func NewRunner(opts Options) *Runner {
 	if opts.Translate.ControllerName == "" {
 		opts.Translate.ControllerName = translator.DefaultControllerName
 	}
-	r := &Runner{opts: opts, log: log, ready: make(chan struct{})}
+	if opts.DocumentWait <= 0 {
+		opts.DocumentWait = 2 * time.Second
+	}
+	r := &Runner{opts: opts, log: log, ready: make(chan struct{}), docChanged: make(chan struct{}, 1)}
+	if opts.Documents != nil {
+		dopts := *opts.Documents
+		if dopts.Log == nil {
+			dopts.Log = log.Named("documents")
+		}
+		dopts.OnChange = func() {
+			select {
+			case r.docChanged <- struct{}{}:
+			default: // a re-translation is pending already
+			}
+		}
+		r.docs = documents.New(dopts)
+		r.opts.Translate.Documents = r.docs
+	}
 	r.state.Store(&State{})
 	return r
 }
@@ -94,12 +122,30 @@ func (r *Runner) Ready() <-chan struct{} { return r.ready }
 // something serves, a listener that cannot be bound is logged and reported (/status), and
 // retried, while the rest serves.
 func (r *Runner) Run(ctx context.Context) error {
+	if r.docs != nil {
+		defer r.docs.Close()
+	}
 	if err := r.Reload(ctx); err != nil {
 		return err
 	}
 	if u := r.Unbound(); len(u) > 0 && len(r.opts.Engine.Bound()) == 0 {
 		return fmt.Errorf("no listener could be bound: %s at %s: %s", u[0].Listener, u[0].Address, u[0].Error)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.docChanged:
+				// A remote document changed: the same files, translated again.
+				_ = r.reload(ctx, true)
+			}
+		}
+	})
 	return Watch(ctx, r.log, r.opts.Path, r.opts.Debounce, func() {
 		// Reload logs its own failures; the old snapshot keeps serving.
 		_ = r.Reload(ctx)
@@ -108,7 +154,10 @@ func (r *Runner) Run(ctx context.Context) error {
 
 // Reload loads, translates and applies the manifests once. Unchanged files are a no-op. On any
 // failure the snapshot serving before keeps serving, and the error is logged and returned.
-func (r *Runner) Reload(ctx context.Context) error {
+func (r *Runner) Reload(ctx context.Context) error { return r.reload(ctx, false) }
+
+// reload is Reload; force translates unchanged files again (a remote document changed).
+func (r *Runner) reload(ctx context.Context, force bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, err := Load(ctx, r.opts.Path, r.opts.Translate.Registry)
@@ -120,7 +169,7 @@ func (r *Runner) Reload(ctx context.Context) error {
 		r.setApplyError(err)
 		return err
 	}
-	if res.Digest == r.lastDigest {
+	if res.Digest == r.lastDigest && !force {
 		if st := r.State(); st.ApplyError != "" {
 			// The files are back to what is serving: nothing to apply, nothing wrong any more.
 			r.log.Info("manifests are back to the configuration serving", zap.String("version", st.Version))
@@ -148,7 +197,14 @@ func (r *Runner) Reload(ctx context.Context) error {
 	prev := r.State().Version
 	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now(), snap: tr.Snapshot})
 	r.once.Do(func() { close(r.ready) })
-	r.logSummary(res, tr, rep, prev == tr.Snapshot.GetVersion())
+	switch unchanged := prev == tr.Snapshot.GetVersion(); {
+	case force && unchanged:
+		r.log.Debug("a remote document changed; the configuration did not", zap.String("version", prev))
+	case force:
+		r.log.Info("a remote document changed; configuration applied", zap.String("version", tr.Snapshot.GetVersion()))
+	default:
+		r.logSummary(res, tr, rep, unchanged)
+	}
 	r.logUnbound()
 	return nil
 }
@@ -173,6 +229,12 @@ func (r *Runner) translate(ctx context.Context, res *Result) (*translator.Result
 		r.log.Warn("manifest left out", loadErrorFields(e)...)
 	}
 	tr := translator.Translate(ctx, res.Store, r.opts.Translate)
+	if r.docs != nil {
+		if r.docs.AwaitFirst(ctx, r.opts.DocumentWait) {
+			tr = translator.Translate(ctx, res.Store, r.opts.Translate)
+		}
+		r.docs.Sweep()
+	}
 	rep := BuildReport(res, tr, r.opts.Translate.ControllerName)
 	for _, p := range tr.Problems {
 		ref := ObjectRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}

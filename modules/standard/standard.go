@@ -28,6 +28,7 @@ import (
 
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite"
@@ -45,6 +46,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",
 	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
+	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite",

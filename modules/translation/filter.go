@@ -77,6 +77,11 @@ type ResolveContext interface {
 	// translates again when the body changes. Until a first fetch succeeds it returns an error
 	// that says why (not fetched yet, or the fetch's failure).
 	Document(uri string, refresh time.Duration) ([]byte, error)
+	// Unresolved sets the route's ResolvedRefs=False, with reason and the message, at the
+	// ExtensionRef's field, while the config Resolve returns is still served: for a filter that
+	// answers by itself (a 503, say) until what it refers to is available, rather than the 500 of
+	// a rule that fails.
+	Unresolved(reason gwapiv1.RouteConditionReason, format string, args ...any)
 }
 
 // Documents is the controller's source of remote documents (ResolveContext.Document).

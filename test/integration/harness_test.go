@@ -21,6 +21,7 @@ import (
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/coxswain-labs/coxswain/controller"
+	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
@@ -63,6 +64,8 @@ type controllerOpts struct {
 	leaseNamespace string
 	identity       string
 	config         *rest.Config // the rest.Config to use instead of the env's admin
+	// documents configure the controller's fetcher of remote documents (a test's TLS roots).
+	documents documents.Options
 }
 
 // runningController is a controller started by a test; it stops when the test ends.
@@ -106,6 +109,7 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 		StatusAddresses: parsed,
 		Holdoff:         20 * time.Millisecond,
 		ShutdownTimeout: 2 * time.Second,
+		Documents:       o.documents,
 		LeaderElection: controller.LeaderElection{
 			Namespace: o.leaseNamespace, Name: o.lease, Identity: o.identity,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
