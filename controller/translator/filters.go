@@ -148,7 +148,7 @@ func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectRefer
 		return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "reading its spec: %v", err)
 	}
 	if res, ok := t.resolver(id); ok {
-		if spec, err = res.Resolve(&resolveContext{t: t, namespace: key.Namespace, from: schema.GroupKind{Group: group, Kind: kind}, rc: rc, field: field}, obj, spec); err != nil {
+		if spec, err = res.Resolve(&resolveContext{t: t, namespace: key.Namespace, from: schema.GroupKind{Group: group, Kind: kind}, rc: rc, field: field, what: what}, obj, spec); err != nil {
 			var f *translation.Failure
 			if errors.As(err, &f) {
 				return nil, &translation.Failure{Field: field, Reason: f.Reason, Unresolved: true, Message: what + ": " + f.Message}

@@ -17,9 +17,11 @@ type resolveContext struct {
 	t         *session
 	namespace string
 	from      schema.GroupKind
-	// rc and field are the route and the ExtensionRef being resolved, for Warn.
+	// rc and field are the route and the ExtensionRef being resolved, for Warn and Unresolved;
+	// what names the ExtensionRef in messages.
 	rc    *routeContext
 	field string
+	what  string
 }
 
 var _ translation.ResolveContext = (*resolveContext)(nil)
@@ -34,6 +36,10 @@ func (rc *resolveContext) Document(uri string, refresh time.Duration) ([]byte, e
 }
 
 func (rc *resolveContext) Warn(format string, args ...any) { rc.rc.Warn(rc.field, format, args...) }
+
+func (rc *resolveContext) Unresolved(reason gwapiv1.RouteConditionReason, format string, args ...any) {
+	rc.rc.Unresolved(rc.field, reason, "%s: %s", rc.what, fmt.Sprintf(format, args...))
+}
 
 func (rc *resolveContext) Secret(namespace, name string) (*corev1.Secret, error) {
 	if namespace == "" {

@@ -45,7 +45,8 @@ type ExtensionResolver interface {
 	core.Module
 	// Resolve returns the module config for the referenced object, whose .spec is spec. An
 	// error is reported on the route (ResolvedRefs=False, with its reason when it is a
-	// *Failure) and the rule answers 500.
+	// *Failure) and the rule answers 500; ResolveContext.Unresolved reports a reference that
+	// does not resolve without failing the rule.
 	Resolve(rc ResolveContext, obj Object, spec json.RawMessage) (json.RawMessage, error)
 }
 
@@ -70,6 +71,12 @@ type ResolveContext interface {
 	// Warn reports something in the object accepted but not served as written; it shows on the
 	// route (RouteContext.Warn) at the ExtensionRef's field.
 	Warn(format string, args ...any)
+	// Unresolved sets the route's ResolvedRefs=False with reason (at the ExtensionRef's field)
+	// while the config Resolve returns is still served. It is for a filter that fails closed on
+	// its own: an authentication filter whose credentials Secret is missing returns a config
+	// that makes the proxy answer 503, and says why here, where returning an error would make
+	// the rule answer 500 instead.
+	Unresolved(reason gwapiv1.RouteConditionReason, format string, args ...any)
 	// Document returns the body of the remote document at uri (an https or http URL: a JWKS),
 	// as the controller last fetched it. The controller — never a proxy — fetches a URI from
 	// the first translation that asks for it, then every refresh (or sooner when the server's
