@@ -9,6 +9,7 @@ require (
 	github.com/samber/lo v1.53.0
 	go.uber.org/fx v1.24.0
 	go.uber.org/zap v1.28.0
+	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.62.0
 	google.golang.org/grpc v1.82.1
 	google.golang.org/protobuf v1.36.12

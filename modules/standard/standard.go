@@ -27,6 +27,7 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/udproute"
 
 	// Filters.
+	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
@@ -44,6 +45,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/tcproute",
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",
 	"github.com/coxswain-labs/coxswain/modules/udproute",
+	"github.com/coxswain-labs/coxswain/modules/filters/basicauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	cxv1a1 "github.com/coxswain-labs/coxswain/modules/api/v1alpha1"
+	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 )
 
@@ -24,6 +25,7 @@ var filterKinds = []struct {
 	module core.ExtensionKind
 	config reflect.Type
 }{
+	{(*basicauth.BasicAuth)(nil), reflect.TypeFor[basicauth.Spec]()}, // resolved into basicauth.Config
 	{(*pathregex.PathRewriteRegex)(nil), reflect.TypeFor[pathregex.Config]()},
 }
 

@@ -26,6 +26,7 @@ func Resource(resource string) schema.GroupResource {
 
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
+		&BasicAuth{}, &BasicAuthList{},
 		&PathRewriteRegex{}, &PathRewriteRegexList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
