@@ -28,6 +28,7 @@ import (
 
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/compression"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
@@ -46,6 +47,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",
 	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth",
+	"github.com/coxswain-labs/coxswain/modules/filters/compression",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",

@@ -16,6 +16,7 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	cxv1a1 "github.com/coxswain-labs/coxswain/modules/api/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
+	"github.com/coxswain-labs/coxswain/modules/filters/compression"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 )
 
@@ -26,6 +27,7 @@ var filterKinds = []struct {
 	config reflect.Type
 }{
 	{(*basicauth.BasicAuth)(nil), reflect.TypeFor[basicauth.Spec]()}, // resolved into basicauth.Config
+	{(*compression.Compression)(nil), reflect.TypeFor[compression.Config]()},
 	{(*pathregex.PathRewriteRegex)(nil), reflect.TypeFor[pathregex.Config]()},
 }
 

@@ -27,6 +27,7 @@ func Resource(resource string) schema.GroupResource {
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&BasicAuth{}, &BasicAuthList{},
+		&Compression{}, &CompressionList{},
 		&PathRewriteRegex{}, &PathRewriteRegexList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
