@@ -14,7 +14,7 @@ package basicauth
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha1" //nolint:gosec // {SHA} entries are accepted for compatibility, and reported as weak
+	"crypto/sha1" // {SHA} entries are accepted for compatibility, and reported as weak
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -76,7 +76,7 @@ type BasicAuth struct {
 
 // verifier checks one user's password.
 type verifier struct {
-	bcrypt []byte         // the bcrypt hash, or nil for a {SHA} one
+	bcrypt []byte          // the bcrypt hash, or nil for a {SHA} one
 	sha    [sha1.Size]byte // the {SHA} digest
 }
 
@@ -84,7 +84,7 @@ func (v *verifier) verify(password []byte) bool {
 	if v.bcrypt != nil {
 		return bcrypt.CompareHashAndPassword(v.bcrypt, password) == nil
 	}
-	d := sha1.Sum(password) //nolint:gosec // see shaPrefix
+	d := sha1.Sum(password) // see shaPrefix
 	return subtle.ConstantTimeCompare(d[:], v.sha[:]) == 1
 }
 

@@ -2,7 +2,7 @@ package basicauth
 
 import (
 	"bytes"
-	"crypto/sha1" //nolint:gosec // {SHA} entries are accepted for compatibility, and reported as weak
+	"crypto/sha1" // {SHA} entries are accepted for compatibility, and reported as weak
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -129,8 +129,9 @@ func checkHash(hash string) error {
 // bcryptAlphabet reports whether s is made of bcrypt's base64 characters.
 func bcryptAlphabet(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '.' || c == '/' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+		switch c := s[i]; {
+		case c == '.', c == '/', c >= '0' && c <= '9', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		default:
 			return false
 		}
 	}
