@@ -27,6 +27,8 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/udproute"
 
 	// Filters.
+	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/compression"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
@@ -45,6 +47,8 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/tcproute",
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",
 	"github.com/coxswain-labs/coxswain/modules/udproute",
+	"github.com/coxswain-labs/coxswain/modules/filters/basicauth",
+	"github.com/coxswain-labs/coxswain/modules/filters/compression",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",

@@ -16,6 +16,8 @@ const bundle = "github.com/coxswain-labs/coxswain/modules/standard"
 func TestStockModules(t *testing.T) {
 	reg := core.Freeze()
 	for _, id := range []core.ModuleID{
+		"filter.ext.gateway.coxswain-labs.dev.BasicAuth",
+		"filter.ext.gateway.coxswain-labs.dev.Compression",
 		"filter.ext.gateway.coxswain-labs.dev.PathRewriteRegex",
 		"filter.http.request_header_modifier",
 		"filter.http.request_redirect",

@@ -78,7 +78,12 @@ func Fail(field string, reason gwapiv1.RouteConditionReason, format string, args
 	return &Failure{Field: field, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-func (f *Failure) Error() string { return f.Field + ": " + f.Message }
+func (f *Failure) Error() string {
+	if f.Field == "" { // a resolver's (ResolveContext.Secret): the caller knows the field
+		return f.Message
+	}
+	return f.Field + ": " + f.Message
+}
 
 // Report records f against rule: ResolvedRefs=False when it is an unresolved reference, else a
 // failed rule; either way the caller serves the rule with ErrorBackend(f).

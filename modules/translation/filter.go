@@ -45,7 +45,8 @@ type ExtensionResolver interface {
 	core.Module
 	// Resolve returns the module config for the referenced object, whose .spec is spec. An
 	// error is reported on the route (ResolvedRefs=False, with its reason when it is a
-	// *Failure) and the rule answers 500.
+	// *Failure) and the rule answers 500; ResolveContext.Unresolved reports a reference that
+	// does not resolve without failing the rule.
 	Resolve(rc ResolveContext, obj Object, spec json.RawMessage) (json.RawMessage, error)
 }
 
@@ -70,6 +71,12 @@ type ResolveContext interface {
 	// Warn reports something in the object accepted but not served as written; it shows on the
 	// route (RouteContext.Warn) at the ExtensionRef's field.
 	Warn(format string, args ...any)
+	// Unresolved sets the route's ResolvedRefs=False with reason (at the ExtensionRef's field)
+	// while the config Resolve returns is still served. It is for a filter that fails closed on
+	// its own: an authentication filter whose credentials Secret is missing returns a config
+	// that makes the proxy answer 503, and says why here, where returning an error would make
+	// the rule answer 500 instead (JwtAuth's 503 until its JWKS is fetched is the same).
+	Unresolved(reason gwapiv1.RouteConditionReason, format string, args ...any)
 	// Document returns the body of the remote document at uri (an https or http URL: a JWKS),
 	// as the controller last fetched it. The controller — never a proxy — fetches a URI from
 	// the first translation that asks for it, then every refresh (or sooner when the server's
@@ -77,11 +84,6 @@ type ResolveContext interface {
 	// translates again when the body changes. Until a first fetch succeeds it returns an error
 	// that says why (not fetched yet, or the fetch's failure).
 	Document(uri string, refresh time.Duration) ([]byte, error)
-	// Unresolved sets the route's ResolvedRefs=False, with reason and the message, at the
-	// ExtensionRef's field, while the config Resolve returns is still served: for a filter that
-	// answers by itself (a 503, say) until what it refers to is available, rather than the 500 of
-	// a rule that fails.
-	Unresolved(reason gwapiv1.RouteConditionReason, format string, args ...any)
 }
 
 // Documents is the controller's source of remote documents (ResolveContext.Document).

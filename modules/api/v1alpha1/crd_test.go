@@ -15,6 +15,8 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	cxv1a1 "github.com/coxswain-labs/coxswain/modules/api/v1alpha1"
+	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
+	"github.com/coxswain-labs/coxswain/modules/filters/compression"
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 )
@@ -25,6 +27,8 @@ var filterKinds = []struct {
 	module core.ExtensionKind
 	config reflect.Type
 }{
+	{(*basicauth.BasicAuth)(nil), reflect.TypeFor[basicauth.Spec]()}, // resolved into basicauth.Config
+	{(*compression.Compression)(nil), reflect.TypeFor[compression.Config]()},
 	{(*jwtauth.JwtAuth)(nil), reflect.TypeFor[jwtauth.Config]()},
 	{(*pathregex.PathRewriteRegex)(nil), reflect.TypeFor[pathregex.Config]()},
 }

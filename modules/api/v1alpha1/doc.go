@@ -3,7 +3,9 @@
 //
 // A filter kind's spec type is the proxy module's Config itself (FooSpec is only an alias), not a
 // copy: the controller copies an object's .spec verbatim into the module's config and the proxy
-// decodes it strictly, so the CRD schema and the module must be the same Go type or they drift. The CRDs in
+// decodes it strictly, so the CRD schema and the module must be the same Go type or they drift.
+// A kind with a controller-side resolver is the exception: BasicAuth's spec (basicauth.Spec)
+// names a Secret, and the resolver gives the module the users it holds. The CRDs in
 // deploy/crds are generated from this package by controller-gen (`make generate`); `make test`
 // fails when they are stale.
 //

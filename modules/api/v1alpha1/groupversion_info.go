@@ -26,6 +26,8 @@ func Resource(resource string) schema.GroupResource {
 
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
+		&BasicAuth{}, &BasicAuthList{},
+		&Compression{}, &CompressionList{},
 		&JwtAuth{}, &JwtAuthList{},
 		&PathRewriteRegex{}, &PathRewriteRegexList{},
 	)
