@@ -6,6 +6,7 @@ package main
 import (
 	// The controller halves (translate.*) of the stock modules: P/translate for each P in modules/standard.Packages.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/grpcroute/translate"

@@ -29,6 +29,7 @@ import (
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite"
 
@@ -46,6 +47,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
+	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite",
 	"github.com/coxswain-labs/coxswain/modules/lb/roundrobin",

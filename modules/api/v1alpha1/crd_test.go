@@ -16,6 +16,7 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	cxv1a1 "github.com/coxswain-labs/coxswain/modules/api/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
+	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
 )
 
 // filterKinds is every filter kind of the group with its proxy module: the CRD must be the
@@ -25,6 +26,8 @@ var filterKinds = []struct {
 	config reflect.Type
 }{
 	{(*pathregex.PathRewriteRegex)(nil), reflect.TypeFor[pathregex.Config]()},
+	// RateLimit's module config is the spec plus the zone the controller's resolver adds.
+	{(*ratelimit.RateLimit)(nil), reflect.TypeFor[ratelimit.Spec]()},
 }
 
 func readCRD(t *testing.T, api core.ExtensionAPI) *apiextensionsv1.CustomResourceDefinition {
