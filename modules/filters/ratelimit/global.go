@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,8 +86,20 @@ type redisConn struct {
 	suppressed atomic.Int64
 }
 
+// redisLogOnce routes go-redis's own log lines (a process-wide setting of the library) to the
+// first Global limit's logger at debug level: the failures they tell of are counted, and WARNed
+// at a bounded rate, by redisConn.failed.
+var redisLogOnce sync.Once
+
+type redisLog struct{ log *zap.Logger }
+
+func (l redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...))
+}
+
 // newRedisConn makes the client; it connects lazily, on the first request.
 func newRedisConn(addr string, timeout time.Duration, log *zap.Logger) (*redisConn, error) {
+	redisLogOnce.Do(func() { redis.SetLogger(redisLog{log.Named("go-redis")}) })
 	opts := &redis.Options{Addr: addr}
 	if strings.Contains(addr, "://") {
 		var err error
