@@ -30,9 +30,14 @@ const (
 // failureMode. A loopback or same-zone Redis answers in well under a millisecond.
 const DefaultRedisTimeout = 50 * time.Millisecond
 
-// redisBackoff is how long after a failed round trip requests are decided by failureMode
-// without trying Redis: an unreachable Redis costs one timeout per backoff, not per request.
-const redisBackoff = time.Second
+// redisBackoff is how long, after redisFailuresToBackoff round trips in a row failed, requests
+// are decided by failureMode without trying Redis: an unreachable Redis costs a few timeouts per
+// backoff, not one per request. One slow answer alone does not start it (it would leave a
+// fail-open limit unenforced for the whole backoff).
+const (
+	redisBackoff           = time.Second
+	redisFailuresToBackoff = 3
+)
 
 // bucketScript is a token bucket in one Redis hash per key, atomic because Redis runs a script
 // alone, and timed by the Redis server's clock, so the proxies' clocks need not agree. It spends
@@ -78,8 +83,10 @@ type redisConn struct {
 	client  *redis.Client
 	timeout time.Duration
 	log     *zap.Logger
-	// downUntil is when Redis is worth trying again after a failure (unix nanoseconds).
+	// downUntil is when Redis is worth trying again after failures (unix nanoseconds); failures
+	// counts the round trips in a row that failed.
 	downUntil atomic.Int64
+	failures  atomic.Int64
 	// warned is when the last failure WARN was logged (unix nanoseconds); suppressed counts the
 	// failures since.
 	warned     atomic.Int64
@@ -146,15 +153,21 @@ func (c *redisConn) take(ctx context.Context, key string, limit rate.Limit, burs
 		c.failed(now, err)
 		return decision{}, false
 	}
+	if c.failures.Load() != 0 {
+		c.failures.Store(0)
+	}
 	return decision{
 		allowed: res[0] == 1, remaining: int(res[1]),
 		retryAfter: time.Duration(res[2]) * time.Microsecond, reset: time.Duration(res[3]) * time.Microsecond,
 	}, true
 }
 
-// failed starts a backoff and logs a WARN at most every 10 s.
+// failed starts a backoff after a few failures in a row, and logs a WARN at most every 10 s.
 func (c *redisConn) failed(now int64, err error) {
-	c.downUntil.Store(now + int64(redisBackoff))
+	if c.failures.Add(1) >= redisFailuresToBackoff {
+		c.failures.Store(0)
+		c.downUntil.Store(now + int64(redisBackoff))
+	}
 	last := c.warned.Load()
 	if now-last < int64(10*time.Second) || !c.warned.CompareAndSwap(last, now) {
 		c.suppressed.Add(1)
