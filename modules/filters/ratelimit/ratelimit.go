@@ -104,10 +104,10 @@ func (*RateLimit) CoxswainModule() core.ModuleInfo {
 func (*RateLimit) ExtensionAPI() core.ExtensionAPI { return API }
 
 // CheckConfig implements core.ConfigChecker.
-func (f *RateLimit) CheckConfig() error { return f.Spec.check() }
+func (f *RateLimit) CheckConfig() error { return f.check() }
 
 // Validate implements core.Validator.
-func (f *RateLimit) Validate() error { return f.Spec.check() }
+func (f *RateLimit) Validate() error { return f.check() }
 
 // ConfigWarnings implements core.ConfigWarner.
 func (f *RateLimit) ConfigWarnings() []string {
@@ -120,15 +120,15 @@ func (f *RateLimit) ConfigWarnings() []string {
 // stateKey names the limit's shared state: the same object with the same spec is the same
 // limit across snapshots.
 func (f *RateLimit) stateKey() string {
-	return ModuleID + "|" + f.Zone + "|" + f.Spec.hash()
+	return ModuleID + "|" + f.Zone + "|" + f.hash()
 }
 
 // Provision makes or finds the limit's buckets.
 func (f *RateLimit) Provision(bc *core.BuildContext) error {
-	if err := f.Spec.check(); err != nil {
+	if err := f.check(); err != nil {
 		return err
 	}
-	f.spec = f.Spec.withDefaults()
+	f.spec = f.withDefaults()
 	f.limit = rate.Limit(float64(f.spec.Requests) / f.spec.period().Seconds())
 	f.header = f.spec.canonicalHeader()
 	f.limitHV = []string{strconv.Itoa(int(f.spec.Burst))}
@@ -181,7 +181,7 @@ func (f *RateLimit) provisionMetrics(m *core.Metrics) error {
 
 func (f *RateLimit) provisionGlobal(bc *core.BuildContext) error {
 	// The key prefix is the same on every replica: zone and spec, nothing of the proxy.
-	f.prefix = "coxswain:ratelimit:" + f.Zone + ":" + f.Spec.hash() + ":"
+	f.prefix = "coxswain:ratelimit:" + f.Zone + ":" + f.hash() + ":"
 	addr := bc.Settings[SettingRedisAddress]
 	if addr == "" {
 		// Not a reason to reject the snapshot (every other route would stop updating): the limit
