@@ -28,6 +28,9 @@ type BuildContext struct {
 	// --module-setting flags): what an operator configures once per proxy rather than per route,
 	// such as the address of a shared rate-limit store. Read-only.
 	Settings map[string]string
+	// Metrics exports a module's counters through the proxy's Prometheus registry (see Metrics);
+	// nil-safe.
+	Metrics *Metrics
 
 	cleanups []CleanerUpper
 }

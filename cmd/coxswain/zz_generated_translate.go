@@ -8,6 +8,7 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/grpcroute/translate"

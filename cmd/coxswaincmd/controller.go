@@ -109,7 +109,7 @@ func runController(args []string, e *proxycmd.Env) int {
 	}
 	var appLog *zap.Logger
 	app := fx.New(
-		proxycmd.ConfigModule(e, cc.log, proxycmd.EngineConfig{Limits: cc.proxy.Limits(), Drain: cc.drain}, fx.Supply(&cc)),
+		proxycmd.ConfigModule(e, cc.log, proxycmd.EngineConfig{Limits: cc.proxy.Limits(), Settings: cc.proxy.Settings(), Drain: cc.drain}, fx.Supply(&cc)),
 		proxycmd.LoggerModule(e.Stderr),
 		proxycmd.MetricsModule(),
 		fx.Module("kubernetes", fx.Provide(newKubeClients)),

@@ -83,7 +83,8 @@ func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, reg *core.Registry, log
 	metrics *prometheus.Registry) *dataPlane {
 	d := &cc.dataPlane
 	if d.inProcess {
-		return &dataPlane{inProcess: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: cc.proxy.Limits()})}
+		return &dataPlane{inProcess: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: cc.proxy.Limits(),
+			ModuleSettings: cc.proxy.Settings(), Metrics: metrics})}
 	}
 	dp := &dataPlane{}
 	lc.Append(fx.Hook{

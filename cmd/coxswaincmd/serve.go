@@ -60,7 +60,7 @@ func serve(args []string, e *proxycmd.Env) int {
 	var appLog *zap.Logger
 	app := fx.New(
 		proxycmd.ConfigModule(e, sc.log,
-			proxycmd.EngineConfig{Limits: sc.limits.Limits(), Memory: &sc.memory, Drain: sc.drain}, fx.Supply(&sc)),
+			proxycmd.EngineConfig{Limits: sc.limits.Limits(), Settings: sc.limits.Settings(), Memory: &sc.memory, Drain: sc.drain}, fx.Supply(&sc)),
 		proxycmd.LoggerModule(e.Stderr),
 		proxycmd.EngineModule(),
 		fx.Module("standalone", fx.Provide(newRunner), fx.Invoke(runRunner)),

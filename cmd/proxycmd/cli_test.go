@@ -44,3 +44,23 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+func TestModuleSettingFlag(t *testing.T) {
+	var m ModuleSettings
+	for _, v := range []string{"ratelimit.redis.address=127.0.0.1:6379", "a.b=x=y"} {
+		if err := m.Set(v); err != nil {
+			t.Fatalf("Set(%q): %v", v, err)
+		}
+	}
+	if m["ratelimit.redis.address"] != "127.0.0.1:6379" || m["a.b"] != "x=y" {
+		t.Errorf("settings %v", m)
+	}
+	for _, bad := range []string{"novalue", "=x", "a.b=again"} {
+		if err := m.Set(bad); err == nil {
+			t.Errorf("Set(%q): no error", bad)
+		}
+	}
+	if got := m.String(); got != "a.b=x=y ratelimit.redis.address=127.0.0.1:6379" {
+		t.Errorf("String() = %q", got)
+	}
+}

@@ -100,7 +100,9 @@ func MetricsModule() fx.Option {
 // EngineConfig is what the proxy engine is made from.
 type EngineConfig struct {
 	Limits proxy.Limits
-	Memory *MemoryFlags
+	// Settings are the --module-setting flags, handed to every module (core.BuildContext.Settings).
+	Settings map[string]string
+	Memory   *MemoryFlags
 	// Drain bounds how long in-flight requests may finish once the engine stops.
 	Drain time.Duration
 }
@@ -113,8 +115,24 @@ func EngineModule() fx.Option {
 	return fx.Module("proxy-engine", fx.Provide(newEngine))
 }
 
-func newEngine(lc fx.Lifecycle, cfg EngineConfig, log *zap.Logger, reg *core.Registry) (*proxy.Proxy, agent.Engine) {
-	px := proxy.New(proxy.Options{Log: log.Named("proxy"), Registry: reg, Limits: cfg.Limits})
+// engineParams are newEngine's dependencies; the metrics registry is optional (`coxswain serve`
+// has no /metrics), and modules' series go nowhere without it.
+type engineParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Config    EngineConfig
+	Log       *zap.Logger
+	Registry  *core.Registry
+	Metrics   *prometheus.Registry `optional:"true"`
+}
+
+func newEngine(p engineParams) (*proxy.Proxy, agent.Engine) {
+	lc, cfg, log := p.Lifecycle, p.Config, p.Log
+	opts := proxy.Options{Log: log.Named("proxy"), Registry: p.Registry, Limits: cfg.Limits, ModuleSettings: cfg.Settings}
+	if p.Metrics != nil {
+		opts.Metrics = p.Metrics
+	}
+	px := proxy.New(opts)
 	lc.Append(fx.StopHook(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Drain)
 		defer cancel()

@@ -82,7 +82,7 @@ func RunProxy(args []string, e *Env) int {
 	}
 	var appLog *zap.Logger
 	app := fx.New(
-		ConfigModule(e, pc.log, EngineConfig{Limits: pc.limits.Limits(), Memory: &pc.memory, Drain: pc.drain},
+		ConfigModule(e, pc.log, EngineConfig{Limits: pc.limits.Limits(), Settings: pc.limits.Settings(), Memory: &pc.memory, Drain: pc.drain},
 			fx.Supply(&pc)),
 		LoggerModule(e.Stderr),
 		MetricsModule(),

@@ -2,6 +2,10 @@ package proxycmd
 
 import (
 	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/coxswain-labs/coxswain/core/proxy"
@@ -13,6 +17,7 @@ type ProxyFlags struct {
 	udpMaxSessions    int
 	tcpIdleTimeout    time.Duration
 	upstreamConnect   time.Duration
+	settings          ModuleSettings
 }
 
 // Register adds the limit flags to fs.
@@ -26,6 +31,48 @@ func (p *ProxyFlags) Register(fs *flag.FlagSet) {
 		"close a TCPRoute or TLSRoute connection after this long without a byte either way")
 	fs.DurationVar(&p.upstreamConnect, "proxy-connect-timeout", d.UpstreamDialTimeout,
 		"how long connecting to a backend endpoint may take")
+	fs.Var(&p.settings, "module-setting",
+		"NAME=VALUE handed to the modules a snapshot loads (repeatable), for what is configured once per proxy rather than per route: ratelimit.redis.address=HOST:PORT (see docs/filters.md)")
+}
+
+// Settings are the --module-setting flags (proxy.Options.ModuleSettings); nil when none.
+func (p *ProxyFlags) Settings() map[string]string {
+	if len(p.settings) == 0 {
+		return nil
+	}
+	return maps.Clone(map[string]string(p.settings))
+}
+
+// ModuleSettings is the repeatable --module-setting NAME=VALUE flag. A name given twice is an
+// error, not "last one wins": two addresses for one store is a typo worth stopping for.
+type ModuleSettings map[string]string
+
+func (m *ModuleSettings) String() string {
+	if m == nil || len(*m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(*m)) {
+		parts = append(parts, k+"="+(*m)[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// Set adds one NAME=VALUE.
+func (m *ModuleSettings) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	if *m == nil {
+		*m = ModuleSettings{}
+	}
+	if _, dup := (*m)[name]; dup {
+		return fmt.Errorf("%s is set twice", name)
+	}
+	(*m)[name] = value
+	return nil
 }
 
 // Limits are the flags as proxy limits.

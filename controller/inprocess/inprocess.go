@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/controller"
@@ -24,6 +25,9 @@ type Options struct {
 	Log      *zap.Logger
 	Registry *core.Registry
 	Limits   proxy.Limits
+	// ModuleSettings and Metrics are the proxy's (proxy.Options).
+	ModuleSettings map[string]string
+	Metrics        prometheus.Registerer
 }
 
 // proxyName is how conditions name the in-process proxy.
@@ -32,7 +36,8 @@ const proxyName = "in-process"
 // New returns the controller.NewPublisher that starts a fresh proxy for each leadership term.
 func New(opts Options) controller.NewPublisher {
 	return func(_ context.Context, report controller.Reporter) (controller.Publisher, error) {
-		px := proxy.New(proxy.Options{Log: opts.Log, Registry: opts.Registry, Limits: opts.Limits})
+		px := proxy.New(proxy.Options{Log: opts.Log, Registry: opts.Registry, Limits: opts.Limits,
+			ModuleSettings: opts.ModuleSettings, Metrics: opts.Metrics})
 		p := &publisher{proxy: px, report: report, done: make(chan struct{}), reported: map[string][]controller.ListenerFailure{}}
 		p.wg.Go(p.watch)
 		return p, nil

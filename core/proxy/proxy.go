@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/core"
@@ -27,6 +28,8 @@ type Options struct {
 	BindRetryMin, BindRetryMax time.Duration
 	// ModuleSettings are handed to every module as core.BuildContext.Settings.
 	ModuleSettings map[string]string
+	// Metrics is where modules' series are registered (core.BuildContext.Metrics); nil: nowhere.
+	Metrics prometheus.Registerer
 }
 
 // BoundListener is one socket the proxy has actually bound.
@@ -65,6 +68,7 @@ type Proxy struct {
 
 	shared   *core.SharedState // module state that outlives tables
 	settings map[string]string
+	metrics  *core.Metrics
 }
 
 // New returns a Proxy that serves nothing until the first Apply.
@@ -99,6 +103,7 @@ func New(opts Options) *Proxy {
 		dialer:   newUpstreamDialer(limits),
 		shared:   core.NewSharedState(),
 		settings: maps.Clone(opts.ModuleSettings),
+		metrics:  core.NewMetrics(opts.Metrics),
 	}
 }
 

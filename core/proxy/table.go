@@ -106,7 +106,7 @@ type builder struct {
 // loaded so far.
 func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot) (*table, error) {
 	bc := core.NewBuildContext(ctx, p.log, p.reg, snap)
-	bc.Shared, bc.Settings = p.shared, p.settings
+	bc.Shared, bc.Settings, bc.Metrics = p.shared, p.settings, p.metrics
 	t := &table{log: p.log, bc: bc, certKeys: map[certKey]struct{}{}}
 	v := snap.GetVersion()
 	t.version.Store(&v)

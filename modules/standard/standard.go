@@ -32,6 +32,7 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite"
 
@@ -52,6 +53,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
+	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite",
 	"github.com/coxswain-labs/coxswain/modules/lb/roundrobin",

@@ -198,6 +198,7 @@ type response struct {
 	status  int
 	backend string
 	body    string
+	header  http.Header
 }
 
 // get sends GET http://gatewayIP:port/path with Host host.
@@ -213,7 +214,7 @@ func get(port int, host, path string) (response, error) {
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
-	return response{status: res.StatusCode, backend: res.Header.Get("X-Backend"), body: string(body)}, err
+	return response{status: res.StatusCode, backend: res.Header.Get("X-Backend"), body: string(body), header: res.Header}, err
 }
 
 // served waits until a request is answered with status (and, when backend is set, by it).

@@ -19,6 +19,7 @@ import (
 	"github.com/coxswain-labs/coxswain/modules/filters/compression"
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
+	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
 )
 
 // filterKinds is every filter kind of the group with its proxy module: the CRD must be the
@@ -31,6 +32,8 @@ var filterKinds = []struct {
 	{(*compression.Compression)(nil), reflect.TypeFor[compression.Config]()},
 	{(*jwtauth.JwtAuth)(nil), reflect.TypeFor[jwtauth.Config]()},
 	{(*pathregex.PathRewriteRegex)(nil), reflect.TypeFor[pathregex.Config]()},
+	// RateLimit's module config is the spec plus the zone the controller's resolver adds.
+	{(*ratelimit.RateLimit)(nil), reflect.TypeFor[ratelimit.Spec]()},
 }
 
 func readCRD(t *testing.T, api core.ExtensionAPI) *apiextensionsv1.CustomResourceDefinition {

@@ -30,6 +30,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Compression{}, &CompressionList{},
 		&JwtAuth{}, &JwtAuthList{},
 		&PathRewriteRegex{}, &PathRewriteRegexList{},
+		&RateLimit{}, &RateLimitList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
