@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -101,6 +102,14 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 	if err := writeCert(dir, &e.data); err != nil {
 		return err
 	}
+	if slices.Contains(o.benches, "filters") {
+		// Every peer is configured once, at its start: the filter routes are in from the
+		// beginning, and the other benchmarks of the same run carry them too (their paths
+		// do not match /chain, /basic or /gzip).
+		if e.data.Filters, err = newFilterData(dir); err != nil {
+			return err
+		}
+	}
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	e.bin = binaries{
 		coxswain: abs(filepath.Join(o.bin, "coxswain")),
@@ -154,6 +163,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			err = e.b8()
 		case "grpc":
 			err = e.grpcBench()
+		case "filters":
+			err = e.filters()
 		case "l4tcp":
 			err = e.l4tcp()
 		case "l4tls":

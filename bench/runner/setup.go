@@ -61,6 +61,8 @@ type tmplData struct {
 	ExtraListeners           []int
 	Backends                 []backendSvc
 	Churn                    *churnState
+	// Filters are the filters benchmark's routes and locations; nil unless it runs.
+	Filters *filterData
 }
 
 func render(name, dst string, d tmplData) error {
