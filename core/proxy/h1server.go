@@ -51,6 +51,17 @@ func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
 	return s
 }
 
+// ownServer is the http.ServerContextKey value of connections of an h1Server without an HTTP/2
+// server of its own (see start); only its presence matters.
+var ownServer = &http.Server{}
+
+func (s *h1Server) abortServer() *http.Server {
+	if s.h2 != nil {
+		return s.h2
+	}
+	return ownServer
+}
+
 type h1Server struct {
 	sc         ServeContext
 	h2         *http.Server
@@ -261,6 +272,11 @@ func (c *h1sConn) start() {
 	// is cancelled when the client goes away during a request (clientWatch) and when the
 	// connection ends.
 	ctx, cancel := context.WithCancel(context.Background())
+	// http.ServerContextKey says the handler runs under a server that recovers
+	// http.ErrAbortHandler, as handle does: httputil.ReverseProxy aborts a response whose upstream
+	// body fails mid-copy only then, and otherwise ends it as if it were complete, which would
+	// hand the client a truncated body as a whole one.
+	ctx = context.WithValue(ctx, http.ServerContextKey, s.abortServer())
 	if s.sc.ConnContext != nil {
 		ctx = s.sc.ConnContext(ctx, c.nc)
 	}
