@@ -28,9 +28,11 @@ import (
 
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 
 	// Balancers.
 	_ "github.com/coxswain-labs/coxswain/modules/lb/roundrobin"
@@ -45,8 +47,10 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",
 	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
+	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite",
+	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit",
 	"github.com/coxswain-labs/coxswain/modules/lb/roundrobin",
 }

@@ -16,7 +16,9 @@ const bundle = "github.com/coxswain-labs/coxswain/modules/standard"
 func TestStockModules(t *testing.T) {
 	reg := core.Freeze()
 	for _, id := range []core.ModuleID{
+		"filter.ext.gateway.coxswain-labs.dev.IpAccessControl",
 		"filter.ext.gateway.coxswain-labs.dev.PathRewriteRegex",
+		"filter.ext.gateway.coxswain-labs.dev.RequestSizeLimit",
 		"filter.http.request_header_modifier",
 		"filter.http.request_redirect",
 		"filter.http.response_header_modifier",

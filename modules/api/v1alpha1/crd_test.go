@@ -15,7 +15,9 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	cxv1a1 "github.com/coxswain-labs/coxswain/modules/api/v1alpha1"
+	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
+	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 )
 
 // filterKinds is every filter kind of the group with its proxy module: the CRD must be the
@@ -24,7 +26,9 @@ var filterKinds = []struct {
 	module core.ExtensionKind
 	config reflect.Type
 }{
+	{(*ipaccess.IpAccessControl)(nil), reflect.TypeFor[ipaccess.Config]()},
 	{(*pathregex.PathRewriteRegex)(nil), reflect.TypeFor[pathregex.Config]()},
+	{(*sizelimit.RequestSizeLimit)(nil), reflect.TypeFor[sizelimit.Config]()},
 }
 
 func readCRD(t *testing.T, api core.ExtensionAPI) *apiextensionsv1.CustomResourceDefinition {

@@ -26,7 +26,9 @@ func Resource(resource string) schema.GroupResource {
 
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
+		&IpAccessControl{}, &IpAccessControlList{},
 		&PathRewriteRegex{}, &PathRewriteRegexList{},
+		&RequestSizeLimit{}, &RequestSizeLimitList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -3,6 +3,7 @@ package env_test
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +20,14 @@ import (
 // subprocesses reaches the same server.
 func TestStart(t *testing.T) {
 	e := env.Start(t)
-	if len(e.CRDs) != 11 || !slices.Contains(e.CRDs, "pathrewriteregexes.gateway.coxswain-labs.dev") {
+	own := 0
+	for _, c := range e.CRDs {
+		if strings.HasSuffix(c, ".gateway.coxswain-labs.dev") {
+			own++
+		}
+	}
+	if len(e.CRDs)-own != 10 || !slices.Contains(e.CRDs, "pathrewriteregexes.gateway.coxswain-labs.dev") ||
+		!slices.Contains(e.CRDs, "ipaccesscontrols.gateway.coxswain-labs.dev") || !slices.Contains(e.CRDs, "requestsizelimits.gateway.coxswain-labs.dev") {
 		t.Errorf("CRDs = %v, want the 10 standard-channel CRDs and gateway.coxswain-labs.dev's", e.CRDs)
 	}
 	v, err := e.Kube.Discovery().ServerVersion()
