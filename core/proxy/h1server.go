@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -538,6 +539,27 @@ func (c *h1sConn) replyError(err error) {
 // connection closes.
 const drainLimit = 256 << 10
 
+// Lingering close bounds: how long, and how much of a request body the response refused, the
+// server reads and discards after the response before it closes (see linger).
+const (
+	lingerTime = 500 * time.Millisecond
+	lingerMax  = 256 << 10
+)
+
+// linger half-closes a connection whose client may still be sending a request body the response
+// did not wait for (a 413, an early answer), then discards what the client sends for a moment:
+// closing a socket with unread data resets the connection, and a client still writing often
+// loses the response it had not read yet, so it would see "connection reset" instead of the
+// answer. Bounded by lingerTime and lingerMax; the connection is closed afterwards either way.
+func (c *h1sConn) linger() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.CopyN(io.Discard, c.nc, lingerMax)
+}
+
 // serve runs one parsed request through the handler and completes its response. It reports whether
 // the connection carries on.
 func (c *h1sConn) serve() bool {
@@ -575,6 +597,7 @@ func (c *h1sConn) serve() bool {
 	}
 	ok := c.w.finish()
 	if ok && !c.body.drain(drainLimit) {
+		c.linger()
 		ok = false
 	}
 	switch {
