@@ -550,14 +550,19 @@ const (
 // did not wait for (a 413, an early answer), then discards what the client sends for a moment:
 // closing a socket with unread data resets the connection, and a client still writing often
 // loses the response it had not read yet, so it would see "connection reset" instead of the
-// answer. Bounded by lingerTime and lingerMax; the connection is closed afterwards either way.
+// answer. It reads at most lingerMax; a client that sends more than that is left to fill the
+// socket buffers (its writes block, it reads the response) until lingerTime is up, as net/http
+// waits before it closes. The connection is closed afterwards either way.
 func (c *h1sConn) linger() {
 	cw, ok := c.nc.(interface{ CloseWrite() error })
 	if !ok || cw.CloseWrite() != nil {
 		return
 	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.CopyN(io.Discard, c.nc, lingerMax)
+	until := time.Now().Add(lingerTime)
+	_ = c.nc.SetReadDeadline(until)
+	if n, _ := io.CopyN(io.Discard, c.nc, lingerMax); n == lingerMax && !c.srv.closing.Load() {
+		time.Sleep(time.Until(until))
+	}
 }
 
 // serve runs one parsed request through the handler and completes its response. It reports whether
