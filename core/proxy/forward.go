@@ -183,11 +183,17 @@ func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err e
 // backend timeout, or the client's own gRPC deadline) it is 504, whatever the error says: a
 // backend that gave up at the same deadline (a gRPC server resets the stream with CANCEL) may
 // report it before the engine's own timer fires. A dial or I/O timeout is 504 too; anything
-// else (refused, reset, connection lost) is 502. ok is false when the client canceled.
+// else (refused, reset, connection lost) is 502. An error from reading the request body that is a
+// core.StatusError (a filter's size limit) is that status. ok is false when the client canceled.
 func upstreamStatus(r *http.Request, err error) (status int, ok bool) {
 	ctx := r.Context()
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
 		return 0, false
+	}
+	if st, isStatus := core.ErrorStatus(err); isStatus {
+		// A filter's request-body reader refused the body (core.StatusError): its status, not
+		// the upstream's fault.
+		return st, true
 	}
 	if dl, set := ctx.Deadline(); set && !time.Now().Before(dl) {
 		return http.StatusGatewayTimeout, true

@@ -36,8 +36,13 @@ const (
 )
 
 // refuseBody answers a request whose body could not be read: 408 when the client stalled past the
-// body timeout, 400 otherwise (malformed or cut short). The connection then closes (h1Body.drain).
+// body timeout, a filter's status when its body reader refused the body (core.StatusError), 400
+// otherwise (malformed or cut short). The connection then closes (h1Body.drain).
 func (f *h1Forwarder) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
+	if st, ok := core.ErrorStatus(err); ok {
+		f.errw.WriteError(w, r, st, http.StatusText(st))
+		return
+	}
 	if isTimeout(err) {
 		f.errw.WriteError(w, r, http.StatusRequestTimeout, "request body timeout")
 		return

@@ -304,3 +304,32 @@ func TestH2RequestBodiesToH1(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that fails mid-response on the stdlib path (here: a request body too long for the
+// fast path) aborts the client's response, which the client sees as truncated, never as complete.
+func TestH1UpstreamFailsMidResponse(t *testing.T) {
+	be := newBackend(t, "dies", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "part of it") // chunked: only the missing last chunk tells
+		w.(http.Flusher).Flush()
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = c.Close()
+		}
+	})
+	l := httpListener(0, server("", vhost("", route("r", "/", backend("dies", 1)))))
+	p := newProxy(t)
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("dies", be)}))
+	for _, size := range []int{10, 100 << 10} { // the fast path, then the stdlib one
+		c := dialClient(t, addrOf(t, p, l.Name), false)
+		_, _ = io.WriteString(c, "POST /b HTTP/1.1\r\nHost: example.com\r\nContent-Length: "+strconv.Itoa(size)+"\r\n\r\n"+strings.Repeat("x", size))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			var got []byte
+			if got, err = io.ReadAll(resp.Body); err == nil {
+				t.Errorf("request body of %d bytes: the response ended normally with %q", size, got)
+			}
+		}
+		_ = c.Close()
+	}
+}

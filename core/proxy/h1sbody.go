@@ -183,6 +183,10 @@ func (b *h1Body) drain(max int64) bool {
 		// only closing leaves no doubt about what comes next.
 		return false
 	}
+	if b.chunks == nil && b.remaining > max {
+		// A declared length beyond the limit: reading max bytes of it first changes nothing.
+		return false
+	}
 	n, err := io.CopyN(io.Discard, (*bodyDrain)(b), max+1)
 	return n <= max && errors.Is(err, io.EOF)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -49,6 +50,17 @@ func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
 		s.h2ln = newChanListener(nil)
 	}
 	return s
+}
+
+// ownServer is the http.ServerContextKey value of connections of an h1Server without an HTTP/2
+// server of its own (see start); only its presence matters.
+var ownServer = &http.Server{}
+
+func (s *h1Server) abortServer() *http.Server {
+	if s.h2 != nil {
+		return s.h2
+	}
+	return ownServer
 }
 
 type h1Server struct {
@@ -261,6 +273,11 @@ func (c *h1sConn) start() {
 	// is cancelled when the client goes away during a request (clientWatch) and when the
 	// connection ends.
 	ctx, cancel := context.WithCancel(context.Background())
+	// http.ServerContextKey says the handler runs under a server that recovers
+	// http.ErrAbortHandler, as handle does: httputil.ReverseProxy aborts a response whose upstream
+	// body fails mid-copy only then, and otherwise ends it as if it were complete, which would
+	// hand the client a truncated body as a whole one.
+	ctx = context.WithValue(ctx, http.ServerContextKey, s.abortServer())
 	if s.sc.ConnContext != nil {
 		ctx = s.sc.ConnContext(ctx, c.nc)
 	}
@@ -522,6 +539,32 @@ func (c *h1sConn) replyError(err error) {
 // connection closes.
 const drainLimit = 256 << 10
 
+// Lingering close bounds: how long, and how much of a request body the response refused, the
+// server reads and discards after the response before it closes (see linger).
+const (
+	lingerTime = 500 * time.Millisecond
+	lingerMax  = 256 << 10
+)
+
+// linger half-closes a connection whose client may still be sending a request body the response
+// did not wait for (a 413, an early answer), then discards what the client sends for a moment:
+// closing a socket with unread data resets the connection, and a client still writing often
+// loses the response it had not read yet, so it would see "connection reset" instead of the
+// answer. It reads at most lingerMax; a client that sends more than that is left to fill the
+// socket buffers (its writes block, it reads the response) until lingerTime is up, as net/http
+// waits before it closes. The connection is closed afterwards either way.
+func (c *h1sConn) linger() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	until := time.Now().Add(lingerTime)
+	_ = c.nc.SetReadDeadline(until)
+	if n, _ := io.CopyN(io.Discard, c.nc, lingerMax); n == lingerMax && !c.srv.closing.Load() {
+		time.Sleep(time.Until(until))
+	}
+}
+
 // serve runs one parsed request through the handler and completes its response. It reports whether
 // the connection carries on.
 func (c *h1sConn) serve() bool {
@@ -559,6 +602,7 @@ func (c *h1sConn) serve() bool {
 	}
 	ok := c.w.finish()
 	if ok && !c.body.drain(drainLimit) {
+		c.linger()
 		ok = false
 	}
 	switch {

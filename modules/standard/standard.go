@@ -30,11 +30,13 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/compression"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 
 	// Balancers.
 	_ "github.com/coxswain-labs/coxswain/modules/lb/roundrobin"
@@ -51,10 +53,12 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/compression",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
+	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess",
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
 	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite",
+	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit",
 	"github.com/coxswain-labs/coxswain/modules/lb/roundrobin",
 }

@@ -18,7 +18,9 @@ func TestStockModules(t *testing.T) {
 	for _, id := range []core.ModuleID{
 		"filter.ext.gateway.coxswain-labs.dev.BasicAuth",
 		"filter.ext.gateway.coxswain-labs.dev.Compression",
+		"filter.ext.gateway.coxswain-labs.dev.IpAccessControl",
 		"filter.ext.gateway.coxswain-labs.dev.PathRewriteRegex",
+		"filter.ext.gateway.coxswain-labs.dev.RequestSizeLimit",
 		"filter.http.request_header_modifier",
 		"filter.http.request_redirect",
 		"filter.http.response_header_modifier",

@@ -17,9 +17,11 @@ import (
 	cxv1a1 "github.com/coxswain-labs/coxswain/modules/api/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/compression"
+	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
+	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 )
 
 // filterKinds is every filter kind of the group with its proxy module: the CRD must be the
@@ -30,10 +32,12 @@ var filterKinds = []struct {
 }{
 	{(*basicauth.BasicAuth)(nil), reflect.TypeFor[basicauth.Spec]()}, // resolved into basicauth.Config
 	{(*compression.Compression)(nil), reflect.TypeFor[compression.Config]()},
+	{(*ipaccess.IpAccessControl)(nil), reflect.TypeFor[ipaccess.Config]()},
 	{(*jwtauth.JwtAuth)(nil), reflect.TypeFor[jwtauth.Config]()},
 	{(*pathregex.PathRewriteRegex)(nil), reflect.TypeFor[pathregex.Config]()},
 	// RateLimit's module config is the spec plus the zone the controller's resolver adds.
 	{(*ratelimit.RateLimit)(nil), reflect.TypeFor[ratelimit.Spec]()},
+	{(*sizelimit.RequestSizeLimit)(nil), reflect.TypeFor[sizelimit.Config]()},
 }
 
 func readCRD(t *testing.T, api core.ExtensionAPI) *apiextensionsv1.CustomResourceDefinition {

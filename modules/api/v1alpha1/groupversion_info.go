@@ -28,9 +28,11 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&BasicAuth{}, &BasicAuthList{},
 		&Compression{}, &CompressionList{},
+		&IpAccessControl{}, &IpAccessControlList{},
 		&JwtAuth{}, &JwtAuthList{},
 		&PathRewriteRegex{}, &PathRewriteRegexList{},
 		&RateLimit{}, &RateLimitList{},
+		&RequestSizeLimit{}, &RequestSizeLimitList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
