@@ -52,7 +52,7 @@ func (rc *resolveContext) Secret(namespace, name string) (*corev1.Secret, error)
 	}
 	sec := rc.t.secrets[nn(namespace, name)]
 	if sec == nil {
-		return nil, translation.Fail("", gwapiv1.RouteReasonBackendNotFound, "Secret %s/%s does not exist", namespace, name)
+		return nil, translation.Fail("", translation.RouteReasonSecretNotFound, "Secret %s/%s does not exist", namespace, name)
 	}
 	return sec, nil
 }

@@ -86,6 +86,10 @@ type ResolveContext interface {
 	Document(uri string, refresh time.Duration) ([]byte, error)
 }
 
+// RouteReasonSecretNotFound is the ResolvedRefs reason of a filter whose Secret does not exist
+// (ResolveContext.Secret). Gateway API names none for a Secret a route's filter refers to.
+const RouteReasonSecretNotFound gwapiv1.RouteConditionReason = "SecretNotFound"
+
 // Documents is the controller's source of remote documents (ResolveContext.Document).
 type Documents interface {
 	Document(uri string, refresh time.Duration) ([]byte, error)

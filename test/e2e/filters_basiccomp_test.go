@@ -64,7 +64,7 @@ func TestExamplesBasicAuth(t *testing.T) {
 			problems = append(problems, p.Field+" "+p.Reason)
 		}
 	}
-	if want := []string{"spec.rules[1].filters[0].extensionRef BackendNotFound"}; !slices.Equal(problems, want) {
+	if want := []string{"spec.rules[1].filters[0].extensionRef SecretNotFound"}; !slices.Equal(problems, want) {
 		t.Errorf("problems %v, want %v", problems, want)
 	}
 

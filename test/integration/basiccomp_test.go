@@ -171,7 +171,7 @@ func TestBasicAuthFilter(t *testing.T) {
 		// The controller no longer sees it: the rule fails closed, the others serve.
 		servedAs(t, port, host, "/local/x", "alice", "second", 503)
 		servedAs(t, port, host, "/remote/x", "bob", "vaulted", 200)
-		routeResolvedRefs(t, e, ns, "web", "BackendNotFound")
+		routeResolvedRefs(t, e, ns, "web", "SecretNotFound")
 	})
 }
 

@@ -84,7 +84,7 @@ func readSecret(rc translation.ResolveContext, ref basicauth.SecretRef) ([]basic
 	if err != nil {
 		var f *translation.Failure
 		if errors.As(err, &f) {
-			if f.Reason == gwapiv1.RouteReasonBackendNotFound {
+			if f.Reason == translation.RouteReasonSecretNotFound {
 				return nil, f.Reason, fmt.Sprintf("%s (a Secret for BasicAuth needs the label %s: \"true\")", f.Message, basicauth.SecretLabel)
 			}
 			return nil, f.Reason, f.Message

@@ -180,7 +180,7 @@ func TestResolveFailsClosed(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"missing", []any{basicAuthObject("bench", "auth", ref(""))}, "BackendNotFound",
+		{"missing", []any{basicAuthObject("bench", "auth", ref(""))}, "SecretNotFound",
 			`Secret bench/htpasswd does not exist (a Secret for BasicAuth needs the label ingress.coxswain-labs.dev/auth-basic: "true")`},
 		{"unlabelled", []any{basicAuthObject("bench", "auth", ref("")), secret("bench", "htpasswd", false, good)}, "InvalidSecret",
 			`Secret bench/htpasswd does not have the label ingress.coxswain-labs.dev/auth-basic: "true"`},
