@@ -61,6 +61,11 @@ func newFilterData(dir string) (*filterData, error) {
 	fd := &filterData{JWKS: string(jwks), Token: signing + "." + b64(sig), BasicUser: "bench",
 		Htpasswd: "bench:" + string(hash), HtpasswdFile: filepath.Join(dir, "htpasswd"), BcryptCost: benchBcryptCost}
 	fd.Basic = "Basic " + base64.StdEncoding.EncodeToString([]byte("bench:bench-password"))
+	// nginx's workers run as nobody and read the file per request: the scratch directory (0700
+	// from MkdirTemp) must let them through to it.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
 	return fd, os.WriteFile(fd.HtpasswdFile, []byte(fd.Htpasswd+"\n"), 0o644)
 }
 
