@@ -22,6 +22,25 @@ func (e *env) measured(pe *peer, f func() (int64, error)) (reqs int64, cpuUS flo
 	return reqs, (cpuSeconds(pe.p.pid()) - before) * 1e6 / float64(reqs), nil
 }
 
+// keepAlive is one closed-loop HTTP/1.1 keep-alive measurement of url over conns connections
+// (after a second's warm-up): B1's figures, with the proxy's CPU time per request.
+func (e *env) keepAlive(pe *peer, url string, conns int, headers ...string) (map[string]float64, error) {
+	if _, err := e.load.wrk(e.ctx, url, conns, time.Second, headers...); err != nil {
+		return nil, err
+	}
+	var w wrkResult
+	_, cpu, err := e.measured(pe, func() (int64, error) {
+		var err error
+		w, err = e.load.wrk(e.ctx, url, conns, e.opts.duration, headers...)
+		return w.Requests, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]float64{"rps": w.rps(), "cpu_us_per_req": cpu, "p50_us": w.P50, "p99_us": w.P99,
+		"errors": float64(w.errors()), "non2xx": float64(w.Status)}, nil
+}
+
 // b1 is HTTP/1.1 keep-alive throughput and CPU per request for each body size and connection count.
 func (e *env) b1() error {
 	names, err := e.startPeers(e.order()...)
@@ -33,21 +52,7 @@ func (e *env) b1() error {
 		for _, c := range e.opts.conns {
 			kase := fmt.Sprintf("body=%s conns=%d", body, c)
 			err := e.rounds("B1", kase, names, func(pe *peer) (map[string]float64, error) {
-				u := pe.http + bodyPath(body)
-				if _, err := e.load.wrk(e.ctx, u, c, time.Second); err != nil { // warm-up
-					return nil, err
-				}
-				var w wrkResult
-				_, cpu, err := e.measured(pe, func() (int64, error) {
-					var err error
-					w, err = e.load.wrk(e.ctx, u, c, e.opts.duration)
-					return w.Requests, err
-				})
-				if err != nil {
-					return nil, err
-				}
-				return map[string]float64{"rps": w.rps(), "cpu_us_per_req": cpu, "p50_us": w.P50, "p99_us": w.P99,
-					"errors": float64(w.errors()), "non2xx": float64(w.Status)}, nil
+				return e.keepAlive(pe, pe.http+bodyPath(body), c)
 			})
 			if err != nil {
 				return err

@@ -87,21 +87,7 @@ func (e *env) filters() error {
 	const conns = 64
 	run := func(bench, kase string, peers []string, path func(pe *peer) string, headers ...string) error {
 		err := e.rounds(bench, kase, peers, func(pe *peer) (map[string]float64, error) {
-			u := path(pe)
-			if _, err := e.load.wrk(e.ctx, u, conns, time.Second, headers...); err != nil {
-				return nil, err
-			}
-			var w wrkResult
-			_, cpu, err := e.measured(pe, func() (int64, error) {
-				var err error
-				w, err = e.load.wrk(e.ctx, u, conns, e.opts.duration, headers...)
-				return w.Requests, err
-			})
-			if err != nil {
-				return nil, err
-			}
-			return map[string]float64{"rps": w.rps(), "cpu_us_per_req": cpu, "p50_us": w.P50, "p99_us": w.P99,
-				"errors": float64(w.errors()), "non2xx": float64(w.Status)}, nil
+			return e.keepAlive(pe, path(pe), conns, headers...)
 		})
 		if err != nil {
 			return err
