@@ -29,14 +29,17 @@ type ExtensionAPI struct {
 	// Gateway API asks of a filter that cannot run, is the rule answering 500. Only the missing
 	// object fails open: an object that exists but is invalid always fails the rule.
 	FailOpen bool
-	// RouteKinds are the route kinds whose rules may reference the filter ("HTTPRoute",
-	// "GRPCRoute"); nil means every kind with filters. A reference from another kind fails its
-	// rule (UnsupportedValue), as a filter that cannot run must, unless the kind is in
-	// IgnoredOn.
-	RouteKinds []string
-	// IgnoredOn are the route kinds on which a reference is accepted but not enforced: the rule
-	// is served without the filter and the route's ResolvedRefs message says so.
-	IgnoredOn []string
+}
+
+// ExtensionRouteKinds is optionally implemented by an ExtensionKind that serves the rules of some
+// route kinds only (ExtensionAPI stays a comparable value, so it is a method, not a field).
+// Supported are the route kinds whose rules may reference the filter ("HTTPRoute",
+// "GRPCRoute"); a reference from another kind fails its rule (UnsupportedValue), as a filter that
+// cannot run must, unless the kind is among ignored: there the reference is accepted but not
+// enforced, the rule is served without the filter and the route's ResolvedRefs message says so.
+// Without it, every route kind with filters may use the filter.
+type ExtensionRouteKinds interface {
+	ExtensionRouteKinds() (supported, ignored []string)
 }
 
 // ConfigWarner is optionally implemented by a module whose config may hold parts it accepts but

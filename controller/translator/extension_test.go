@@ -305,14 +305,21 @@ func TestDuplicateFilterTranslatorIsAProblem(t *testing.T) {
 
 // kindBound is a filter for some route kinds only, which warns about its config.
 type kindBound struct {
-	api  core.ExtensionAPI
-	Skip []string `json:"skip"`
+	api                core.ExtensionAPI
+	supported, ignored []string
+	Skip               []string `json:"skip"`
 }
 
 func (m kindBound) CoxswainModule() core.ModuleInfo {
-	return core.ModuleInfo{ID: core.ExtensionModuleID(m.api.Group, m.api.Kind), New: func() core.Module { return &kindBound{api: m.api} }}
+	return core.ModuleInfo{ID: core.ExtensionModuleID(m.api.Group, m.api.Kind), New: func() core.Module { return &kindBound{api: m.api, supported: m.supported, ignored: m.ignored} }}
 }
 func (m *kindBound) ExtensionAPI() core.ExtensionAPI { return m.api }
+func (m *kindBound) ExtensionRouteKinds() (supported, ignored []string) {
+	if m.supported == nil {
+		return []string{"StreamRoute"}, nil
+	}
+	return m.supported, m.ignored
+}
 func (m *kindBound) ConfigWarnings() []string {
 	var out []string
 	for _, s := range m.Skip {
@@ -341,9 +348,9 @@ var pgKey = RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db",
 // A filter declared for other route kinds fails the rule, or — on a kind it is "accepted, not
 // enforced" on — is left out with a warning on the route.
 func TestExtensionRefRouteKinds(t *testing.T) {
-	only := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Only", Version: "v1", Resource: "onlys", RouteKinds: []string{"HTTPRoute"}}}
-	ignored := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Lax", Version: "v1", Resource: "laxes",
-		RouteKinds: []string{"HTTPRoute"}, IgnoredOn: []string{"StreamRoute"}}}
+	only := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Only", Version: "v1", Resource: "onlys"}, supported: []string{"HTTPRoute"}}
+	ignored := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Lax", Version: "v1", Resource: "laxes"},
+		supported: []string{"HTTPRoute"}, ignored: []string{"StreamRoute"}}
 	reg := core.NewRegistry(extKind{}, only, ignored)
 
 	res := Translate(context.Background(), extStore(t, "Only", map[string]any{}), Options{Registry: reg})

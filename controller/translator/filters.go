@@ -120,16 +120,19 @@ func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectRefer
 	unresolved := func(reason gwapiv1.RouteConditionReason, format string, args ...any) *translation.Failure {
 		return &translation.Failure{Field: field, Reason: reason, Unresolved: true, Message: what + ": " + fmt.Sprintf(format, args...)}
 	}
+	proto := info.New()
 	var api core.ExtensionAPI
-	if ek, ok := info.New().(core.ExtensionKind); ok {
+	if ek, ok := proto.(core.ExtensionKind); ok {
 		api = ek.ExtensionAPI()
 	}
-	if env.Kind != "" && api.RouteKinds != nil && !slices.Contains(api.RouteKinds, env.Kind) {
-		if slices.Contains(api.IgnoredOn, env.Kind) {
-			rc.Warn(field, "%s is not enforced on %s (it applies to %s only); the rule is served without it", what, env.Kind, strings.Join(api.RouteKinds, ", "))
-			return nil, nil
+	if rk, ok := proto.(core.ExtensionRouteKinds); ok && env.Kind != "" {
+		if supported, ignored := rk.ExtensionRouteKinds(); !slices.Contains(supported, env.Kind) {
+			if slices.Contains(ignored, env.Kind) {
+				rc.Warn(field, "%s is not enforced on %s (it applies to %s only); the rule is served without it", what, env.Kind, strings.Join(supported, ", "))
+				return nil, nil
+			}
+			return nil, translation.Fail(field, gwapiv1.RouteReasonUnsupportedValue, "%s: %s filters are not supported on %s (only on %s)", what, kind, env.Kind, strings.Join(supported, ", "))
 		}
-		return nil, translation.Fail(field, gwapiv1.RouteReasonUnsupportedValue, "%s: %s filters are not supported on %s (only on %s)", what, kind, env.Kind, strings.Join(api.RouteKinds, ", "))
 	}
 	obj := t.extensionObject(schema.GroupKind{Group: group, Kind: kind}, key.Namespace, string(ref.Name))
 	if obj == nil {

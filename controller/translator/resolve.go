@@ -31,7 +31,21 @@ func (rc *resolveContext) Document(uri string, refresh time.Duration) ([]byte, e
 	if rc.t.opts.Documents == nil {
 		return nil, fmt.Errorf("remote documents are not fetched in this process (%s)", uri)
 	}
-	return rc.t.opts.Documents.Document(uri, refresh)
+	// One translation sees one answer per URI: a fetch that completes half-way through (between
+	// the validation pass and a listener's build) must not give a route a status from before it
+	// and a config from after it. The next translation sees the new body.
+	if d, ok := rc.t.documents[uri]; ok {
+		return d.body, d.err
+	}
+	body, err := rc.t.opts.Documents.Document(uri, refresh)
+	rc.t.documents[uri] = document{body, err}
+	return body, err
+}
+
+// document is one answer of translator.Options.Documents, kept for the rest of the translation.
+type document struct {
+	body []byte
+	err  error
 }
 
 func (rc *resolveContext) Warn(format string, args ...any) {

@@ -54,6 +54,8 @@ type session struct {
 	secretsOut map[string]*irv1.Secret
 	problems   map[string]*Problem
 	warnings   map[string]*Problem
+	// documents are the remote documents asked for so far (resolveContext.Document).
+	documents map[string]document
 	// unresolvedFilters are the ExtensionRefs to missing objects, by kind, each once (Build runs
 	// once per listener): Result.UnresolvedFilters.
 	unresolvedFilters map[string]map[string]bool
@@ -86,6 +88,7 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 		secretsOut:        map[string]*irv1.Secret{},
 		problems:          map[string]*Problem{},
 		warnings:          map[string]*Problem{},
+		documents:         map[string]document{},
 		unresolvedFilters: map[string]map[string]bool{},
 	}
 }

@@ -51,12 +51,11 @@ var (
 // FilterNotFound); one whose Secret cannot be used fails closed (503). GRPCRoute rules cannot use
 // it: Basic authentication is a browser-facing HTTP scheme.
 var API = core.ExtensionAPI{
-	Group:      "gateway.coxswain-labs.dev",
-	Kind:       "BasicAuth",
-	Version:    "v1alpha1",
-	Resource:   "basicauths",
-	FailOpen:   true,
-	RouteKinds: []string{"HTTPRoute"},
+	Group:    "gateway.coxswain-labs.dev",
+	Kind:     "BasicAuth",
+	Version:  "v1alpha1",
+	Resource: "basicauths",
+	FailOpen: true,
 }
 
 // maxAuthorization is the longest Authorization header value checked; a longer one is refused
@@ -95,6 +94,11 @@ func (*BasicAuth) CoxswainModule() core.ModuleInfo {
 
 // ExtensionAPI implements core.ExtensionKind.
 func (*BasicAuth) ExtensionAPI() core.ExtensionAPI { return API }
+
+// ExtensionRouteKinds implements core.ExtensionRouteKinds.
+func (*BasicAuth) ExtensionRouteKinds() (supported, ignored []string) {
+	return []string{"HTTPRoute"}, nil
+}
 
 // CheckConfig implements core.ConfigChecker: the resolver's output, checked as the proxy will.
 func (f *BasicAuth) CheckConfig() error {

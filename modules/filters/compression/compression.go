@@ -40,12 +40,11 @@ var (
 // does not exist fails open (the rule is served uncompressed; the route says why). GRPCRoute rules
 // cannot use it: gRPC compresses its messages itself.
 var API = core.ExtensionAPI{
-	Group:      "gateway.coxswain-labs.dev",
-	Kind:       "Compression",
-	Version:    "v1alpha1",
-	Resource:   "compressions",
-	FailOpen:   true,
-	RouteKinds: []string{"HTTPRoute"},
+	Group:    "gateway.coxswain-labs.dev",
+	Kind:     "Compression",
+	Version:  "v1alpha1",
+	Resource: "compressions",
+	FailOpen: true,
 }
 
 // Compression is the module.
@@ -66,6 +65,11 @@ func (*Compression) CoxswainModule() core.ModuleInfo {
 
 // ExtensionAPI implements core.ExtensionKind.
 func (*Compression) ExtensionAPI() core.ExtensionAPI { return API }
+
+// ExtensionRouteKinds implements core.ExtensionRouteKinds.
+func (*Compression) ExtensionRouteKinds() (supported, ignored []string) {
+	return []string{"HTTPRoute"}, nil
+}
 
 // CheckConfig implements core.ConfigChecker.
 func (c *Compression) CheckConfig() error {

@@ -35,12 +35,11 @@ var (
 // does not exist fails open, as Coxswain's filter kinds do: the rule is served unfiltered and the
 // route says why (ResolvedRefs=False, FilterNotFound). It applies to HTTPRoute and GRPCRoute.
 var API = core.ExtensionAPI{
-	Group:      "gateway.coxswain-labs.dev",
-	Kind:       "IpAccessControl",
-	Version:    "v1alpha1",
-	Resource:   "ipaccesscontrols",
-	FailOpen:   true,
-	RouteKinds: []string{"HTTPRoute", "GRPCRoute"},
+	Group:    "gateway.coxswain-labs.dev",
+	Kind:     "IpAccessControl",
+	Version:  "v1alpha1",
+	Resource: "ipaccesscontrols",
+	FailOpen: true,
 }
 
 // DeniedMessage is the body (or grpc-message) of a refused request.
@@ -65,6 +64,11 @@ func (*IpAccessControl) CoxswainModule() core.ModuleInfo {
 
 // ExtensionAPI implements core.ExtensionKind.
 func (*IpAccessControl) ExtensionAPI() core.ExtensionAPI { return API }
+
+// ExtensionRouteKinds implements core.ExtensionRouteKinds.
+func (*IpAccessControl) ExtensionRouteKinds() (supported, ignored []string) {
+	return []string{"HTTPRoute", "GRPCRoute"}, nil
+}
 
 // Provision compiles both lists, once per snapshot, and logs a WARN for what it skips.
 func (f *IpAccessControl) Provision(bc *core.BuildContext) error {

@@ -45,12 +45,11 @@ var (
 // FilterNotFound); an invalid one fails the rule (500), and one whose keys are not known yet
 // answers 503.
 var API = core.ExtensionAPI{
-	Group:      "gateway.coxswain-labs.dev",
-	Kind:       "JwtAuth",
-	Version:    "v1alpha1",
-	Resource:   "jwtauths",
-	FailOpen:   true,
-	RouteKinds: []string{"HTTPRoute", "GRPCRoute"},
+	Group:    "gateway.coxswain-labs.dev",
+	Kind:     "JwtAuth",
+	Version:  "v1alpha1",
+	Resource: "jwtauths",
+	FailOpen: true,
 }
 
 // DefaultSource is where the token is looked for when FromHeaders is unset.
@@ -84,6 +83,11 @@ func (*JwtAuth) CoxswainModule() core.ModuleInfo {
 
 // ExtensionAPI implements core.ExtensionKind.
 func (*JwtAuth) ExtensionAPI() core.ExtensionAPI { return API }
+
+// ExtensionRouteKinds implements core.ExtensionRouteKinds.
+func (*JwtAuth) ExtensionRouteKinds() (supported, ignored []string) {
+	return []string{"HTTPRoute", "GRPCRoute"}, nil
+}
 
 // Provision checks the config and parses the JWKS, once per snapshot.
 func (f *JwtAuth) Provision(bc *core.BuildContext) error {

@@ -34,12 +34,11 @@ var (
 // and the route says why (ResolvedRefs=False, FilterNotFound). An invalid one fails the rule, and
 // so does a reference from a GRPCRoute: a gRPC method path is not for rewriting.
 var API = core.ExtensionAPI{
-	Group:      "gateway.coxswain-labs.dev",
-	Kind:       "PathRewriteRegex",
-	Version:    "v1alpha1",
-	Resource:   "pathrewriteregexes",
-	FailOpen:   true,
-	RouteKinds: []string{"HTTPRoute"},
+	Group:    "gateway.coxswain-labs.dev",
+	Kind:     "PathRewriteRegex",
+	Version:  "v1alpha1",
+	Resource: "pathrewriteregexes",
+	FailOpen: true,
 }
 
 // PathRewriteRegex is the module.
@@ -56,6 +55,11 @@ func (*PathRewriteRegex) CoxswainModule() core.ModuleInfo {
 
 // ExtensionAPI implements core.ExtensionKind.
 func (*PathRewriteRegex) ExtensionAPI() core.ExtensionAPI { return API }
+
+// ExtensionRouteKinds implements core.ExtensionRouteKinds.
+func (*PathRewriteRegex) ExtensionRouteKinds() (supported, ignored []string) {
+	return []string{"HTTPRoute"}, nil
+}
 
 // Provision compiles the pattern, once per snapshot.
 func (f *PathRewriteRegex) Provision(_ *core.BuildContext) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -122,7 +121,7 @@ func TestLoad(t *testing.T) {
 		t.Error(err)
 	}
 	exts, errs := core.NewRegistry((*PathRewriteRegex)(nil)).Extensions()
-	if len(errs) != 0 || !reflect.DeepEqual(exts[ModuleID], API) {
+	if len(errs) != 0 || exts[ModuleID] != API {
 		t.Errorf("Extensions() = %v, %v; want %s: %+v", exts, errs, ModuleID, API)
 	}
 	if _, ok := core.Freeze().Lookup(ModuleID); !ok {

@@ -44,12 +44,11 @@ var (
 // not exist fails open, as Coxswain's filter kinds do: the rule is served unlimited and the route
 // says why (ResolvedRefs=False, FilterNotFound).
 var API = core.ExtensionAPI{
-	Group:      "gateway.coxswain-labs.dev",
-	Kind:       "RateLimit",
-	Version:    "v1alpha1",
-	Resource:   "ratelimits",
-	FailOpen:   true,
-	RouteKinds: []string{"HTTPRoute", "GRPCRoute"},
+	Group:    "gateway.coxswain-labs.dev",
+	Kind:     "RateLimit",
+	Version:  "v1alpha1",
+	Resource: "ratelimits",
+	FailOpen: true,
 }
 
 // Response header names (in canonical form, as the header map keys them).
@@ -102,6 +101,11 @@ func (*RateLimit) CoxswainModule() core.ModuleInfo {
 
 // ExtensionAPI implements core.ExtensionKind.
 func (*RateLimit) ExtensionAPI() core.ExtensionAPI { return API }
+
+// ExtensionRouteKinds implements core.ExtensionRouteKinds.
+func (*RateLimit) ExtensionRouteKinds() (supported, ignored []string) {
+	return []string{"HTTPRoute", "GRPCRoute"}, nil
+}
 
 // CheckConfig implements core.ConfigChecker.
 func (f *RateLimit) CheckConfig() error { return f.check() }

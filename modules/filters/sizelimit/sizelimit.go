@@ -37,13 +37,11 @@ var (
 // does not exist fails open, as Coxswain's filter kinds do. On a GRPCRoute it is accepted and not
 // enforced.
 var API = core.ExtensionAPI{
-	Group:      "gateway.coxswain-labs.dev",
-	Kind:       "RequestSizeLimit",
-	Version:    "v1alpha1",
-	Resource:   "requestsizelimits",
-	FailOpen:   true,
-	RouteKinds: []string{"HTTPRoute"},
-	IgnoredOn:  []string{"GRPCRoute"},
+	Group:    "gateway.coxswain-labs.dev",
+	Kind:     "RequestSizeLimit",
+	Version:  "v1alpha1",
+	Resource: "requestsizelimits",
+	FailOpen: true,
 }
 
 // TooLargeMessage is the body of a refused request.
@@ -63,6 +61,11 @@ func (*RequestSizeLimit) CoxswainModule() core.ModuleInfo {
 
 // ExtensionAPI implements core.ExtensionKind.
 func (*RequestSizeLimit) ExtensionAPI() core.ExtensionAPI { return API }
+
+// ExtensionRouteKinds implements core.ExtensionRouteKinds.
+func (*RequestSizeLimit) ExtensionRouteKinds() (supported, ignored []string) {
+	return []string{"HTTPRoute"}, []string{"GRPCRoute"}
+}
 
 // Provision parses the size. One that does not parse fails open, with a WARN here and on the
 // route (ConfigWarnings): a limit is protection, not routing, and a typo must not take a route
