@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -39,7 +41,7 @@ func serve(args []string, e *proxycmd.Env) int {
 	sc.limits.Register(fs)
 	sc.memory.Register(fs)
 	fs.StringVar(&sc.adminAddr, "admin-address", "127.0.0.1:9901",
-		"address of the admin endpoints /healthz, /readyz and /status; empty disables them")
+		"address of the admin endpoints /healthz, /readyz, /status and /metrics; empty disables them")
 	fs.DurationVar(&sc.debounce, "debounce", standalone.DefaultDebounce, "how long file changes must settle before a reload")
 	fs.DurationVar(&sc.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	if code, ok := proxycmd.Parse(fs, args); !ok {
@@ -62,6 +64,7 @@ func serve(args []string, e *proxycmd.Env) int {
 		proxycmd.ConfigModule(e, sc.log,
 			proxycmd.EngineConfig{Limits: sc.limits.Limits(), Settings: sc.limits.Settings(), Memory: &sc.memory, Drain: sc.drain}, fx.Supply(&sc)),
 		proxycmd.LoggerModule(e.Stderr),
+		proxycmd.MetricsModule(),
 		proxycmd.EngineModule(),
 		fx.Module("standalone", fx.Provide(newRunner), fx.Invoke(runRunner)),
 		fx.Module("admin", fx.Invoke(serveStandaloneAdmin)),
@@ -73,13 +76,17 @@ func serve(args []string, e *proxycmd.Env) int {
 
 // newRunner is the standalone runner: the Store, the translator and the file watcher, applying
 // to the proxy engine.
-func newRunner(sc *serveConfig, reg *core.Registry, log *zap.Logger, eng agent.Engine) *standalone.Runner {
+func newRunner(sc *serveConfig, reg *core.Registry, log *zap.Logger, eng agent.Engine, metrics *prometheus.Registry) (*standalone.Runner, error) {
 	opts := sc.config.translateOptions()
 	opts.Registry = reg
+	unresolved := standalone.NewUnresolvedFiltersCounter()
+	if err := metrics.Register(unresolved); err != nil {
+		return nil, err
+	}
 	return standalone.NewRunner(standalone.Options{
 		Path: sc.config.path, Log: log.Named("standalone"), Engine: eng, Translate: opts, Debounce: sc.debounce,
-		Documents: &documents.Options{},
-	})
+		Documents: &documents.Options{}, UnresolvedFilters: unresolved,
+	}), nil
 }
 
 func runRunner(lc fx.Lifecycle, sd fx.Shutdowner, sc *serveConfig, log *zap.Logger, r *standalone.Runner) {
@@ -89,12 +96,16 @@ func runRunner(lc fx.Lifecycle, sd fx.Shutdowner, sc *serveConfig, log *zap.Logg
 	proxycmd.Background(lc, sd, log, "coxswain serve", r.Run)
 }
 
-// serveStandaloneAdmin serves /healthz, /readyz and /status; it is stopped first, gracefully.
-func serveStandaloneAdmin(lc fx.Lifecycle, sc *serveConfig, log *zap.Logger, r *standalone.Runner) {
+// serveStandaloneAdmin serves /healthz, /readyz, /status and /metrics; it is stopped first,
+// gracefully.
+func serveStandaloneAdmin(lc fx.Lifecycle, sc *serveConfig, log *zap.Logger, r *standalone.Runner, metrics *prometheus.Registry) {
 	if sc.adminAddr == "" {
 		return
 	}
-	srv := &http.Server{Handler: standalone.AdminHandler(r), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", standalone.AdminHandler(r))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", sc.adminAddr)
@@ -107,7 +118,7 @@ func serveStandaloneAdmin(lc fx.Lifecycle, sc *serveConfig, log *zap.Logger, r *
 				}
 			}()
 			log.Info("admin endpoints listening", zap.String("address", ln.Addr().String()),
-				zap.Strings("paths", []string{"/healthz", "/readyz", "/status"}))
+				zap.Strings("paths", []string{"/healthz", "/readyz", "/status", "/metrics"}))
 			return nil
 		},
 		OnStop: srv.Shutdown,

@@ -115,8 +115,8 @@ func EngineModule() fx.Option {
 	return fx.Module("proxy-engine", fx.Provide(newEngine))
 }
 
-// engineParams are newEngine's dependencies; the metrics registry is optional (`coxswain serve`
-// has no /metrics), and modules' series go nowhere without it.
+// engineParams are newEngine's dependencies; the metrics registry is optional (a process without
+// MetricsModule), and modules' series go nowhere without it.
 type engineParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle

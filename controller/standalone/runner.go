@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/controller/documents"
@@ -45,6 +46,16 @@ type Options struct {
 	// DocumentWait bounds how long a reload waits for the first fetch of a document it asked for
 	// before applying (2s when zero).
 	DocumentWait time.Duration
+	// UnresolvedFilters, when set, is coxswain_filter_unresolved_total{kind}: every translation
+	// adds the ExtensionRefs it found naming an object that does not exist.
+	UnresolvedFilters *prometheus.CounterVec
+}
+
+// NewUnresolvedFiltersCounter is the coxswain_filter_unresolved_total{kind} series, as the
+// controller exports it, for Options.UnresolvedFilters.
+func NewUnresolvedFiltersCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_filter_unresolved_total",
+		Help: "ExtensionRefs naming a filter object that does not exist, added at every translation while they stay missing."}, []string{"kind"})
 }
 
 // Runner is standalone mode: load the manifests, translate them, apply the snapshot, and do it
@@ -234,6 +245,11 @@ func (r *Runner) translate(ctx context.Context, res *Result) (*translator.Result
 			tr = translator.Translate(ctx, res.Store, r.opts.Translate)
 		}
 		r.docs.Sweep()
+	}
+	if r.opts.UnresolvedFilters != nil {
+		for kind, n := range tr.UnresolvedFilters {
+			r.opts.UnresolvedFilters.WithLabelValues(kind).Add(float64(n))
+		}
 	}
 	rep := BuildReport(res, tr, r.opts.Translate.ControllerName)
 	for _, p := range tr.Problems {

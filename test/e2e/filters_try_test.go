@@ -18,7 +18,7 @@ func TestExamplesFiltersTry(t *testing.T) {
 		t.Skip("curl is not installed")
 	}
 	port := freePort(t)
-	startServe(t, exampleFiles(t, "filters", map[string]int{"port: 8090": port, "port: 9331": startBackend(t, "app").port}))
+	srv := startServe(t, exampleFiles(t, "filters", map[string]int{"port: 8090": port, "port: 9331": startBackend(t, "app").port}))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	eventually(t, 10*time.Second, "examples/filters served", func() error {
 		out, err := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", base+"/legacy/users/7").Output()
@@ -31,6 +31,7 @@ func TestExamplesFiltersTry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := srv
 	cmd := exec.Command("bash", filepath.Join(root, "examples", "filters", "try.sh"), "--run")
 	cmd.Env = append(os.Environ(), "FILTERS_BASE="+base, "COXSWAIN="+binary)
 	out, err := cmd.CombinedOutput()
@@ -56,6 +57,16 @@ func TestExamplesFiltersTry(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("try.sh --run output lacks %q:\n%s", want, out)
+		}
+	}
+	// serve's /metrics: the example's missing PathRewriteRegex ("gone"), and the 429s above.
+	metrics, code, err := s.adminGet("/metrics")
+	if err != nil || code != 200 {
+		t.Fatalf("GET /metrics: %d %v", code, err)
+	}
+	for _, want := range []string{`coxswain_filter_unresolved_total{kind="PathRewriteRegex"}`, `coxswain_ratelimit_rejected_total{ratelimit="default/per-client"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }
