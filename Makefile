@@ -62,9 +62,14 @@ test-examples:
 	cd examples/custom-filter && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 ./...
 
 # Debian packages the tests use: iproute2 (`ip`) sets up the integration tests' private network
-# namespace. Installed only when missing (CI runs as root).
+# namespace; redis-server backs the RateLimit filter's Global mode tests; curl runs
+# examples/filters/try.sh. Installed only when missing (CI runs as root).
 test-deps:
-	@command -v ip >/dev/null || { apt-get update && apt-get install -y --no-install-recommends iproute2; }
+	@missing=""; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v curl >/dev/null || missing="$$missing curl ca-certificates"; \
+	if [ -n "$$missing" ]; then apt-get update && apt-get install -y --no-install-recommends $$missing; fi
 
 vet:
 	$(GO) vet ./...
