@@ -36,28 +36,12 @@ commands=(
 	"$coxswain validate -f examples/filters"
 )
 
+# shellcheck source=../try-lib.sh
+source examples/try-lib.sh
 case "${1:-}" in
---wait)
-	addr=${2:?usage: try.sh --wait ADMIN_ADDRESS}
-	for _ in $(seq 300); do
-		if curl -sf "http://$addr/readyz" >/dev/null 2>&1; then break; fi
-		sleep 0.1
-	done
-	if ! curl -sf "http://$addr/readyz" >/dev/null 2>&1; then
-		echo "coxswain did not become ready; see its log above" >&2
-		exit 1
-	fi
-	;;
+--wait) try_wait "${2:-}" ;;
 --run)
-	for c in "${commands[@]}"; do
-		if [[ $c == "#"* ]]; then
-			echo "$c"
-			continue
-		fi
-		echo "\$ $c"
-		bash -c "$c" || true
-		echo
-	done
+	try_run "${commands[@]}"
 	exit 0
 	;;
 esac
