@@ -86,8 +86,7 @@ func signObject(name string, spec map[string]any) *unstructured.Unstructured {
 
 func TestExtensionRef(t *testing.T) {
 	ref := func(kind, name string) []gwapiv1.HTTPRouteFilter {
-		return []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
-			ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: gwapiv1.Kind(kind), Name: gwapiv1.ObjectName(name)}}}
+		return []gwapiv1.HTTPRouteFilter{extRef(kind, name)}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -109,12 +108,7 @@ func TestExtensionRef(t *testing.T) {
 				signObject("good", map[string]any{"key": "k1", "header": "x-sig"}),
 				signObject("typo", map[string]any{"key": "k1", "hedaer": "x"}),
 				signObject("nokey", map[string]any{"header": "x"}))
-			route := &extRoute{filters: tc.filters, streamRoute: streamRoute{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
-				parents:    []gwapiv1.ParentReference{{Name: "gw"}},
-				backend:    gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}},
-			}}
-			store.Add(streamGVK.GroupKind(), route)
+			store.Add(streamGVK.GroupKind(), pgRoute(tc.filters...))
 			res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, signFilter{})})
 			rs := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}]
 			if rs == nil || len(rs.Parents) != 1 {
@@ -211,12 +205,7 @@ func TestExtensionResolver(t *testing.T) {
 			}
 			store.Add(schema.GroupKind{Group: "example.com", Kind: "Sign"},
 				signObject("s", map[string]any{"header": "x-sig", "keyRef": map[string]any{"namespace": tc.keyNS, "name": "k"}}))
-			route := &extRoute{filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
-				ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: "Sign", Name: "s"}}},
-				streamRoute: streamRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
-					parents: []gwapiv1.ParentReference{{Name: "gw"}},
-					backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}}}}
-			store.Add(streamGVK.GroupKind(), route)
+			store.Add(streamGVK.GroupKind(), pgRoute(extRef("Sign", "s")))
 			res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, signFilter{}, signResolver{})})
 			r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
 			resolved := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}].Parents[0].Conditions[1]
@@ -263,12 +252,7 @@ func (openFilter) ExtensionAPI() core.ExtensionAPI {
 
 func TestExtensionRefFailOpen(t *testing.T) {
 	store := tcpStore()
-	route := &extRoute{filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
-		ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: "Open", Name: "gone"}}},
-		streamRoute: streamRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
-			parents: []gwapiv1.ParentReference{{Name: "gw"}},
-			backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}}}}
-	store.Add(streamGVK.GroupKind(), route)
+	store.Add(streamGVK.GroupKind(), pgRoute(extRef("Open", "gone")))
 	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, openFilter{})})
 	r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
 	if len(r.Filters) != 0 || len(r.Backends) != 1 || r.Backends[0].Error != "" || r.Backends[0].Cluster == "" {
@@ -335,12 +319,21 @@ func extStore(t *testing.T, kind string, spec map[string]any, more ...gwapiv1.Li
 		store.Add(schema.GroupKind{Group: "example.com", Kind: kind}, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "example.com/v1", "kind": kind, "metadata": map[string]any{"namespace": "db", "name": "f"}, "spec": spec}})
 	}
-	store.Add(streamGVK.GroupKind(), &extRoute{filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
-		ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: gwapiv1.Kind(kind), Name: "f"}}},
-		streamRoute: streamRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
-			parents: []gwapiv1.ParentReference{{Name: "gw"}},
-			backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}}}})
+	store.Add(streamGVK.GroupKind(), pgRoute(extRef(kind, "f")))
 	return store
+}
+
+// pgRoute is route db/pg on Gateway gw, to Service pg:5432, its one rule with filters.
+func pgRoute(filters ...gwapiv1.HTTPRouteFilter) *extRoute {
+	return &extRoute{filters: filters, streamRoute: streamRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
+		parents: []gwapiv1.ParentReference{{Name: "gw"}},
+		backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}}}}
+}
+
+// extRef is an ExtensionRef filter naming the example.com object kind/name.
+func extRef(kind, name string) gwapiv1.HTTPRouteFilter {
+	return gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterExtensionRef,
+		ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: gwapiv1.Kind(kind), Name: gwapiv1.ObjectName(name)}}
 }
 
 var pgKey = RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}

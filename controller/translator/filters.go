@@ -120,12 +120,13 @@ func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectRefer
 	unresolved := func(reason gwapiv1.RouteConditionReason, format string, args ...any) *translation.Failure {
 		return &translation.Failure{Field: field, Reason: reason, Unresolved: true, Message: what + ": " + fmt.Sprintf(format, args...)}
 	}
-	proto := info.New()
+	// One fresh instance: its declarations first, then the config decoded into it.
+	mod := info.New()
 	var api core.ExtensionAPI
-	if ek, ok := proto.(core.ExtensionKind); ok {
+	if ek, ok := mod.(core.ExtensionKind); ok {
 		api = ek.ExtensionAPI()
 	}
-	if rk, ok := proto.(core.ExtensionRouteKinds); ok && env.Kind != "" {
+	if rk, ok := mod.(core.ExtensionRouteKinds); ok && env.Kind != "" {
 		if supported, ignored := rk.ExtensionRouteKinds(); !slices.Contains(supported, env.Kind) {
 			if slices.Contains(ignored, env.Kind) {
 				rc.Warn(field, "%s is not enforced on %s (it applies to %s only); the rule is served without it", what, env.Kind, strings.Join(supported, ", "))
@@ -159,7 +160,6 @@ func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectRefer
 			return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "%v", err)
 		}
 	}
-	mod := info.New()
 	if err := core.DecodeStrict(spec, mod); err != nil {
 		return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "invalid spec: %v", err)
 	}

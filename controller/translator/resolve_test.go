@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/modules/translation"
@@ -35,12 +34,7 @@ func (closedResolver) Resolve(rc translation.ResolveContext, _ translation.Objec
 func TestResolveContextUnresolved(t *testing.T) {
 	store := tcpStore()
 	store.Add(schema.GroupKind{Group: "example.com", Kind: "Sign"}, signObject("s", map[string]any{}))
-	route := &extRoute{filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef,
-		ExtensionRef: &gwapiv1.LocalObjectReference{Group: "example.com", Kind: "Sign", Name: "s"}}},
-		streamRoute: streamRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "pg"},
-			parents: []gwapiv1.ParentReference{{Name: "gw"}},
-			backend: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "pg", Port: ptrTo(gwapiv1.PortNumber(5432))}}}}
-	store.Add(streamGVK.GroupKind(), route)
+	store.Add(streamGVK.GroupKind(), pgRoute(extRef("Sign", "s")))
 	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, signFilter{}, closedResolver{})})
 	r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
 	if len(r.Filters) != 1 || string(r.Filters[0].Json) != `{"header":"x-sig","key":"closed"}` {
