@@ -8,17 +8,20 @@
 // first sample: a request cut short by a client that went away says nothing good about the
 // endpoint, and one cut short by a timeout already carries a long time.
 //
-// The averages belong to the endpoints the engine keeps across an in-place endpoint update, and
-// to their addresses across a SetEndpoints that replaces an endpoint by an equal address (a weight
-// change): both keep their history. A new table (a snapshot that changes more than endpoints)
-// starts the averages afresh.
+// An average belongs to the endpoint's address ("host:port"), not to one table: the proxy keeps
+// one average per address (core.Shared) while some balancer uses it, so an in-place endpoint
+// update, a weight change and a new table (a snapshot that changes more than endpoints) all keep
+// the history. Two clusters with the same address share it: they are the same backend. An address
+// no balancer uses any more is forgotten (the table holds it weakly).
 package ewma
 
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -32,11 +35,49 @@ func init() {
 
 // EWMA is the balancer. Its config is empty ({} or nothing).
 type EWMA struct {
-	state atomic.Pointer[state]
+	averages *averages
+	state    atomic.Pointer[state]
 }
 
-// stat is one endpoint's average in nanoseconds; 0 means no sample yet.
-type stat struct{ avg atomic.Int64 }
+// averages is the proxy's table of averages by address.
+type averages struct {
+	mu   sync.Mutex
+	byHP map[string]weak.Pointer[stat]
+	live int // entries alive at the last prune
+}
+
+func newAverages() *averages { return &averages{byHP: map[string]weak.Pointer[stat]{}} }
+
+// get returns the average of hostport, made when no balancer holds one.
+func (a *averages) get(hostport string) *stat {
+	if st := a.byHP[hostport].Value(); st != nil {
+		return st
+	}
+	st := new(stat)
+	a.byHP[hostport] = weak.Make(st)
+	return st
+}
+
+// prune drops the entries of averages no balancer holds, once they could be half of the table.
+func (a *averages) prune() {
+	if len(a.byHP) < 2*a.live+64 {
+		return
+	}
+	for hp, p := range a.byHP {
+		if p.Value() == nil {
+			delete(a.byHP, hp)
+		}
+	}
+	a.live = len(a.byHP)
+}
+
+// stat is one endpoint's average in nanoseconds; 0 means no sample yet. It fills a cache line,
+// so that Done on one endpoint does not slow the others' (and so that it is never a tiny
+// allocation, which would keep it from being collected while a neighbour lives).
+type stat struct {
+	avg atomic.Int64
+	_   [56]byte
+}
 
 type state struct {
 	eps   []*core.Endpoint
@@ -46,6 +87,7 @@ type state struct {
 
 var (
 	_ core.Module           = (*EWMA)(nil)
+	_ core.Provisioner      = (*EWMA)(nil)
 	_ core.Balancer         = (*EWMA)(nil)
 	_ core.BalancerFeedback = (*EWMA)(nil)
 )
@@ -59,28 +101,27 @@ func (*EWMA) CoxswainModule() core.ModuleInfo {
 // atomically), so the engine updates the cluster's endpoints in place.
 func (*EWMA) ConcurrentSetEndpoints() {}
 
-// SetEndpoints implements core.Balancer. Endpoints of the previous set, the same pointer or the
-// same address, keep their average.
+// Provision implements core.Provisioner: it joins the proxy's table of averages.
+func (e *EWMA) Provision(bc *core.BuildContext) error {
+	a, err := core.Shared(bc, string(ModuleID)+"/averages", func() (*averages, error) { return newAverages(), nil })
+	e.averages = a
+	return err
+}
+
+// SetEndpoints implements core.Balancer.
 func (e *EWMA) SetEndpoints(eps []*core.Endpoint) {
-	old := e.state.Load()
-	var byAddr map[string]*stat
-	if old != nil {
-		byAddr = make(map[string]*stat, len(old.eps))
-		for i, ep := range old.eps {
-			byAddr[ep.HostPort] = old.stats[i]
-		}
+	if e.averages == nil {
+		e.averages = newAverages() // not provisioned (a bare instance)
 	}
 	s := &state{eps: eps, stats: make([]*stat, len(eps)), byEp: make(map[*core.Endpoint]*stat, len(eps))}
+	a := e.averages
+	a.mu.Lock()
 	for i, ep := range eps {
-		st := byAddr[ep.HostPort]
-		if old != nil && old.byEp[ep] != nil {
-			st = old.byEp[ep]
-		}
-		if st == nil {
-			st = new(stat)
-		}
+		st := a.get(ep.HostPort)
 		s.stats[i], s.byEp[ep] = st, st
 	}
+	a.prune()
+	a.mu.Unlock()
 	e.state.Store(s)
 }
 

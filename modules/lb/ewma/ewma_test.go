@@ -2,6 +2,7 @@ package ewma
 
 import (
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -79,7 +80,8 @@ func TestPrefersFastAndIdle(t *testing.T) {
 }
 
 // TestKeepsAveragesAcrossSetEndpoints: the engine's in-place update hands over the endpoints it
-// kept (same pointers); a weight change makes a new endpoint of the same address.
+// kept (same pointers); a weight change makes a new endpoint of the same address, which keeps
+// its average too.
 func TestKeepsAveragesAcrossSetEndpoints(t *testing.T) {
 	b := load(t)
 	eps := lbtest.Endpoints(2)
@@ -97,6 +99,56 @@ func TestKeepsAveragesAcrossSetEndpoints(t *testing.T) {
 	b.Done(eps[1], time.Second, false) // no longer in the set: ignored
 	if got := time.Duration(s.stats[1].avg.Load()); got != 5*time.Millisecond {
 		t.Errorf("a retired endpoint's sample changed the average to %v", got)
+	}
+}
+
+// TestKeepsAveragesAcrossTables: a balancer of the next table (another instance, loaded with the
+// proxy's shared state) starts from the averages of the previous one; an address no balancer
+// holds any more starts afresh.
+func TestKeepsAveragesAcrossTables(t *testing.T) {
+	store := core.NewSharedState()
+	loadShared := func() (*EWMA, *core.BuildContext) {
+		bc := core.NewBuildContext(t.Context(), nil, core.NewRegistry(&EWMA{}), &irv1.Snapshot{})
+		bc.Shared = store
+		b, err := core.Load[core.Balancer](bc, &irv1.ModuleConfig{Id: string(ModuleID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.(*EWMA), bc
+	}
+	first, bc1 := loadShared()
+	eps := lbtest.Endpoints(2)
+	first.SetEndpoints(eps)
+	first.Done(eps[0], 7*time.Millisecond, false)
+
+	next, bc2 := loadShared()
+	defer bc2.Close()
+	rebuilt := lbtest.Endpoints(2) // a new table makes new endpoints of the same addresses
+	next.SetEndpoints(rebuilt)
+	if err := bc1.Close(); err != nil { // the old table retires
+		t.Fatal(err)
+	}
+	s := next.state.Load()
+	if got := time.Duration(s.stats[0].avg.Load()); got != 7*time.Millisecond {
+		t.Errorf("the next table's average is %v, want the previous table's 7ms", got)
+	}
+	if got := s.stats[1].avg.Load(); got != 0 {
+		t.Errorf("an unsampled address has average %d", got)
+	}
+}
+
+// TestForgetsUnusedAddresses: the table of averages does not grow with addresses no balancer
+// holds (pods that came and went).
+func TestForgetsUnusedAddresses(t *testing.T) {
+	b := load(t)
+	for i := range 20 {
+		b.SetEndpoints([]*core.Endpoint{core.NewEndpoint("10.1.0."+strconv.Itoa(i), 80, 1)})
+		b.SetEndpoints(lbtest.Endpoints(100)) // the set of 100 stays; the one before goes
+		runtime.GC()
+	}
+	b.SetEndpoints(lbtest.Endpoints(100))
+	if n := len(b.averages.byHP); n > 2*100+64 {
+		t.Errorf("the table holds %d addresses, want at most %d", n, 2*100+64)
 	}
 }
 
