@@ -141,8 +141,8 @@ func TestKeepsAveragesAcrossTables(t *testing.T) {
 // holds (pods that came and went).
 func TestForgetsUnusedAddresses(t *testing.T) {
 	b := load(t)
-	for i := range 20 {
-		b.SetEndpoints([]*core.Endpoint{core.NewEndpoint("10.1.0."+strconv.Itoa(i), 80, 1)})
+	for i := range 300 { // without pruning, 400 addresses
+		b.SetEndpoints([]*core.Endpoint{core.NewEndpoint("10.1.0.1", uint32(i+1), 1)})
 		b.SetEndpoints(lbtest.Endpoints(100)) // the set of 100 stays; the one before goes
 		runtime.GC()
 	}
