@@ -316,9 +316,17 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.fwd.forward(w, r, ep)
 }
 
-// feedback reports the end of one upstream exchange to the cluster's balancer.
+// feedback reports the end of one upstream exchange to the cluster's balancer. Failed is a context
+// that ended, or whose deadline passed: the fast path's connection deadline may fire before the
+// context's own timer (as in upstreamStatus).
 func feedback(fb core.BalancerFeedback, ep *core.Endpoint, r *http.Request, start time.Time) {
-	fb.Done(ep, time.Since(start), r.Context().Err() != nil)
+	end := time.Now()
+	ctx := r.Context()
+	failed := ctx.Err() != nil
+	if dl, ok := ctx.Deadline(); ok && !end.Before(dl) {
+		failed = true
+	}
+	fb.Done(ep, end.Sub(start), failed)
 }
 
 // plainErrors answers engine errors as text/plain.

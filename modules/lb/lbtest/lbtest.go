@@ -61,10 +61,22 @@ type Harness struct {
 	Client *http.Client
 }
 
+// Options tune a harness; the zero value is what Start uses.
+type Options struct {
+	// RequestTimeout is the route's request timeout; 0 is none.
+	RequestTimeout time.Duration
+}
+
 // Start serves one backend per handler (nil answers 200 "ok") behind a proxy whose only
 // cluster is balanced by balancer. mod is the balancer's module; listener.http and route.http
 // are added. Everything is closed when t ends.
 func Start(t testing.TB, mod core.Module, balancer *irv1.ModuleConfig, backends ...http.Handler) *Harness {
+	t.Helper()
+	return Options{}.Start(t, mod, balancer, backends...)
+}
+
+// Start is the package's Start with the options o.
+func (o Options) Start(t testing.TB, mod core.Module, balancer *irv1.ModuleConfig, backends ...http.Handler) *Harness {
 	t.Helper()
 	cl := &irv1.Cluster{Name: ClusterName, Balancer: balancer}
 	for i, hd := range backends {
@@ -90,6 +102,7 @@ func Start(t testing.TB, mod core.Module, balancer *irv1.ModuleConfig, backends 
 				Name:     "lbtest/route",
 				Match:    core.MustConfig(httproute.ModuleID, match),
 				Backends: []*irv1.Backend{{Cluster: ClusterName, Weight: 1}},
+				Timeouts: &irv1.Timeouts{RequestMs: uint32(o.RequestTimeout.Milliseconds())},
 			}}}}}},
 		}},
 		Clusters: []*irv1.Cluster{cl},
@@ -142,7 +155,12 @@ func (h *Harness) Get(target string, header http.Header) (int, error) {
 		return 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: status %d", target, resp.StatusCode)
+		return 0, &StatusError{Status: resp.StatusCode}
 	}
 	return strconv.Atoi(resp.Header.Get(BackendHeader))
 }
+
+// StatusError is Get's error for a response other than 200.
+type StatusError struct{ Status int }
+
+func (e *StatusError) Error() string { return "status " + strconv.Itoa(e.Status) }
