@@ -281,6 +281,32 @@ func TestEngineHeaderHash(t *testing.T) {
 	}
 }
 
+// TestEngineEndpointRemoved: through the real engine, when an endpoint-only snapshot removes one
+// of three backends, the keys of the two others stay where they were.
+func TestEngineEndpointRemoved(t *testing.T) {
+	h := lbtest.Start(t, &Hash{}, core.MustConfig(ModuleID, Config{Key: KeyCookie, Name: "session"}), nil, nil, nil)
+	const users = 60
+	before := make([]int, users)
+	hdr := func(u int) http.Header { return http.Header{"Cookie": {"session=u" + strconv.Itoa(u)}} }
+	for u := range users {
+		i, err := h.Get("/", hdr(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[u] = i
+	}
+	h.Keep(t, 0, 1)
+	for u := range users {
+		i, err := h.Get("/", hdr(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 || (before[u] != 2 && i != before[u]) {
+			t.Errorf("user %d: backend %d before, %d after backend 2 left", u, before[u], i)
+		}
+	}
+}
+
 func BenchmarkPick(b *testing.B) {
 	infos := map[string]*core.PickInfo{
 		"source-ip":   kinds[0].info(12345),

@@ -18,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
@@ -59,6 +63,10 @@ type Harness struct {
 	URL    string
 	Proxy  *proxy.Proxy
 	Client *http.Client
+
+	snap *irv1.Snapshot
+	all  []*irv1.Endpoint // every backend's endpoint, by index
+	logs *observer.ObservedLogs
 }
 
 // Options tune a harness; the zero value is what Start uses.
@@ -86,7 +94,8 @@ func (o Options) Start(t testing.TB, mod core.Module, balancer *irv1.ModuleConfi
 		cl.Endpoints = append(cl.Endpoints, &irv1.Endpoint{Address: "127.0.0.1", Port: uint32(port), Weight: 1})
 	}
 	reg := core.NewRegistry((*listener.HTTP)(nil), (*httproute.Matcher)(nil), mod)
-	p := proxy.New(proxy.Options{Registry: reg})
+	logCore, logs := observer.New(zap.InfoLevel)
+	p := proxy.New(proxy.Options{Registry: reg, Log: zap.New(logCore)})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -119,9 +128,33 @@ func (o Options) Start(t testing.TB, mod core.Module, balancer *irv1.ModuleConfi
 	}
 	h := &Harness{URL: "http://" + bound[0].Address, Proxy: p, Client: &http.Client{
 		Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64},
-	}}
+	}, snap: snap, all: cl.Endpoints, logs: logs}
 	t.Cleanup(h.Client.CloseIdleConnections)
 	return h
+}
+
+// Keep applies a snapshot that differs only in the cluster's endpoints: those of the backends
+// listed (by index). The engine must update the cluster in place (the same balancer instance gets
+// SetEndpoints), as it does when pods come and go; t fails if it rebuilt the table instead.
+func (h *Harness) Keep(t testing.TB, backends ...int) {
+	t.Helper()
+	h.logs.TakeAll()
+	snap := proto.Clone(h.snap).(*irv1.Snapshot)
+	cl := snap.Clusters[0]
+	cl.Endpoints = nil
+	for _, i := range backends {
+		cl.Endpoints = append(cl.Endpoints, proto.Clone(h.all[i]).(*irv1.Endpoint))
+	}
+	if err := irv1.Seal(snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Proxy.Apply(context.Background(), snap); err != nil {
+		t.Fatalf("lbtest: applying the endpoint update: %v", err)
+	}
+	applied := h.logs.FilterMessage("snapshot applied").FilterField(zap.Bool("endpointsOnly", true))
+	if applied.Len() != 1 {
+		t.Fatalf("lbtest: the endpoint update was not applied in place: %v", h.logs.All())
+	}
 }
 
 func tag(i int, next http.Handler) http.Handler {
