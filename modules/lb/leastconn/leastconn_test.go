@@ -163,3 +163,14 @@ func BenchmarkPick(b *testing.B) {
 		})
 	}
 }
+
+func TestRejectsUnknownConfig(t *testing.T) {
+	bc := core.NewBuildContext(t.Context(), nil, core.NewRegistry(&LeastConn{}), &irv1.Snapshot{})
+	defer bc.Close()
+	if _, err := core.Load[core.Balancer](bc, &irv1.ModuleConfig{Id: string(ModuleID), Json: []byte(`{"x":1}`)}); err == nil {
+		t.Fatal("unknown config field accepted")
+	}
+	if _, err := core.Load[core.Balancer](bc, &irv1.ModuleConfig{Id: string(ModuleID), Json: []byte(`{}`)}); err != nil {
+		t.Fatalf("empty config: %v", err)
+	}
+}
