@@ -71,7 +71,7 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 		return errors.New("listed twice")
 	}
 	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol()}
-	eps, _ := endpointsOf(c, nil)
+	eps, _ := endpointsOf(c, b.previousEndpoints(c.GetName()))
 	mc := c.GetBalancer()
 	if mc.GetId() == "" {
 		mc = &irv1.ModuleConfig{Id: string(core.DefaultBalancer), Json: mc.GetJson()}

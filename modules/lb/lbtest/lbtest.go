@@ -157,6 +157,26 @@ func (h *Harness) Keep(t testing.TB, backends ...int) {
 	}
 }
 
+// Rebuild applies a snapshot that changes more than endpoints (the route's name), so the engine
+// builds a new table with a new balancer instance; t fails if it took the in-place path.
+func (h *Harness) Rebuild(t testing.TB) {
+	t.Helper()
+	h.logs.TakeAll()
+	snap := proto.Clone(h.snap).(*irv1.Snapshot)
+	rt := snap.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
+	rt.Name += "/rebuilt"
+	if err := irv1.Seal(snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Proxy.Apply(context.Background(), snap); err != nil {
+		t.Fatalf("lbtest: applying the rebuild: %v", err)
+	}
+	h.snap = snap
+	if n := h.logs.FilterMessage("snapshot applied").FilterField(zap.Bool("endpointsOnly", true)).Len(); n != 0 {
+		t.Fatal("lbtest: the snapshot was applied in place, not rebuilt")
+	}
+}
+
 func tag(i int, next http.Handler) http.Handler {
 	id := strconv.Itoa(i)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -148,6 +148,41 @@ func TestEngineSlowAndFast(t *testing.T) {
 	}
 }
 
+// TestEngineCountsSurviveRebuild: a request in flight when a new table replaces the old one still
+// counts against its endpoint: the next picks all go to the other, idle, endpoint.
+func TestEngineCountsSurviveRebuild(t *testing.T) {
+	arrived, release := make(chan int, 1), make(chan struct{})
+	hold := func(i int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/hold" {
+				arrived <- i
+				<-release
+			}
+		})
+	}
+	h := lbtest.Start(t, &LeastConn{}, &irv1.ModuleConfig{Id: string(ModuleID)}, hold(0), hold(1))
+	var once sync.Once
+	unhold := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unhold) // before the backends close, which waits for the held request
+	held := make(chan error, 1)
+	go func() { _, err := h.Get("/hold", nil); held <- err }()
+	busy := <-arrived
+	h.Rebuild(t)
+	for range 10 {
+		i, err := h.Get("/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == busy {
+			t.Fatalf("a pick went to backend %d, which has a request in flight from the previous table", i)
+		}
+	}
+	unhold()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func BenchmarkPick(b *testing.B) {
 	for _, n := range []int{1, 10, 100} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
