@@ -281,6 +281,24 @@ func TestEngineHeaderHash(t *testing.T) {
 	}
 }
 
+// TestEngineSourceIP: through the real engine, a client's requests (over new connections too)
+// all reach one backend: the engine hands the balancer the downstream peer.
+func TestEngineSourceIP(t *testing.T) {
+	h := lbtest.Start(t, &Hash{}, core.MustConfig(ModuleID, Config{Key: KeySourceIP}), nil, nil, nil)
+	first, err := h.Get("/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if i%5 == 0 {
+			h.Client.CloseIdleConnections() // a new connection, a new source port
+		}
+		if got, err := h.Get("/", nil); err != nil || got != first {
+			t.Fatalf("request %d: backend %d (%v), want %d as the first", i, got, err, first)
+		}
+	}
+}
+
 // TestEngineEndpointRemoved: through the real engine, when an endpoint-only snapshot removes one
 // of three backends, the keys of the two others stay where they were.
 func TestEngineEndpointRemoved(t *testing.T) {
