@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // Endpoint is one upstream address of a cluster. The engine creates endpoints once per table build;
@@ -46,6 +47,24 @@ type PickInfo struct {
 type Balancer interface {
 	SetEndpoints(eps []*Endpoint)
 	Pick(info *PickInfo) *Endpoint
+}
+
+// BalancerFeedback is implemented by balancers that learn from how their picks went (lb.ewma). The
+// engine discovers it once per table build, so a balancer without it costs nothing per request. Done
+// is called once for every Pick that returned an endpoint, after the engine's exchange with it has
+// ended, concurrently with Pick and other Done calls (no locks, no allocation):
+//
+//   - HTTP: after the forwarder returned, that is once the whole response has been relayed. rtt is
+//     the time from just before forwarding to then. failed reports that the request's context had
+//     ended by then (the route's or backend's timeout, or the client went away); an upstream that
+//     refused or reset is not yet reported as failed.
+//   - TCP, TLS and UDP routes: right after the dial. rtt is the connect time (next to nothing for
+//     UDP, whose dial only binds a socket); failed is a dial error.
+//
+// ep may no longer be among the endpoints of the last SetEndpoints (its pick came from the
+// previous set): ignore it then.
+type BalancerFeedback interface {
+	Done(ep *Endpoint, rtt time.Duration, failed bool)
 }
 
 // DefaultBalancer is the balancer a cluster gets when its snapshot names none.

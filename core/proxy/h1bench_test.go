@@ -61,11 +61,22 @@ func skipHeader(br *bufio.Reader) error {
 // upstream fast path, with a client and a backend that allocate nothing: allocs/op is what the
 // proxy allocates per request: 5 today, a header string and its value slice each way, and the
 // balancer's PickInfo (route.go).
-func BenchmarkH1ProxyAllocs(b *testing.B) {
+func BenchmarkH1ProxyAllocs(b *testing.B) { benchH1Proxy(b, nil) }
+
+// BenchmarkH1ProxyFeedback is BenchmarkH1ProxyAllocs with a balancer that implements
+// core.BalancerFeedback (lb.test_feedback, whose Done drops the call): the engine's cost of
+// reporting each exchange.
+func BenchmarkH1ProxyFeedback(b *testing.B) {
+	benchH1Proxy(b, &irv1.ModuleConfig{Id: "lb.test_feedback"})
+}
+
+func benchH1Proxy(b *testing.B, balancer *irv1.ModuleConfig) {
 	be := serveFixed(b, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
 	l := httpListener(0, server("", vhost("example.com", route("r", "/", backend("fixed", 1)))))
 	p := newProxy(b)
-	apply(b, p, snapshot(b, []*irv1.Listener{l}, []*irv1.Cluster{cluster("fixed", be)}))
+	cl := cluster("fixed", be)
+	cl.Balancer = balancer
+	apply(b, p, snapshot(b, []*irv1.Listener{l}, []*irv1.Cluster{cl}))
 	c, err := net.Dial("tcp", addrOf(b, p, l.Name))
 	if err != nil {
 		b.Fatal(err)

@@ -190,7 +190,15 @@ func (u *l4Upstream) Dial(ctx context.Context, client net.Addr) (net.Conn, func(
 		return nil, nil, fmt.Errorf("cluster %s: %w", be.cluster.name, ErrNoEndpoint)
 	}
 	ep.Active.Add(1)
+	var start time.Time
+	fb := be.cluster.feedback
+	if fb != nil {
+		start = time.Now()
+	}
 	c, err := u.dialer.DialContext(ctx, u.network, ep.HostPort)
+	if fb != nil {
+		fb.Done(ep, time.Since(start), err != nil)
+	}
 	if err != nil {
 		ep.Active.Add(-1)
 		return nil, nil, fmt.Errorf("cluster %s: %w", be.cluster.name, err)

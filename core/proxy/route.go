@@ -50,6 +50,8 @@ type cluster struct {
 	protocol irv1.Cluster_Protocol
 	set      atomic.Pointer[epSet]
 	balancer core.Balancer
+	// feedback is balancer when it implements core.BalancerFeedback, else nil.
+	feedback core.BalancerFeedback
 	// live: the balancer takes SetEndpoints while Pick runs (liveBalancer), so the cluster's
 	// endpoints can change in place.
 	live    bool
@@ -69,7 +71,7 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 		return errors.New("listed twice")
 	}
 	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol()}
-	eps, _ := endpointsOf(c, nil)
+	eps, _ := endpointsOf(c, b.previousEndpoints(c.GetName()))
 	mc := c.GetBalancer()
 	if mc.GetId() == "" {
 		mc = &irv1.ModuleConfig{Id: string(core.DefaultBalancer), Json: mc.GetJson()}
@@ -81,6 +83,7 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	cl.set.Store(b.p.fwd.newEpSet(cl.protocol, eps))
 	bal.SetEndpoints(eps)
 	cl.balancer = bal
+	cl.feedback, _ = bal.(core.BalancerFeedback)
 	_, cl.live = bal.(liveBalancer)
 	b.clusters[c.GetName()] = cl
 	b.t.clusters = append(b.t.clusters, cl)
@@ -305,7 +308,25 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ep.Active.Add(1)
 	defer ep.Active.Add(-1)
+	if fb := u.cluster.feedback; fb != nil {
+		// Deferred (open-coded: no allocation) so that a forwarder's http.ErrAbortHandler panic
+		// still reports the pick.
+		defer feedback(fb, ep, r, time.Now())
+	}
 	u.fwd.forward(w, r, ep)
+}
+
+// feedback reports the end of one upstream exchange to the cluster's balancer. Failed is a context
+// that ended, or whose deadline passed: the fast path's connection deadline may fire before the
+// context's own timer (as in upstreamStatus).
+func feedback(fb core.BalancerFeedback, ep *core.Endpoint, r *http.Request, start time.Time) {
+	end := time.Now()
+	ctx := r.Context()
+	failed := ctx.Err() != nil
+	if dl, ok := ctx.Deadline(); ok && !end.Before(dl) {
+		failed = true
+	}
+	fb.Done(ep, end.Sub(start), failed)
 }
 
 // plainErrors answers engine errors as text/plain.

@@ -100,6 +100,23 @@ type builder struct {
 	t        *table
 	secrets  map[string]*irv1.Secret
 	clusters map[string]*cluster
+	// prev is the serving table's endpoints by cluster name (made on first use): a new table
+	// reuses those that did not change, so that their in-flight counters (Endpoint.Active) go on
+	// counting the old table's requests, which a least-connection balancer must see.
+	prev map[string][]*core.Endpoint
+}
+
+// previousEndpoints returns the endpoints the serving table has for the cluster name.
+func (b *builder) previousEndpoints(name string) []*core.Endpoint {
+	if b.prev == nil {
+		b.prev = map[string][]*core.Endpoint{}
+		if cur := b.p.cur.Load(); cur != nil {
+			for _, cl := range cur.clusters {
+				b.prev[cl.name] = cl.set.Load().eps
+			}
+		}
+	}
+	return b.prev[name]
 }
 
 // build compiles snap. On error the caller closes the BuildContext, which cleans up whatever was

@@ -39,6 +39,9 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 
 	// Balancers.
+	_ "github.com/coxswain-labs/coxswain/modules/lb/ewma"
+	_ "github.com/coxswain-labs/coxswain/modules/lb/hash"
+	_ "github.com/coxswain-labs/coxswain/modules/lb/leastconn"
 	_ "github.com/coxswain-labs/coxswain/modules/lb/roundrobin"
 )
 
@@ -60,5 +63,8 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite",
 	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit",
+	"github.com/coxswain-labs/coxswain/modules/lb/ewma",
+	"github.com/coxswain-labs/coxswain/modules/lb/hash",
+	"github.com/coxswain-labs/coxswain/modules/lb/leastconn",
 	"github.com/coxswain-labs/coxswain/modules/lb/roundrobin",
 }

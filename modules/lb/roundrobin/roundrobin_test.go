@@ -2,6 +2,7 @@ package roundrobin
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/coxswain-labs/coxswain/core"
@@ -88,4 +89,25 @@ func BenchmarkPick(b *testing.B) {
 			_ = bal.Pick(info)
 		}
 	})
+}
+
+// BenchmarkPickSizes is BenchmarkPick at the sizes the other lb.* packages report.
+func BenchmarkPickSizes(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			bal := load(b, "")
+			eps := make([]*core.Endpoint, n)
+			for i := range eps {
+				eps[i] = core.NewEndpoint("10.0.0.1", uint32(8000+i), 1)
+			}
+			bal.SetEndpoints(eps)
+			info := &core.PickInfo{}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_ = bal.Pick(info)
+				}
+			})
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -18,7 +19,7 @@ import (
 // Modules returns one of each test module, for core.NewRegistry.
 func Modules() []core.Module {
 	return []core.Module{&PathMatcher{}, &ErrorMatcher{}, &SetRequestHeader{}, &SetResponseHeader{},
-		&Respond{}, &Wrap{}, &Inert{}, &Probe{}, &Tripwire{}}
+		&Respond{}, &Wrap{}, &Inert{}, &Probe{}, &Feedback{}, &Tripwire{}}
 }
 
 // PathMatcher ("route.testpath") matches requests whose path starts with Prefix.
@@ -170,6 +171,33 @@ func (p *Probe) Pick(*core.PickInfo) *core.Endpoint {
 
 // LastPicked is the endpoint a Probe picked last.
 func LastPicked() *core.Endpoint { return lastPicked.Load() }
+
+// Feedback ("lb.test_feedback") picks as Probe does and sends every core.BalancerFeedback call it
+// gets on FeedbackCalls (dropped when nobody reads and the buffer is full).
+type Feedback struct{ Probe }
+
+var _ core.BalancerFeedback = (*Feedback)(nil)
+
+// FeedbackCall is one Done.
+type FeedbackCall struct {
+	Endpoint *core.Endpoint
+	RTT      time.Duration
+	Failed   bool
+}
+
+// FeedbackCalls receives the Feedback balancers' Done calls.
+var FeedbackCalls = make(chan FeedbackCall, 64)
+
+func (*Feedback) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "lb.test_feedback", New: func() core.Module { return new(Feedback) }}
+}
+
+func (*Feedback) Done(ep *core.Endpoint, rtt time.Duration, failed bool) {
+	select {
+	case FeedbackCalls <- FeedbackCall{ep, rtt, failed}:
+	default:
+	}
+}
 
 var (
 	cleanMu  sync.Mutex
