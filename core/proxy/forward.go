@@ -21,8 +21,26 @@ import (
 // forwarder sends a request to a chosen endpoint and copies the response back. It is an interface
 // so the stdlib reverse proxy behind it can be replaced by a leaner one without touching routing.
 type forwarder interface {
-	forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint)
+	forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) outcome
 }
+
+// outcome is how one exchange with an upstream endpoint ended, for its circuit breaker and the
+// cluster's balancer (core.BalancerFeedback).
+type outcome uint8
+
+const (
+	// outcomeOK: the endpoint answered below 500, or the exchange ended for a reason that is not
+	// the endpoint's fault (the client went away, a filter refused the request body).
+	outcomeOK outcome = iota
+	// outcome5xx: the endpoint answered with a 5xx status.
+	outcome5xx
+	// outcomeFailed: no usable answer: the connect failed or timed out, the request timed out,
+	// the connection was reset or the response was malformed.
+	outcomeFailed
+)
+
+// failed reports whether the outcome counts against the endpoint.
+func (o outcome) failed() bool { return o != outcomeOK }
 
 // forwarders makes forwarders that share the proxy's upstream connection pools, which therefore
 // survive table swaps: a new snapshot does not reopen upstream connections.
@@ -142,11 +160,12 @@ type reverseProxy struct {
 // forward points r at ep for the duration of the call: ReverseProxy clones r (URL included) before
 // Rewrite, so setting the target on r and restoring it afterwards costs no allocation and leaves r
 // as the filters left it.
-func (f *reverseProxy) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) {
+func (f *reverseProxy) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) outcome {
 	scheme, host := r.URL.Scheme, r.URL.Host
 	r.URL.Scheme, r.URL.Host = "http", ep.HostPort
 	defer func() { r.URL.Scheme, r.URL.Host = scheme, host }()
 	f.rp.ServeHTTP(w, r)
+	return outcomeOK
 }
 
 // rewrite keeps the client's Host header (the outbound URL already targets the endpoint) and sets

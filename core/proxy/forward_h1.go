@@ -61,11 +61,10 @@ var exchanges = sync.Pool{New: func() any {
 // copyBufs are the buffers chunked bodies are copied through.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) {
+func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) outcome {
 	pool := f.cl.set.Load().h1Pool(ep)
 	if pool == nil || !fastPathable(r) {
-		f.slowPath().forward(w, r, ep)
-		return
+		return f.slowPath().forward(w, r, ep)
 	}
 	x := exchanges.Get().(*h1Exchange)
 	defer x.done()
@@ -73,18 +72,19 @@ func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.E
 	case bodyRead:
 	case bodyStreams:
 		f.streamBody(w, r, ep, x)
-		return
+		return outcomeOK
 	default:
 		f.refuseBody(w, r, err)
-		return
+		return outcomeOK
 	}
 	x.guard(w, r)
 	c, err := f.exchange(r.Context(), r, pool, x)
 	if err != nil {
 		f.fail(w, r, ep, err)
-		return
+		return outcomeOK
 	}
 	f.relay(w, r, c, x)
+	return outcomeOK
 }
 
 // slowPath is the stdlib reverse proxy, made on first use (two requests racing may both make one;

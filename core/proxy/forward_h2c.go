@@ -48,18 +48,17 @@ func (f *h2cForwarder) slowPath() *reverseProxy {
 	return f.fallback.Load()
 }
 
-func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) {
+func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) outcome {
 	pool := f.cl.set.Load().h2cPool(ep)
 	if pool == nil || r.Header["Upgrade"] != nil {
-		f.slowPath().forward(w, r, ep)
-		return
+		return f.slowPath().forward(w, r, ep)
 	}
 	ctx := r.Context()
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	s, err := f.open(r, pool, !hasBody)
 	if err != nil {
 		f.fail(w, r, ep, err)
-		return
+		return outcomeOK
 	}
 	defer s.finish()
 	if hasBody {
@@ -67,7 +66,7 @@ func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.
 	}
 	if err := s.awaitHeader(ctx.Done()); err != nil {
 		f.fail(w, r, ep, err)
-		return
+		return outcomeOK
 	}
 	// The upstream's fields go straight into the client's header map, where the response
 	// filters see them (read-only once the header arrived).
@@ -81,6 +80,7 @@ func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.
 	}
 	w.WriteHeader(s.status)
 	f.copyBody(w, r, ep, s)
+	return outcomeOK
 }
 
 // open reserves a stream slot and opens the stream, once more on another connection if the one

@@ -52,6 +52,8 @@ type cluster struct {
 	balancer core.Balancer
 	// feedback is balancer when it implements core.BalancerFeedback, else nil.
 	feedback core.BalancerFeedback
+	// sticky is the cluster's session persistence, nil for none.
+	sticky *sticky
 	// live: the balancer takes SetEndpoints while Pick runs (liveBalancer), so the cluster's
 	// endpoints can change in place.
 	live    bool
@@ -289,6 +291,9 @@ type upstream struct {
 	timeout time.Duration
 	errw    core.HTTPErrorWriter
 	fwd     forwarder
+	// breakers are the circuit breakers of the cluster's endpoints for this backend's route; nil
+	// when the cluster has none.
+	breakers *breakerSet
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -296,9 +301,13 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.errw.WriteError(w, r, http.StatusInternalServerError, "backend not resolved")
 		return
 	}
-	ep := u.cluster.balancer.Pick(&core.PickInfo{Request: r, Client: clientAddr(r)})
+	ep, br, rejected := u.pick(w, r)
 	if ep == nil {
-		u.errw.WriteError(w, r, http.StatusServiceUnavailable, "no endpoint available")
+		msg := "no endpoint available"
+		if rejected {
+			msg = "circuit breaker open"
+		}
+		u.errw.WriteError(w, r, http.StatusServiceUnavailable, msg)
 		return
 	}
 	if u.timeout > 0 {
@@ -308,21 +317,25 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ep.Active.Add(1)
 	defer ep.Active.Add(-1)
-	if fb := u.cluster.feedback; fb != nil {
-		// Deferred (open-coded: no allocation) so that a forwarder's http.ErrAbortHandler panic
-		// still reports the pick.
-		defer feedback(fb, ep, r, time.Now())
+	out := outcomeFailed // unless the forwarder returns: it panicked (http.ErrAbortHandler)
+	if fb := u.cluster.feedback; fb != nil || br != nil {
+		// Deferred (open-coded: no allocation) so that a forwarder's panic still reports the pick.
+		defer report(fb, br, ep, r, time.Now(), &out)
 	}
-	u.fwd.forward(w, r, ep)
+	out = u.fwd.forward(w, r, ep)
 }
 
-// feedback reports the end of one upstream exchange to the cluster's balancer. Failed is a context
-// that ended, or whose deadline passed: the fast path's connection deadline may fire before the
-// context's own timer (as in upstreamStatus).
-func feedback(fb core.BalancerFeedback, ep *core.Endpoint, r *http.Request, start time.Time) {
+// report tells the endpoint's breaker and the cluster's balancer how one exchange ended. Feedback
+// counts as failed, besides a failed outcome, a context that ended or whose deadline passed: the
+// fast path's connection deadline may fire before the context's own timer (as in upstreamStatus).
+func report(fb core.BalancerFeedback, br *breaker, ep *core.Endpoint, r *http.Request, start time.Time, out *outcome) {
+	br.done(*out)
+	if fb == nil {
+		return
+	}
 	end := time.Now()
 	ctx := r.Context()
-	failed := ctx.Err() != nil
+	failed := out.failed() || ctx.Err() != nil
 	if dl, ok := ctx.Deadline(); ok && !end.Before(dl) {
 		failed = true
 	}

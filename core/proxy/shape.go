@@ -58,7 +58,9 @@ var shapeBufs = sync.Pool{New: func() any { return new([]byte) }}
 // clusterHead is c without its endpoints. TestClusterHeadCoversFields fails when Cluster gains a
 // field this does not copy.
 func clusterHead(c *irv1.Cluster) *irv1.Cluster {
-	return &irv1.Cluster{Name: c.GetName(), Protocol: c.GetProtocol(), Balancer: c.GetBalancer()}
+	return &irv1.Cluster{Name: c.GetName(), Protocol: c.GetProtocol(), Balancer: c.GetBalancer(),
+		ConnectTimeoutMs: c.GetConnectTimeoutMs(), IdleTimeoutMs: c.GetIdleTimeoutMs(),
+		CircuitBreaker: c.GetCircuitBreaker(), SessionPersistence: c.GetSessionPersistence()}
 }
 
 func writeChunk(h hash.Hash, tag byte, b []byte) {

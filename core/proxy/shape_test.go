@@ -12,7 +12,8 @@ import (
 // added there too, or a change of it would be taken for an endpoint change.
 func TestClusterHeadCoversFields(t *testing.T) {
 	fields := (&irv1.Cluster{}).ProtoReflect().Descriptor().Fields()
-	want := map[string]bool{"name": true, "protocol": true, "balancer": true, "endpoints": true}
+	want := map[string]bool{"name": true, "protocol": true, "balancer": true, "endpoints": true,
+		"connect_timeout_ms": true, "idle_timeout_ms": true, "circuit_breaker": true, "session_persistence": true}
 	if fields.Len() != len(want) {
 		t.Fatalf("Cluster has %d fields, clusterHead knows %d: update clusterHead", fields.Len(), len(want))
 	}
@@ -47,6 +48,12 @@ func TestShapeIgnoresOnlyEndpointsAndVersion(t *testing.T) {
 		{"cluster name", func(s *irv1.Snapshot) { s.Clusters[0].Name = "d" }, false},
 		{"cluster protocol", func(s *irv1.Snapshot) { s.Clusters[0].Protocol = irv1.Cluster_H2C }, false},
 		{"balancer", func(s *irv1.Snapshot) { s.Clusters[0].Balancer.Json = []byte("{}") }, false},
+		{"connect timeout", func(s *irv1.Snapshot) { s.Clusters[0].ConnectTimeoutMs = 500 }, false},
+		{"idle timeout", func(s *irv1.Snapshot) { s.Clusters[0].IdleTimeoutMs = 500 }, false},
+		{"circuit breaker", func(s *irv1.Snapshot) { s.Clusters[0].CircuitBreaker = &irv1.CircuitBreaker{ThresholdPercent: 50} }, false},
+		{"session persistence", func(s *irv1.Snapshot) {
+			s.Clusters[0].SessionPersistence = &irv1.SessionPersistence{Name: "s"}
+		}, false},
 		{"another cluster", func(s *irv1.Snapshot) { s.Clusters = append(s.Clusters, &irv1.Cluster{Name: "e"}) }, false},
 		{"route", func(s *irv1.Snapshot) { s.Listeners[0].Servers[0].VirtualHosts[0].Routes[0].Name = "q" }, false},
 		{"listener port", func(s *irv1.Snapshot) { s.Listeners[0].Port = 81 }, false},

@@ -131,6 +131,55 @@ func (Cluster_Protocol) EnumDescriptor() ([]byte, []int) {
 	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10, 0}
 }
 
+type SessionPersistence_Type int32
+
+const (
+	// The first response sets the cookie `name` to an opaque token of the chosen endpoint; a
+	// request carrying a token of a current endpoint goes there.
+	SessionPersistence_COOKIE SessionPersistence_Type = 0
+	// The value of the request header `name` is hashed (rendezvous) onto the endpoints.
+	SessionPersistence_HEADER SessionPersistence_Type = 1
+)
+
+// Enum value maps for SessionPersistence_Type.
+var (
+	SessionPersistence_Type_name = map[int32]string{
+		0: "COOKIE",
+		1: "HEADER",
+	}
+	SessionPersistence_Type_value = map[string]int32{
+		"COOKIE": 0,
+		"HEADER": 1,
+	}
+)
+
+func (x SessionPersistence_Type) Enum() *SessionPersistence_Type {
+	p := new(SessionPersistence_Type)
+	*p = x
+	return p
+}
+
+func (x SessionPersistence_Type) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SessionPersistence_Type) Descriptor() protoreflect.EnumDescriptor {
+	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
+}
+
+func (SessionPersistence_Type) Type() protoreflect.EnumType {
+	return &file_core_ir_v1_ir_proto_enumTypes[2]
+}
+
+func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SessionPersistence_Type.Descriptor instead.
+func (SessionPersistence_Type) EnumDescriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12, 0}
+}
+
 type Snapshot struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -804,9 +853,23 @@ type Cluster struct {
 	// The balancer module ("lb.round_robin" when unset) and its config.
 	Balancer *ModuleConfig `protobuf:"bytes,3,opt,name=balancer,proto3" json:"balancer,omitempty"`
 	// Sorted by (address, port).
-	Endpoints     []*Endpoint `protobuf:"bytes,4,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Endpoints []*Endpoint `protobuf:"bytes,4,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	// How the proxy talks to the endpoints (a CoxswainBackendPolicy on the Service). Zero values
+	// keep the proxy's defaults.
+	//
+	// Bounds establishing a connection to an endpoint, in milliseconds (a slower connect fails
+	// with 502); 0 means the proxy's --proxy-connect-timeout. It takes precedence over the route's
+	// backend request timeout for the connect itself; the route's timeouts still bound the request.
+	ConnectTimeoutMs uint32 `protobuf:"varint,5,opt,name=connect_timeout_ms,json=connectTimeoutMs,proto3" json:"connect_timeout_ms,omitempty"`
+	// A pooled connection to an endpoint idle this long is closed, in milliseconds (HTTP/1.1 and
+	// h2c pools); 0 means the proxy's default.
+	IdleTimeoutMs uint32 `protobuf:"varint,6,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
+	// Unset: no circuit breaker. HTTP and gRPC routes only.
+	CircuitBreaker *CircuitBreaker `protobuf:"bytes,7,opt,name=circuit_breaker,json=circuitBreaker,proto3" json:"circuit_breaker,omitempty"`
+	// Unset: no session persistence. HTTP and gRPC routes only.
+	SessionPersistence *SessionPersistence `protobuf:"bytes,8,opt,name=session_persistence,json=sessionPersistence,proto3" json:"session_persistence,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -867,6 +930,180 @@ func (x *Cluster) GetEndpoints() []*Endpoint {
 	return nil
 }
 
+func (x *Cluster) GetConnectTimeoutMs() uint32 {
+	if x != nil {
+		return x.ConnectTimeoutMs
+	}
+	return 0
+}
+
+func (x *Cluster) GetIdleTimeoutMs() uint32 {
+	if x != nil {
+		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
+func (x *Cluster) GetCircuitBreaker() *CircuitBreaker {
+	if x != nil {
+		return x.CircuitBreaker
+	}
+	return nil
+}
+
+func (x *Cluster) GetSessionPersistence() *SessionPersistence {
+	if x != nil {
+		return x.SessionPersistence
+	}
+	return nil
+}
+
+// CircuitBreaker opens, per (route, endpoint), when the endpoint's error rate reaches
+// threshold_percent over the last window_ms with at least min_requests requests in it. An error
+// is a 5xx answer from the endpoint, a connect failure or a timeout. Open answers 503 without
+// connecting for open_ms, then lets one probe through (half open): success closes it, failure
+// opens it again for twice as long as last time, up to max_open_ms (0: always open_ms).
+type CircuitBreaker struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ThresholdPercent uint32                 `protobuf:"varint,1,opt,name=threshold_percent,json=thresholdPercent,proto3" json:"threshold_percent,omitempty"`
+	WindowMs         uint32                 `protobuf:"varint,2,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"`
+	OpenMs           uint32                 `protobuf:"varint,3,opt,name=open_ms,json=openMs,proto3" json:"open_ms,omitempty"`
+	MinRequests      uint32                 `protobuf:"varint,4,opt,name=min_requests,json=minRequests,proto3" json:"min_requests,omitempty"`
+	MaxOpenMs        uint32                 `protobuf:"varint,5,opt,name=max_open_ms,json=maxOpenMs,proto3" json:"max_open_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CircuitBreaker) Reset() {
+	*x = CircuitBreaker{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CircuitBreaker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CircuitBreaker) ProtoMessage() {}
+
+func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
+func (*CircuitBreaker) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CircuitBreaker) GetThresholdPercent() uint32 {
+	if x != nil {
+		return x.ThresholdPercent
+	}
+	return 0
+}
+
+func (x *CircuitBreaker) GetWindowMs() uint32 {
+	if x != nil {
+		return x.WindowMs
+	}
+	return 0
+}
+
+func (x *CircuitBreaker) GetOpenMs() uint32 {
+	if x != nil {
+		return x.OpenMs
+	}
+	return 0
+}
+
+func (x *CircuitBreaker) GetMinRequests() uint32 {
+	if x != nil {
+		return x.MinRequests
+	}
+	return 0
+}
+
+func (x *CircuitBreaker) GetMaxOpenMs() uint32 {
+	if x != nil {
+		return x.MaxOpenMs
+	}
+	return 0
+}
+
+// SessionPersistence pins a client to one endpoint without a server-side table: the pin is
+// recomputed from every request, so every proxy given the same snapshot agrees.
+type SessionPersistence struct {
+	state protoimpl.MessageState  `protogen:"open.v1"`
+	Type  SessionPersistence_Type `protobuf:"varint,1,opt,name=type,proto3,enum=coxswain.ir.v1.SessionPersistence_Type" json:"type,omitempty"`
+	// The cookie or header name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// COOKIE: the key of the token, which is HMAC-SHA256(key, "address:port") truncated, so a
+	// token neither shows the endpoint's address nor can be made for one without the key.
+	Key           []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionPersistence) Reset() {
+	*x = SessionPersistence{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionPersistence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionPersistence) ProtoMessage() {}
+
+func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionPersistence.ProtoReflect.Descriptor instead.
+func (*SessionPersistence) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SessionPersistence) GetType() SessionPersistence_Type {
+	if x != nil {
+		return x.Type
+	}
+	return SessionPersistence_COOKIE
+}
+
+func (x *SessionPersistence) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SessionPersistence) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
 type Endpoint struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Address string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
@@ -879,7 +1116,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1128,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1141,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -941,7 +1178,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1190,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1203,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Secret) GetName() string {
@@ -1044,17 +1281,36 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\rR\x06weight\x126\n" +
 	"\afilters\x18\x03 \x03(\v2\x1c.coxswain.ir.v1.ModuleConfigR\afilters\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"\xff\x01\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xf3\x03\n" +
 	"\aCluster\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
 	"\bprotocol\x18\x02 \x01(\x0e2 .coxswain.ir.v1.Cluster.ProtocolR\bprotocol\x128\n" +
 	"\bbalancer\x18\x03 \x01(\v2\x1c.coxswain.ir.v1.ModuleConfigR\bbalancer\x126\n" +
-	"\tendpoints\x18\x04 \x03(\v2\x18.coxswain.ir.v1.EndpointR\tendpoints\"0\n" +
+	"\tendpoints\x18\x04 \x03(\v2\x18.coxswain.ir.v1.EndpointR\tendpoints\x12,\n" +
+	"\x12connect_timeout_ms\x18\x05 \x01(\rR\x10connectTimeoutMs\x12&\n" +
+	"\x0fidle_timeout_ms\x18\x06 \x01(\rR\ridleTimeoutMs\x12G\n" +
+	"\x0fcircuit_breaker\x18\a \x01(\v2\x1e.coxswain.ir.v1.CircuitBreakerR\x0ecircuitBreaker\x12S\n" +
+	"\x13session_persistence\x18\b \x01(\v2\".coxswain.ir.v1.SessionPersistenceR\x12sessionPersistence\"0\n" +
 	"\bProtocol\x12\t\n" +
 	"\x05HTTP1\x10\x00\x12\a\n" +
 	"\x03H2C\x10\x01\x12\a\n" +
 	"\x03TCP\x10\x02\x12\a\n" +
-	"\x03UDP\x10\x03\"P\n" +
+	"\x03UDP\x10\x03\"\xb6\x01\n" +
+	"\x0eCircuitBreaker\x12+\n" +
+	"\x11threshold_percent\x18\x01 \x01(\rR\x10thresholdPercent\x12\x1b\n" +
+	"\twindow_ms\x18\x02 \x01(\rR\bwindowMs\x12\x17\n" +
+	"\aopen_ms\x18\x03 \x01(\rR\x06openMs\x12!\n" +
+	"\fmin_requests\x18\x04 \x01(\rR\vminRequests\x12\x1e\n" +
+	"\vmax_open_ms\x18\x05 \x01(\rR\tmaxOpenMs\"\x97\x01\n" +
+	"\x12SessionPersistence\x12;\n" +
+	"\x04type\x18\x01 \x01(\x0e2'.coxswain.ir.v1.SessionPersistence.TypeR\x04type\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\"\x1e\n" +
+	"\x04Type\x12\n" +
+	"\n" +
+	"\x06COOKIE\x10\x00\x12\n" +
+	"\n" +
+	"\x06HEADER\x10\x01\"P\n" +
 	"\bEndpoint\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\rR\x04port\x12\x16\n" +
@@ -1076,48 +1332,54 @@ func file_core_ir_v1_ir_proto_rawDescGZIP() []byte {
 	return file_core_ir_v1_ir_proto_rawDescData
 }
 
-var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_core_ir_v1_ir_proto_goTypes = []any{
-	(TLS_Mode)(0),             // 0: coxswain.ir.v1.TLS.Mode
-	(Cluster_Protocol)(0),     // 1: coxswain.ir.v1.Cluster.Protocol
-	(*Snapshot)(nil),          // 2: coxswain.ir.v1.Snapshot
-	(*GatewayGeneration)(nil), // 3: coxswain.ir.v1.GatewayGeneration
-	(*ModuleConfig)(nil),      // 4: coxswain.ir.v1.ModuleConfig
-	(*Listener)(nil),          // 5: coxswain.ir.v1.Listener
-	(*Server)(nil),            // 6: coxswain.ir.v1.Server
-	(*TLS)(nil),               // 7: coxswain.ir.v1.TLS
-	(*VirtualHost)(nil),       // 8: coxswain.ir.v1.VirtualHost
-	(*Route)(nil),             // 9: coxswain.ir.v1.Route
-	(*Timeouts)(nil),          // 10: coxswain.ir.v1.Timeouts
-	(*Backend)(nil),           // 11: coxswain.ir.v1.Backend
-	(*Cluster)(nil),           // 12: coxswain.ir.v1.Cluster
-	(*Endpoint)(nil),          // 13: coxswain.ir.v1.Endpoint
-	(*Secret)(nil),            // 14: coxswain.ir.v1.Secret
+	(TLS_Mode)(0),                // 0: coxswain.ir.v1.TLS.Mode
+	(Cluster_Protocol)(0),        // 1: coxswain.ir.v1.Cluster.Protocol
+	(SessionPersistence_Type)(0), // 2: coxswain.ir.v1.SessionPersistence.Type
+	(*Snapshot)(nil),             // 3: coxswain.ir.v1.Snapshot
+	(*GatewayGeneration)(nil),    // 4: coxswain.ir.v1.GatewayGeneration
+	(*ModuleConfig)(nil),         // 5: coxswain.ir.v1.ModuleConfig
+	(*Listener)(nil),             // 6: coxswain.ir.v1.Listener
+	(*Server)(nil),               // 7: coxswain.ir.v1.Server
+	(*TLS)(nil),                  // 8: coxswain.ir.v1.TLS
+	(*VirtualHost)(nil),          // 9: coxswain.ir.v1.VirtualHost
+	(*Route)(nil),                // 10: coxswain.ir.v1.Route
+	(*Timeouts)(nil),             // 11: coxswain.ir.v1.Timeouts
+	(*Backend)(nil),              // 12: coxswain.ir.v1.Backend
+	(*Cluster)(nil),              // 13: coxswain.ir.v1.Cluster
+	(*CircuitBreaker)(nil),       // 14: coxswain.ir.v1.CircuitBreaker
+	(*SessionPersistence)(nil),   // 15: coxswain.ir.v1.SessionPersistence
+	(*Endpoint)(nil),             // 16: coxswain.ir.v1.Endpoint
+	(*Secret)(nil),               // 17: coxswain.ir.v1.Secret
 }
 var file_core_ir_v1_ir_proto_depIdxs = []int32{
-	5,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
-	12, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
-	14, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
-	3,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
-	6,  // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
-	7,  // 5: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
-	8,  // 6: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
+	6,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
+	13, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
+	17, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
+	4,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
+	7,  // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
+	8,  // 5: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
+	9,  // 6: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
 	0,  // 7: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
-	9,  // 8: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
-	4,  // 9: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
-	4,  // 10: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	11, // 11: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	10, // 12: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	4,  // 13: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	10, // 8: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
+	5,  // 9: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
+	5,  // 10: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	12, // 11: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	11, // 12: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	5,  // 13: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
 	1,  // 14: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	4,  // 15: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	13, // 16: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	5,  // 15: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	16, // 16: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	14, // 17: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	15, // 18: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	2,  // 19: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }
@@ -1130,8 +1392,8 @@ func file_core_ir_v1_ir_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_ir_v1_ir_proto_rawDesc), len(file_core_ir_v1_ir_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   13,
+			NumEnums:      3,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
