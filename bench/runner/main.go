@@ -110,6 +110,9 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			return err
 		}
 	}
+	if slices.Contains(o.benches, "lb") {
+		e.data.LB = newLBData(e.data.Ports)
+	}
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	e.bin = binaries{
 		coxswain: abs(filepath.Join(o.bin, "coxswain")),
@@ -165,6 +168,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			err = e.grpcBench()
 		case "filters":
 			err = e.filters()
+		case "lb":
+			err = e.lb()
 		case "l4tcp":
 			err = e.l4tcp()
 		case "l4tls":

@@ -63,6 +63,8 @@ type tmplData struct {
 	Churn                    *churnState
 	// Filters are the filters benchmark's routes and locations; nil unless it runs.
 	Filters *filterData
+	// LB are the load-balancing benchmark's Services and routes; nil unless it runs.
+	LB *lbData
 }
 
 func render(name, dst string, d tmplData) error {
