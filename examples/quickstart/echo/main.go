@@ -4,7 +4,9 @@
 //
 //	echo -listen app-v1=127.0.0.1:9001,app-v2=127.0.0.1:9002,web=127.0.0.1:9003
 //
-// A listen address without a name is named after its port. Only loopback addresses are accepted:
+// A path that ends in /status/<code> (100-599) is answered with that status, so an example can
+// make a backend fail on demand (the circuit breaker's). A listen address without a name is named
+// after its port. Only loopback addresses are accepted:
 // this is a demo backend, not something to expose.
 package main
 
@@ -19,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -103,8 +106,24 @@ func handler(name string) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Echo-Backend", name)
+		if code, ok := statusOf(r.URL.Path); ok {
+			w.WriteHeader(code)
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
 	})
+}
+
+// statusOf is the status a path ending in /status/<code> asks for.
+func statusOf(path string) (int, bool) {
+	i := strings.LastIndex(path, "/status/")
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(path[i+len("/status/"):])
+	if err != nil || n < 100 || n > 599 {
+		return 0, false
+	}
+	return n, true
 }
