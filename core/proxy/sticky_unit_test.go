@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/coxswain-labs/coxswain/core"
@@ -164,6 +166,52 @@ func TestPinAppends(t *testing.T) {
 	s.pin(w4, &http.Request{Header: http.Header{}}, core.NewEndpoint("10.9.9.9", 1, 1))
 	if got := w4.h["Set-Cookie"]; got != nil {
 		t.Errorf("an unknown endpoint got Set-Cookie %q", got)
+	}
+}
+
+// TestStickyConcurrentSetEndpoints runs pinned and pin against setEndpoints (run it with -race):
+// a request sees one set's pins whole, and a pinned endpoint is always one of some set.
+func TestStickyConcurrentSetEndpoints(t *testing.T) {
+	all := testEndpoints(50)
+	sets := [][]*core.Endpoint{all[:1], all[:5], nil, all, all[10:20]}
+	for _, typ := range []irv1.SessionPersistence_Type{irv1.SessionPersistence_COOKIE, irv1.SessionPersistence_HEADER} {
+		t.Run(typ.String(), func(t *testing.T) {
+			s := mustSticky(t, typ, "S", sets[0])
+			tokens := mustSticky(t, typ, "S", all).pins.Load() // every endpoint's token
+			known := map[*core.Endpoint]bool{}
+			for _, ep := range all {
+				known[ep] = true
+			}
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for g := range 4 {
+				wg.Go(func() {
+					w := newHeaderWriter()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						r := &http.Request{Header: http.Header{"S": {strconv.Itoa(g*1000 + i%100)}}}
+						if typ == irv1.SessionPersistence_COOKIE {
+							r.Header["Cookie"] = []string{"S=" + tokens.byEp[all[i%len(all)]].token}
+						}
+						if ep := s.pinned(r); ep != nil && !known[ep] {
+							t.Error("pinned an endpoint of no set")
+							return
+						}
+						s.pin(w, r, all[i%len(all)])
+						clear(w.h)
+					}
+				})
+			}
+			for i := range 2000 {
+				s.setEndpoints(sets[i%len(sets)])
+			}
+			close(stop)
+			wg.Wait()
+		})
 	}
 }
 
