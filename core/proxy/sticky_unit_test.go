@@ -274,3 +274,25 @@ func BenchmarkStickyPick(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStickySetEndpoints is the cost of an endpoint update to session persistence, off the
+// request path: every endpoint new (an HMAC each), or all but one kept (their pins reused).
+func BenchmarkStickySetEndpoints(b *testing.B) {
+	for _, typ := range []irv1.SessionPersistence_Type{irv1.SessionPersistence_COOKIE, irv1.SessionPersistence_HEADER} {
+		for _, n := range []int{10, 1000} {
+			eps := testEndpoints(n + 1)
+			for _, kept := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/%d/kept=%v", typ, n, kept), func(b *testing.B) {
+					s := mustSticky(b, typ, "S", eps[:n])
+					b.ReportAllocs()
+					for i := 0; b.Loop(); i++ {
+						if !kept {
+							s.pins.Store(nil)
+						}
+						s.setEndpoints(eps[i%2 : n+i%2])
+					}
+				})
+			}
+		}
+	}
+}
