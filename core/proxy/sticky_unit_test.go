@@ -10,6 +10,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	lbhash "github.com/coxswain-labs/coxswain/modules/lb/hash"
 )
 
 func testEndpoints(n int) []*core.Endpoint {
@@ -212,6 +213,33 @@ func TestStickyConcurrentSetEndpoints(t *testing.T) {
 			close(stop)
 			wg.Wait()
 		})
+	}
+}
+
+// TestStickyHeaderAgreesWithLBHash: header persistence sends a value where lb.hash with the
+// header key sends it, weighted or not: the two share core/proxy/hrw.
+func TestStickyHeaderAgreesWithLBHash(t *testing.T) {
+	for _, weighted := range []bool{false, true} {
+		eps := testEndpoints(20)
+		if weighted {
+			for i, ep := range eps {
+				eps[i] = core.NewEndpoint(ep.Address, ep.Port, uint32(1+i%3))
+			}
+		}
+		s := mustSticky(t, irv1.SessionPersistence_HEADER, "x-user", eps)
+		bc := core.NewBuildContext(t.Context(), nil, core.NewRegistry(&lbhash.Hash{}), &irv1.Snapshot{})
+		defer bc.Close()
+		bal, err := core.Load[core.Balancer](bc, core.MustConfig(lbhash.ModuleID, lbhash.Config{Key: lbhash.KeyHeader, Name: "X-User"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bal.SetEndpoints(eps)
+		for k := range 2000 {
+			r := &http.Request{Header: http.Header{"X-User": {"user-" + strconv.Itoa(k)}}}
+			if a, b := s.pinned(r), bal.Pick(&core.PickInfo{Request: r}); a != b {
+				t.Fatalf("weighted %v, key %d: persistence chose %s, lb.hash %s", weighted, k, a.HostPort, b.HostPort)
+			}
+		}
 	}
 }
 
