@@ -50,10 +50,10 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 
 // fastApply applies snap to t, the table serving now, when snap differs from t's snapshot only in
 // its clusters' endpoints (the caller compared their shapes): each changed cluster gets a new
-// endpoint set and its balancer the new endpoints, each published atomically, so requests keep
-// flowing on the same table and no module is loaded or cleaned up. It reports false, having
-// changed nothing, when a changed cluster's balancer cannot take endpoints while serving: the
-// caller then rebuilds. p.mu is held.
+// endpoint set, and its session persistence and its balancer the new endpoints, each published
+// atomically, so requests keep flowing on the same table and no module is loaded or cleaned up.
+// It reports false, having changed nothing, when a changed cluster's balancer cannot take
+// endpoints while serving: the caller then rebuilds. p.mu is held.
 func (p *Proxy) fastApply(t *table, snap *irv1.Snapshot) bool {
 	in := snap.GetClusters()
 	if len(in) != len(t.clusters) {
@@ -82,6 +82,9 @@ func (p *Proxy) fastApply(t *table, snap *irv1.Snapshot) bool {
 		// The set first: a balancer's pick of a new endpoint then finds its pool. A pick from the
 		// old endpoints that meets the new set takes the forwarder's slow path to the same endpoint.
 		cl.set.Store(p.fwd.newEpSet(cl.protocol, next[i]))
+		if cl.sticky != nil {
+			cl.sticky.setEndpoints(next[i])
+		}
 		cl.balancer.SetEndpoints(next[i])
 	}
 	v := snap.GetVersion()

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -159,13 +160,75 @@ type reverseProxy struct {
 
 // forward points r at ep for the duration of the call: ReverseProxy clones r (URL included) before
 // Rewrite, so setting the target on r and restoring it afterwards costs no allocation and leaves r
-// as the filters left it.
+// as the filters left it. Fields already in w's header (session persistence's Set-Cookie) are
+// kept through interim responses (keepHeader).
 func (f *reverseProxy) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) outcome {
 	scheme, host := r.URL.Scheme, r.URL.Host
 	r.URL.Scheme, r.URL.Host = "http", ep.HostPort
 	defer func() { r.URL.Scheme, r.URL.Host = scheme, host }()
+	if h := w.Header(); len(h) > 0 {
+		w = &keepHeader{ResponseWriter: w, pre: h.Clone()}
+	}
 	f.rp.ServeHTTP(w, r)
 	return outcomeOK
+}
+
+// keepHeader is the client's writer on the stdlib path when the engine set response fields
+// before forwarding. ReverseProxy relays an interim (1xx) response of the backend by adding its
+// fields to the writer's header, writing it, and clearing the header, so those fields would go
+// out on the interim response and miss the final one. keepHeader takes them out of the first
+// interim response and puts them back in front of the final one's (each only if they are there,
+// resp. missing, so it does not depend on ReverseProxy clearing).
+type keepHeader struct {
+	http.ResponseWriter
+	pre      http.Header // the fields set before forwarding (a copy)
+	restored bool
+}
+
+func (k *keepHeader) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		h := k.ResponseWriter.Header()
+		for key, vv := range k.pre {
+			if cur := h[key]; hasPrefix(cur, vv) {
+				if len(cur) == len(vv) {
+					delete(h, key)
+				} else {
+					h[key] = cur[len(vv):]
+				}
+			}
+		}
+		k.ResponseWriter.WriteHeader(code)
+		return
+	}
+	k.restore()
+	k.ResponseWriter.WriteHeader(code)
+}
+
+func (k *keepHeader) Write(b []byte) (int, error) {
+	k.restore()
+	return k.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController (ReverseProxy's flushes and Upgrade hijack) reach the
+// client's writer.
+func (k *keepHeader) Unwrap() http.ResponseWriter { return k.ResponseWriter }
+
+func (k *keepHeader) restore() {
+	if k.restored {
+		return
+	}
+	k.restored = true
+	h := k.ResponseWriter.Header()
+	for key, vv := range k.pre {
+		if cur := h[key]; !hasPrefix(cur, vv) {
+			h[key] = append(vv[:len(vv):len(vv)], cur...)
+		}
+	}
+}
+
+// hasPrefix reports whether the field values vv start with pre.
+func hasPrefix(vv, pre []string) bool {
+	return len(vv) >= len(pre) && slices.Equal(vv[:len(pre)], pre)
 }
 
 // rewrite keeps the client's Host header (the outbound URL already targets the endpoint) and sets

@@ -82,6 +82,12 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("balancer: %w", err)
 	}
+	if sp := c.GetSessionPersistence(); sp != nil {
+		if cl.sticky, err = newSticky(cl.name, sp); err != nil {
+			return fmt.Errorf("session persistence: %w", err)
+		}
+		cl.sticky.setEndpoints(eps)
+	}
 	cl.set.Store(b.p.fwd.newEpSet(cl.protocol, eps))
 	bal.SetEndpoints(eps)
 	cl.balancer = bal

@@ -11,15 +11,15 @@
 //	header      the first value of the request header Config.Name
 //	cookie      the value of the request cookie Config.Name
 //
-// The scores depend only on the key and the endpoints' addresses, never on a process seed, so
-// every proxy of a fleet sends a key to the same endpoint. With unequal weights, the score of an
-// endpoint is weight / -ln(u) (u its hash as a number in (0, 1)), which gives each endpoint a
-// share of the keys proportional to its weight and keeps the HRW stability property.
+// The scores (package core/proxy/hrw, shared with the engine's header session persistence) depend
+// only on the key and the endpoints' addresses, never on a process seed, so every proxy of a
+// fleet sends a key to the same endpoint. With unequal weights, the score of an endpoint is
+// weight / -ln(u) (u its hash as a number in (0, 1)), which gives each endpoint a share of the
+// keys proportional to its weight and keeps the HRW stability property.
 package hash
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/proxy/hrw"
 	"github.com/coxswain-labs/coxswain/core/proxy/wrr"
 )
 
@@ -72,10 +73,9 @@ const (
 )
 
 type state struct {
-	eps      []*core.Endpoint
-	seeds    []uint64 // seeds[i] is the hash of eps[i]'s address
-	weighted bool     // the weights differ
-	rr       *wrr.Schedule
+	eps   []*core.Endpoint
+	nodes hrw.Nodes // node i is eps[i]
+	rr    *wrr.Schedule
 }
 
 var (
@@ -127,12 +127,11 @@ func (*Hash) ConcurrentSetEndpoints() {}
 // SetEndpoints implements core.Balancer. The state is a function of the endpoints alone, so
 // there is nothing to carry over from the previous set.
 func (h *Hash) SetEndpoints(eps []*core.Endpoint) {
-	s := &state{eps: eps, seeds: make([]uint64, len(eps))}
+	s := &state{eps: eps, nodes: hrw.Make(len(eps))}
 	weights := make([]uint32, len(eps))
 	for i, ep := range eps {
-		s.seeds[i] = mix(fnvString(fnvOffset, ep.HostPort))
+		s.nodes.Add(ep.HostPort, ep.Weight)
 		weights[i] = ep.Weight
-		s.weighted = s.weighted || ep.Weight != eps[0].Weight
 	}
 	s.rr = wrr.New(weights)
 	if n := s.rr.Len(); n > 1 {
@@ -157,30 +156,7 @@ func (h *Hash) Pick(info *core.PickInfo) *core.Endpoint {
 		}
 		return nil
 	}
-	return s.eps[s.rendezvous(key)]
-}
-
-// rendezvous returns the index of the endpoint with the highest score for key.
-func (s *state) rendezvous(key uint64) int {
-	best := 0
-	if !s.weighted {
-		var top uint64
-		for i, seed := range s.seeds {
-			if v := mix(key ^ seed); v > top || i == 0 {
-				best, top = i, v
-			}
-		}
-		return best
-	}
-	top := math.Inf(-1)
-	for i, seed := range s.seeds {
-		// u in (0, 1): the top 53 bits, offset by half a step so that neither end is reached.
-		u := (float64(mix(key^seed)>>11) + 0.5) / (1 << 53)
-		if v := float64(s.eps[i].Weight) / -math.Log(u); v > top {
-			best, top = i, v
-		}
-	}
-	return best
+	return s.eps[s.nodes.Pick(key)]
 }
 
 // key hashes the request's key; ok is false when it has none.
@@ -193,9 +169,9 @@ func (h *Hash) key(info *core.PickInfo) (uint64, bool) {
 		if r == nil {
 			return 0, false
 		}
-		k := fnvString(fnvOffset, r.URL.Path)
+		k := hrw.Key(r.URL.Path)
 		if r.URL.RawQuery != "" {
-			k = fnvString(fnvByte(k, '?'), r.URL.RawQuery)
+			k = hrw.String(hrw.Byte(k, '?'), r.URL.RawQuery)
 		}
 		return k, true
 	case byHeader:
@@ -203,14 +179,14 @@ func (h *Hash) key(info *core.PickInfo) (uint64, bool) {
 			return 0, false
 		}
 		if v := r.Header[h.header]; len(v) > 0 && v[0] != "" {
-			return fnvString(fnvOffset, v[0]), true
+			return hrw.Key(v[0]), true
 		}
 	case byCookie:
 		if r == nil {
 			return 0, false
 		}
 		if v, ok := cookie(r.Header, h.Name); ok {
-			return fnvString(fnvOffset, v), true
+			return hrw.Key(v), true
 		}
 	}
 	return 0, false
@@ -229,9 +205,9 @@ func sourceIP(a net.Addr) (uint64, bool) {
 	if ip = ip.To16(); ip == nil {
 		return 0, false
 	}
-	k := uint64(fnvOffset)
+	k := hrw.Offset
 	for _, b := range ip {
-		k = fnvByte(k, b)
+		k = hrw.Byte(k, b)
 	}
 	return k, true
 }
@@ -281,30 +257,4 @@ func trimSpace(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
-}
-
-// FNV-1a, 64 bits: fixed, so that every proxy computes the same scores.
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
-
-func fnvString(h uint64, s string) uint64 {
-	for i := range len(s) {
-		h = (h ^ uint64(s[i])) * fnvPrime
-	}
-	return h
-}
-
-// mix is the splitmix64 finalizer: it spreads FNV's weak low bits over the whole word, so that
-// key ^ seed gives each endpoint an independent-looking score.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

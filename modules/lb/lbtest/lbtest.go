@@ -73,6 +73,8 @@ type Harness struct {
 type Options struct {
 	// RequestTimeout is the route's request timeout; 0 is none.
 	RequestTimeout time.Duration
+	// SessionPersistence is the cluster's session persistence; nil is none.
+	SessionPersistence *irv1.SessionPersistence
 }
 
 // Start serves one backend per handler (nil answers 200 "ok") behind a proxy whose only
@@ -86,7 +88,7 @@ func Start(t testing.TB, mod core.Module, balancer *irv1.ModuleConfig, backends 
 // Start is the package's Start with the options o.
 func (o Options) Start(t testing.TB, mod core.Module, balancer *irv1.ModuleConfig, backends ...http.Handler) *Harness {
 	t.Helper()
-	cl := &irv1.Cluster{Name: ClusterName, Balancer: balancer}
+	cl := &irv1.Cluster{Name: ClusterName, Balancer: balancer, SessionPersistence: o.SessionPersistence}
 	for i, hd := range backends {
 		srv := httptest.NewServer(tag(i, hd))
 		t.Cleanup(srv.Close)
@@ -192,25 +194,32 @@ func tag(i int, next http.Handler) http.Handler {
 // Get sends a GET for target with the given header fields and returns the index of the backend
 // that answered. It is safe for concurrent use.
 func (h *Harness) Get(target string, header http.Header) (int, error) {
+	i, _, err := h.GetHeader(target, header)
+	return i, err
+}
+
+// GetHeader is Get that also returns the response's header (a session cookie the engine set).
+func (h *Harness) GetHeader(target string, header http.Header) (int, http.Header, error) {
 	req, err := http.NewRequest(http.MethodGet, h.URL+target, nil)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	resp, err := h.Client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, &StatusError{Status: resp.StatusCode}
+		return 0, nil, &StatusError{Status: resp.StatusCode}
 	}
-	return strconv.Atoi(resp.Header.Get(BackendHeader))
+	i, err := strconv.Atoi(resp.Header.Get(BackendHeader))
+	return i, resp.Header, err
 }
 
 // StatusError is Get's error for a response other than 200.
