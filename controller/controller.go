@@ -148,7 +148,7 @@ func (c *Controller) lead(ctx context.Context) {
 		Log: c.log.Named("status"), Client: c.opts.Gateway,
 		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
 		Addresses:      c.opts.StatusAddresses, Features: c.features,
-		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(),
+		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(), Policies: c.watch.policyStatus(),
 		Workers: c.opts.StatusWorkers, ErrorAnswers: errorAnswersOf(c.opts.Registry),
 	})
 	var wg sync.WaitGroup
@@ -268,7 +268,11 @@ func desired(res *translator.Result) status.Desired {
 	for k, st := range res.Routes {
 		routes[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
 	}
-	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes}
+	policies := make(map[status.Key]*gwapiv1.PolicyStatus, len(res.Policies))
+	for k, st := range res.Policies {
+		policies[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
+	}
+	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes, Policies: policies}
 }
 
 // checkGatewayAPI fails when the API server does not serve the Gateway API kinds the core reads.
