@@ -97,7 +97,8 @@ type BackendLoadBalancer struct {
 // MaxOpenDuration when that is set.
 type BackendCircuitBreaker struct {
 	// Threshold is the error rate in percent, 1 to 100, that opens the breaker. It is the on/off
-	// switch: unset or out of range, there is no circuit breaker (the latter with a warning).
+	// switch: unset or out of range, there is no circuit breaker, and the policy's Accepted
+	// message says so.
 	// +optional
 	Threshold *int32 `json:"threshold,omitempty"`
 
