@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,8 @@ type Controller struct {
 	dirty    atomic.Uint32 // change bits since the last translation
 	features []gwapiv1.SupportedFeature
 	docs     *documents.Fetcher // remote documents for resolvers; fetches only while leading
+	// randomKey is the session key when Options.SessionKey gives none.
+	randomKey []byte
 
 	writer atomic.Pointer[status.Writer] // set while leading
 	synced atomic.Bool
@@ -63,11 +66,14 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("controller options: %w", err)
 	}
 	c := &Controller{
-		opts:     opts,
-		log:      opts.Log,
-		trigger:  newCoalescer(opts.Holdoff, opts.MaxDelay),
-		features: features.Supported(opts.Registry),
+		opts:      opts,
+		log:       opts.Log,
+		trigger:   newCoalescer(opts.Holdoff, opts.MaxDelay),
+		features:  features.Supported(opts.Registry),
+		randomKey: make([]byte, 32),
 	}
+	_, _ = rand.Read(c.randomKey) // crypto/rand.Read never fails
+
 	dopts := opts.Documents
 	if dopts.Log == nil {
 		dopts.Log = opts.Log.Named("documents")
@@ -148,7 +154,7 @@ func (c *Controller) lead(ctx context.Context) {
 		Log: c.log.Named("status"), Client: c.opts.Gateway,
 		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
 		Addresses:      c.opts.StatusAddresses, Features: c.features,
-		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(),
+		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(), Policies: c.watch.policyStatus(),
 		Workers: c.opts.StatusWorkers, ErrorAnswers: errorAnswersOf(c.opts.Registry),
 	})
 	var wg sync.WaitGroup
@@ -195,7 +201,8 @@ func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publis
 // route is translated again (status cannot change either: it never depends on endpoints).
 func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer) {
 	c.changed(changeConfig) // a new term starts from a full translation
-	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry, Documents: c.docs}
+	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry, Documents: c.docs,
+		SessionKey: c.sessionKey()}
 	var pool *addressPool
 	if c.opts.AddressPool.IsValid() {
 		pool = newAddressPool(c.opts.AddressPool)
@@ -268,7 +275,11 @@ func desired(res *translator.Result) status.Desired {
 	for k, st := range res.Routes {
 		routes[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
 	}
-	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes}
+	policies := make(map[status.Key]*gwapiv1.PolicyStatus, len(res.Policies))
+	for k, st := range res.Policies {
+		policies[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
+	}
+	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes, Policies: policies}
 }
 
 // checkGatewayAPI fails when the API server does not serve the Gateway API kinds the core reads.
@@ -289,6 +300,17 @@ func (c *Controller) checkGatewayAPI() error {
 		}
 	}
 	return nil
+}
+
+// sessionKey is the translator's SessionKey for this leadership term: Options.SessionKey's, else
+// the random one this process made at start.
+func (c *Controller) sessionKey() []byte {
+	if c.opts.SessionKey != nil {
+		if k := c.opts.SessionKey(); len(k) > 0 {
+			return k
+		}
+	}
+	return c.randomKey
 }
 
 // ourClasses are the names of the GatewayClasses this controller answers to.

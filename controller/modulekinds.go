@@ -30,6 +30,10 @@ type moduleKind struct {
 	informer cache.SharedIndexInformer
 	// status is the writer's access to a route kind's status; nil for extension kinds.
 	status status.Routes
+	// policy is the writer's access to a policy kind's status (policykinds.go).
+	policy status.Policies
+	// add puts one cached object into a Store; nil adds it to Store.Objects by gk.
+	add func(s *translator.Store, obj translation.Object) error
 
 	once    sync.Once
 	started chan struct{} // closed once the informer runs
@@ -64,7 +68,7 @@ func moduleKinds(reg *core.Registry, cfg *rest.Config, ev events) ([]*moduleKind
 
 // routeKindWatch is the typed informer and status access of one route kind.
 func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events) (*moduleKind, error) {
-	rc, err := restClientFor(api, cfg)
+	rc, err := restClientFor(api.GVK.GroupVersion(), api.AddToScheme, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +86,13 @@ func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events) (*mod
 	return mk, nil
 }
 
-// restClientFor is a REST client for the kind's group version that decodes into its Go types,
-// as a generated typed clientset would, from the scheme the kind registers.
-func restClientFor(api translation.RouteAPI, cfg *rest.Config) (*rest.RESTClient, error) {
+// restClientFor is a REST client for group version gv that decodes into its Go types, as a
+// generated typed clientset would, from the scheme addToScheme registers.
+func restClientFor(gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error, cfg *rest.Config) (*rest.RESTClient, error) {
 	scheme := runtime.NewScheme()
-	if err := api.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("scheme of %s: %w", api.GVK, err)
+	if err := addToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("scheme of %s: %w", gv, err)
 	}
-	gv := api.GVK.GroupVersion()
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
@@ -138,6 +141,12 @@ func (mk *moduleKind) fill(s *translator.Store) error {
 		obj, ok := o.(translation.Object)
 		if !ok {
 			return fmt.Errorf("%s cache holds a %T", mk.gk, o)
+		}
+		if mk.add != nil {
+			if err := mk.add(s, obj); err != nil {
+				return err
+			}
+			continue
 		}
 		s.Add(mk.gk, obj)
 	}

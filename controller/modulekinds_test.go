@@ -4,7 +4,13 @@ import (
 	"maps"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/coxswain-labs/coxswain/controller/status"
+	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
+	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 	grpctranslate "github.com/coxswain-labs/coxswain/modules/grpcroute/translate"
 	httptranslate "github.com/coxswain-labs/coxswain/modules/httproute/translate"
 )
@@ -15,5 +21,28 @@ func TestErrorAnswers(t *testing.T) {
 	want := map[string]string{"GRPCRoute": "gRPC status UNAVAILABLE"}
 	if !maps.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestBackendPolicyWatchFillsTheStore: cached policies land in Store.BackendPolicies, typed, and
+// the writer's access names the kind.
+func TestBackendPolicyWatchFillsTheStore(t *testing.T) {
+	mk, err := backendPolicyWatch(&rest.Config{Host: "https://127.0.0.1:1"}, events{changed: func(change) {}, touched: func(status.Key) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &policyv1a1.CoxswainBackendPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	if err := mk.informer.GetIndexer().Add(p); err != nil {
+		t.Fatal(err)
+	}
+	var s translator.Store
+	if err := mk.fill(&s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.BackendPolicies) != 1 || s.BackendPolicies[0] != p || len(s.Objects) != 0 {
+		t.Errorf("store %+v", s)
+	}
+	if mk.policy == nil || mk.policy.Kind() != "CoxswainBackendPolicy" || mk.gvr.Resource != "coxswainbackendpolicies" {
+		t.Errorf("kind %+v", mk)
 	}
 }

@@ -33,6 +33,12 @@ type Options struct {
 	Registry *core.Registry
 	// NewPublisher starts the data plane seam of a leadership term.
 	NewPublisher NewPublisher
+	// SessionKey gives the secret session persistence cookies are keyed with
+	// (translator.Options.SessionKey). It is called when a leadership term starts, after the data
+	// plane has started, so it may come from the discovery CA every replica shares: then every
+	// replica, and every restart, keys cookies alike. Nil, or returning nothing: a random key per
+	// process, so a failover re-pins every client once.
+	SessionKey func() []byte
 
 	// ControllerName selects our GatewayClasses; translator.DefaultControllerName when empty.
 	ControllerName string

@@ -32,6 +32,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
+	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -54,7 +55,8 @@ type watch struct {
 
 	classes  gwlisters.GatewayClassLister
 	gateways gwlisters.GatewayLister
-	// kinds are the resources modules declare (route kinds, ExtensionRef filter resources).
+	// kinds are the resources modules declare (route kinds, ExtensionRef filter resources) and
+	// the policy kinds; each starts once its resource is served.
 	kinds     []*moduleKind
 	discovery discovery.DiscoveryInterface
 	crds      *crdWatch
@@ -121,6 +123,11 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 	if err != nil {
 		return nil, err
 	}
+	policies, err := backendPolicyWatch(cfg, ev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", policyv1a1.BackendPolicyKind, err)
+	}
+	kinds = append(kinds, policies)
 	w.kinds, w.discovery = kinds, kube.Discovery()
 	w.crds = newCRDWatch(cfg, ev)
 	for _, h := range handlers {
@@ -138,6 +145,17 @@ func (w *watch) routeStatus() []status.Routes {
 	for _, k := range w.kinds {
 		if k.status != nil {
 			out = append(out, k.status)
+		}
+	}
+	return out
+}
+
+// policyStatus gives the status writer its access to every policy kind, watched yet or not.
+func (w *watch) policyStatus() []status.Policies {
+	var out []status.Policies
+	for _, k := range w.kinds {
+		if k.policy != nil {
+			out = append(out, k.policy)
 		}
 	}
 	return out

@@ -38,10 +38,12 @@ type controllerConfig struct {
 	proxy          proxycmd.ProxyFlags // the in-process proxy's limits
 	dataPlane      dataPlaneFlags
 	log            proxycmd.LogFlags
+	session        sessionKeyFlag
 
 	// Parsed from the flags above by check.
-	addrs []gwapiv1.GatewayStatusAddress
-	pool  netip.Prefix
+	addrs      []gwapiv1.GatewayStatusAddress
+	pool       netip.Prefix
+	sessionKey []byte // nil: derived from the discovery CA, or random with --in-process-proxy
 }
 
 func (c *controllerConfig) register(fs *flag.FlagSet) {
@@ -71,6 +73,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.le.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	c.proxy.Register(fs)
 	c.log.Register(fs)
+	c.session.register(fs, "without it the key is derived from the discovery CA, which every replica shares (with --in-process-proxy: a random key per process)")
 }
 
 // check parses the address flags; the message names the flag at fault.
@@ -78,6 +81,9 @@ func (c *controllerConfig) check() error {
 	var err error
 	if c.addrs, err = controller.ParseAddresses(c.statusAddress); err != nil {
 		return fmt.Errorf("--status-address: %w", err)
+	}
+	if c.sessionKey, err = c.session.key(); err != nil {
+		return err
 	}
 	if c.addressPool == "" {
 		return nil
@@ -169,6 +175,7 @@ func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc
 	return controller.New(controller.Options{
 		Log: log.Named("controller"), Kube: kc.kube, Gateway: kc.gateway, REST: kc.rest, Registry: reg,
 		NewPublisher:   dp.NewPublisher,
+		SessionKey:     dp.SessionKey,
 		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
 		LeaderElection: le,

@@ -68,7 +68,13 @@ type dataPlane struct {
 	inProcess controller.NewPublisher // nil unless --in-process-proxy
 	discovery *discovery.Server       // nil with an in-process proxy, and until started
 	addr      net.Addr
+	// sessionKey is --session-key-file's, else (once started) derived from the discovery CA;
+	// nil with an in-process proxy and no file, and the controller makes a random one.
+	sessionKey []byte
 }
+
+// SessionKey is the controller's Options.SessionKey; it is called once the data plane started.
+func (dp *dataPlane) SessionKey() []byte { return dp.sessionKey }
 
 // NewPublisher is the controller's seam to the data plane; the controller calls it once it
 // leads, which is after the data plane started.
@@ -84,9 +90,9 @@ func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, reg *core.Registry, log
 	d := &cc.dataPlane
 	if d.inProcess {
 		return &dataPlane{inProcess: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: cc.proxy.Limits(),
-			ModuleSettings: cc.proxy.Settings(), Metrics: metrics})}
+			ModuleSettings: cc.proxy.Settings(), Metrics: metrics}), sessionKey: cc.sessionKey}
 	}
-	dp := &dataPlane{}
+	dp := &dataPlane{sessionKey: cc.sessionKey}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error { return d.start(ctx, dp, log, kc, metrics) },
 		OnStop: func(context.Context) error {
@@ -112,6 +118,12 @@ func (d *dataPlaneFlags) start(ctx context.Context, dp *dataPlane, log *zap.Logg
 	}
 	if err != nil {
 		return fmt.Errorf("discovery CA: %w", err)
+	}
+	if dp.sessionKey == nil {
+		// Every replica loads this CA, so all of them (and every restart) key cookies alike.
+		if dp.sessionKey, err = ca.DeriveSecret(sessionKeyLabel); err != nil {
+			return fmt.Errorf("session persistence key from the discovery CA: %w", err)
+		}
 	}
 	if err := discovery.PublishBundle(ctx, kc.kube, ns, d.bundleConfigMap, ca.Bundle()); err != nil {
 		return fmt.Errorf("publishing the trust bundle: %w", err)

@@ -29,6 +29,9 @@ type serveConfig struct {
 	adminAddr string
 	debounce  time.Duration
 	drain     time.Duration
+	session   sessionKeyFlag
+
+	sessionKey []byte // read from --session-key-file, else random
 }
 
 // serve runs standalone mode until SIGINT or SIGTERM: on either, the proxy stops accepting at
@@ -44,11 +47,20 @@ func serve(args []string, e *proxycmd.Env) int {
 		"address of the admin endpoints /healthz, /readyz, /status and /metrics; empty disables them")
 	fs.DurationVar(&sc.debounce, "debounce", standalone.DefaultDebounce, "how long file changes must settle before a reload")
 	fs.DurationVar(&sc.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
+	sc.session.register(fs, "without it a random key per process, so cookies do not survive a restart")
 	if code, ok := proxycmd.Parse(fs, args); !ok {
 		return code
 	}
 	if !sc.config.check(fs) {
 		return 2
+	}
+	var err error
+	if sc.sessionKey, err = sc.session.key(); err != nil {
+		fmt.Fprintf(e.Stderr, "coxswain serve: %v\n", err)
+		return 2
+	}
+	if sc.sessionKey == nil {
+		sc.sessionKey = randomSessionKey()
 	}
 	log, err := proxycmd.NewLogger(sc.log.Format, sc.log.Level, e.Stderr)
 	if err != nil {
@@ -79,6 +91,7 @@ func serve(args []string, e *proxycmd.Env) int {
 func newRunner(sc *serveConfig, reg *core.Registry, log *zap.Logger, eng agent.Engine, metrics *prometheus.Registry) (*standalone.Runner, error) {
 	opts := sc.config.translateOptions()
 	opts.Registry = reg
+	opts.SessionKey = sc.sessionKey
 	unresolved := standalone.NewUnresolvedFiltersCounter()
 	if err := metrics.Register(unresolved); err != nil {
 		return nil, err

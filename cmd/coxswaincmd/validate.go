@@ -65,11 +65,12 @@ func validate(args []string, e *proxycmd.Env) int {
 		return 1
 	}
 	fmt.Fprintf(e.Stderr, "valid: %d GatewayClass(es), %d Gateway(s)%s; snapshot version %s\n",
-		len(rep.GatewayClasses), len(rep.Gateways), routeCounts(rep.Routes), rep.Version)
+		len(rep.GatewayClasses), len(rep.Gateways), routeCounts(slices.Concat(rep.Routes, rep.Policies)), rep.Version)
 	return 0
 }
 
-// routeCounts is ", 3 HTTPRoute(s), 1 TCPRoute(s)": the routes of each kind, by kind.
+// routeCounts is ", 3 HTTPRoute(s), 1 TCPRoute(s)": the objects (routes, policies) of each kind,
+// by kind.
 func routeCounts(routes []standalone.ObjectStatus) string {
 	n := map[string]int{}
 	for _, r := range routes {

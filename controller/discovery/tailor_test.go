@@ -134,6 +134,38 @@ func TestMissingBalancerResetsToDefault(t *testing.T) {
 	}
 }
 
+// TestMissingPolicyBalancerResetsToDefault: every balancer a CoxswainBackendPolicy can name falls
+// back to round robin on a proxy without it, and the cluster keeps the policy's other settings
+// (they are the engine's, not a module's).
+func TestMissingPolicyBalancerResetsToDefault(t *testing.T) {
+	for _, bal := range []*irv1.ModuleConfig{mc("lb.least_conn"), mc("lb.ewma"), {Id: "lb.hash", Json: json.RawMessage(`{"key":"header","name":"X-User"}`)}} {
+		t.Run(bal.GetId(), func(t *testing.T) {
+			snap := twoGateways()
+			c := snap.Clusters[1]
+			c.Balancer, c.ConnectTimeoutMs = bal, 500
+			c.SessionPersistence = &irv1.SessionPersistence{Type: irv1.SessionPersistence_COOKIE, Name: "s", Key: []byte("k")}
+			if missing := missingModules(modulesOf(snap), map[string]bool{"route.http": true, "listener.http": true, "listener.https": true,
+				"filter.http.request_header_modifier": true}); strings.Join(missing, ",") != bal.GetId() {
+				t.Fatalf("missing modules %v, want %s", missing, bal.GetId())
+			}
+			got, err := tailor(snap, nil, []string{bal.GetId()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gc := got.GetClusters()[1]
+			if gc.GetBalancer() != nil || gc.GetConnectTimeoutMs() != 500 || gc.GetSessionPersistence().GetName() != "s" {
+				t.Errorf("tailored cluster %v", gc)
+			}
+			if routesOf(got) != routesOf(snap) {
+				t.Errorf("routes %s, want all of %s: a balancer is never a reason to fail a route", routesOf(got), routesOf(snap))
+			}
+			if c.GetBalancer() == nil {
+				t.Error("tailor modified the published snapshot")
+			}
+		})
+	}
+}
+
 func TestGatewayListeners(t *testing.T) {
 	got := gatewayListeners(twoGateways())
 	if strings.Join(got[gwKey{"ns", "a"}], ",") != ":80/HTTP" || strings.Join(got[gwKey{"ns", "b"}], ",") != ":80/HTTP,:443/HTTPS" {

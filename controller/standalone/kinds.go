@@ -18,6 +18,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
+	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -42,6 +43,9 @@ const (
 	gatewayV1      = "gateway.networking.k8s.io/v1"
 	gatewayV1beta1 = "gateway.networking.k8s.io/v1beta1"
 )
+
+// policyV1alpha1 is the apiVersion of Coxswain's policy kinds.
+var policyV1alpha1 = policyv1a1.SchemeGroupVersion.String()
 
 // coreKinds are the kinds the translator's core passes read. The v1beta1 Gateway API kinds are
 // the same types under an older version; they are accepted so existing manifests load, and stored
@@ -77,6 +81,9 @@ var coreKinds = []kind{
 	{"discovery.k8s.io/v1", "discovery.k8s.io/v1", "EndpointSlice", true, decodeAs[discoveryv1.EndpointSlice], func(s *translator.Store, o object) {
 		s.EndpointSlices = append(s.EndpointSlices, o.(*discoveryv1.EndpointSlice))
 	}, applyDefaults},
+	{policyV1alpha1, policyV1alpha1, policyv1a1.BackendPolicyKind, true, decodeAs[policyv1a1.CoxswainBackendPolicy], func(s *translator.Store, o object) {
+		s.BackendPolicies = append(s.BackendPolicies, o.(*policyv1a1.CoxswainBackendPolicy))
+	}, nil},
 }
 
 // kindSet is every kind one load reads: the core kinds, each route kind of the registry under

@@ -20,7 +20,10 @@ type Report struct {
 	GatewayClasses []ObjectStatus `json:"gatewayClasses,omitempty"`
 	Gateways       []ObjectStatus `json:"gateways,omitempty"`
 	// Routes are the routes of every kind, by kind, namespace and name.
-	Routes   []ObjectStatus  `json:"routes,omitempty"`
+	Routes []ObjectStatus `json:"routes,omitempty"`
+	// Policies are the policies of every kind (CoxswainBackendPolicy), by kind, namespace and
+	// name, each with one ancestor entry per target.
+	Policies []ObjectStatus  `json:"policies,omitempty"`
 	Problems []ReportProblem `json:"problems,omitempty"`
 	// Warnings are what was accepted but is not served as written (not errors).
 	Warnings   []ReportProblem `json:"warnings,omitempty"`
@@ -34,7 +37,7 @@ type Report struct {
 // ObjectStatus is the status of one object, where it came from, and the status itself (a
 // GatewayClassStatus, GatewayStatus or RouteStatus).
 type ObjectStatus struct {
-	// Kind is set in Report.Routes, whose entries are of several kinds.
+	// Kind is set in Report.Routes and Report.Policies, whose entries are of several kinds.
 	Kind      string `json:"kind,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
@@ -93,6 +96,14 @@ func BuildReport(res *Result, tr *translator.Result, controllerName string) *Rep
 		rep.Routes = append(rep.Routes, ObjectStatus{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Source: src(key.Kind, nn), Status: st})
 		for _, p := range st.Parents {
 			rep.failed(fmt.Sprintf("%s %s parent %s", key.Kind, nn, parentName(p.ParentRef, nn.Namespace)), p.Conditions)
+		}
+	}
+	for _, key := range sortedPolicyKeys(tr.Policies) {
+		nn := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
+		st := tr.Policies[key]
+		rep.Policies = append(rep.Policies, ObjectStatus{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Source: src(key.Kind, nn), Status: st})
+		for _, a := range st.Ancestors {
+			rep.failed(fmt.Sprintf("%s %s for %s %s", key.Kind, nn, kindOf(a.AncestorRef), parentName(a.AncestorRef, nn.Namespace)), a.Conditions)
 		}
 	}
 	rep.Problems = reportProblems(res, tr.Problems)
@@ -176,6 +187,32 @@ func sortedRouteKeys(m map[translator.RouteKey]*gwapiv1.RouteStatus) []translato
 		return a.Name < b.Name
 	})
 	return keys
+}
+
+func sortedPolicyKeys(m map[translator.PolicyKey]*gwapiv1.PolicyStatus) []translator.PolicyKey {
+	keys := make([]translator.PolicyKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return keys
+}
+
+// kindOf is the kind a parent or ancestor reference names.
+func kindOf(p gwapiv1.ParentReference) string {
+	if p.Kind == nil {
+		return "Gateway"
+	}
+	return string(*p.Kind)
 }
 
 func reportProblems(res *Result, ps []*translator.Problem) []ReportProblem {

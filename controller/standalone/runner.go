@@ -293,6 +293,7 @@ func (r *Runner) logSummary(res *Result, tr *translator.Result, rep *Report, unc
 		zap.Strings("listeners", listeners),
 		zap.Int("gateways", len(tr.Gateways)),
 		zap.Int("routeObjects", len(tr.Routes)),
+		zap.Int("policies", len(tr.Policies)),
 		zap.Int("routes", countRoutes(tr.Snapshot)),
 		zap.Int("problems", len(rep.Problems)),
 		zap.Int("documentsLeftOut", len(res.Errors)),

@@ -18,7 +18,8 @@ import (
 )
 
 // Kind is the Kubernetes kind of an object whose status the writer owns: GatewayClassKind,
-// GatewayKind, or a route kind ("HTTPRoute", "TCPRoute", ...).
+// GatewayKind, a route kind ("HTTPRoute", "TCPRoute", ...) or a policy kind
+// ("CoxswainBackendPolicy").
 type Kind string
 
 // The kinds the writer writes besides routes.
@@ -49,6 +50,8 @@ type Options struct {
 	Gateways       gwlisters.GatewayLister
 	// Routes are the route kinds whose status the writer owns.
 	Routes []Routes
+	// Policies are the policy kinds whose status the writer owns.
+	Policies []Policies
 	// Workers is the number of objects written concurrently; 1 when zero.
 	Workers int
 	// Now stamps the conditions the writer makes up itself; metav1.Now when nil.
@@ -70,12 +73,14 @@ type Writer struct {
 	opts  Options
 	queue workqueue.TypedRateLimitingInterface[Key]
 
-	routeKinds map[Kind]Routes
+	routeKinds  map[Kind]Routes
+	policyKinds map[Kind]Policies
 
 	mu       sync.Mutex
 	classes  map[types.NamespacedName]*gwapiv1.GatewayClassStatus
 	gateways map[types.NamespacedName]*gwapiv1.GatewayStatus
 	routes   map[Key]*gwapiv1.RouteStatus
+	policies map[Key]*gwapiv1.PolicyStatus
 	applied  map[types.NamespacedName]int64
 	awaiting map[types.NamespacedName]awaited // what a pending generation waits for
 	unbound  map[types.NamespacedName][]ListenerFailure
@@ -97,14 +102,20 @@ func NewWriter(opts Options) *Writer {
 	for _, r := range opts.Routes {
 		kinds[Kind(r.Kind())] = r
 	}
+	policyKinds := map[Kind]Policies{}
+	for _, p := range opts.Policies {
+		policyKinds[Kind(p.Kind())] = p
+	}
 	return &Writer{
-		opts:       opts,
-		routeKinds: kinds,
+		opts:        opts,
+		routeKinds:  kinds,
+		policyKinds: policyKinds,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
 		classes:  map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
 		gateways: map[types.NamespacedName]*gwapiv1.GatewayStatus{},
 		routes:   map[Key]*gwapiv1.RouteStatus{},
+		policies: map[Key]*gwapiv1.PolicyStatus{},
 		applied:  map[types.NamespacedName]int64{},
 		awaiting: map[types.NamespacedName]awaited{},
 		unbound:  map[types.NamespacedName][]ListenerFailure{},
@@ -122,16 +133,19 @@ type awaited struct {
 func (w *Writer) Writes() int64 { return w.writes.Load() }
 
 // Desired is the status one translation computed (the maps of a translator.Result). Route
-// statuses, keyed by their route kind, hold only this controller's parent entries.
+// statuses, keyed by their route kind, hold only this controller's parent entries; policy
+// statuses, keyed by their policy kind, only its ancestor entries.
 type Desired struct {
 	GatewayClasses map[types.NamespacedName]*gwapiv1.GatewayClassStatus
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
 	Routes         map[Key]*gwapiv1.RouteStatus
+	Policies       map[Key]*gwapiv1.PolicyStatus
 }
 
 // Desire records the status a translation computed and queues every object whose desired status
-// changed, and every route that left the result (its entries of ours are removed). The first call
-// also queues the routes whose live status holds entries of ours that the result does not have.
+// changed, and every route or policy that left the result (its entries of ours are removed). The
+// first call also queues the routes and policies whose live status holds entries of ours that the
+// result does not have.
 // The writer keeps res; the caller must not modify it afterwards.
 func (w *Writer) Desire(res Desired) {
 	w.mu.Lock()
@@ -139,7 +153,8 @@ func (w *Writer) Desire(res Desired) {
 	diff(w.classes, res.GatewayClasses, func(nn types.NamespacedName) Key { return Key{GatewayClassKind, nn} }, w.queue.Add)
 	diff(w.gateways, res.Gateways, func(nn types.NamespacedName) Key { return Key{GatewayKind, nn} }, w.queue.Add)
 	diff(w.routes, res.Routes, func(k Key) Key { return k }, w.queue.Add)
-	w.classes, w.gateways, w.routes = res.GatewayClasses, res.Gateways, res.Routes
+	diff(w.policies, res.Policies, func(k Key) Key { return k }, w.queue.Add)
+	w.classes, w.gateways, w.routes, w.policies = res.GatewayClasses, res.Gateways, res.Routes, res.Policies
 	for nn := range w.applied {
 		if _, ok := w.gateways[nn]; !ok {
 			delete(w.applied, nn) // a Gateway that is gone, or no longer ours
@@ -174,9 +189,22 @@ func diff[K comparable, S any](old, cur map[K]*S, key func(K) Key, add func(Key)
 	}
 }
 
-// queueStaleRoutes queues routes carrying our entries that no translation of this term produced:
-// left behind by an earlier leader, or by a route that stopped naming our Gateways meanwhile.
+// queueStaleRoutes queues routes and policies carrying our entries that no translation of this
+// term produced: left behind by an earlier leader, or by a route that stopped naming our Gateways
+// meanwhile.
 func (w *Writer) queueStaleRoutes() {
+	for kind, pk := range w.policyKinds {
+		stale, err := pk.stale(w.opts.ControllerName)
+		if err != nil {
+			w.opts.Log.Warn("listing policies for stale status", zap.String("kind", string(kind)), zap.Error(err))
+			continue
+		}
+		for _, nn := range stale {
+			if k := (Key{kind, nn}); w.policies[k] == nil {
+				w.queue.Add(k)
+			}
+		}
+	}
 	for kind, rk := range w.routeKinds {
 		stale, err := rk.stale(w.opts.ControllerName)
 		if err != nil {
@@ -280,6 +308,12 @@ func (w *Writer) sync(ctx context.Context, key Key) error {
 		return w.syncClass(ctx, key.Name)
 	case GatewayKind:
 		return w.syncGateway(ctx, key.NamespacedName)
+	}
+	if pk := w.policyKinds[key.Kind]; pk != nil {
+		w.mu.Lock()
+		desired := w.policies[key]
+		w.mu.Unlock()
+		return w.count(pk.sync(ctx, key.NamespacedName, desired, w.opts.ControllerName))
 	}
 	rk := w.routeKinds[key.Kind]
 	if rk == nil {

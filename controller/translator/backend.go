@@ -109,7 +109,9 @@ func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReferenc
 	}
 	if emit {
 		if _, ok := t.clusters[name]; !ok {
-			t.clusters[name] = t.cluster(name, svc, sp, proto)
+			c := t.cluster(name, svc, sp, proto)
+			t.applyBackendPolicy(c, nn(svc.Namespace, svc.Name))
+			t.clusters[name] = c
 		}
 	}
 	return name, nil

@@ -47,6 +47,18 @@
 // implement translation.ClusterKind too: their backendRefs resolve to TCP or UDP clusters of their
 // own. translation.StreamKind is the whole of such a kind.
 //
+// # Policies
+//
+// A CoxswainBackendPolicy (Store.BackendPolicies; backendpolicy.go) configures the clusters of
+// the Services it targets, whatever route kind reaches them: connect and idle timeouts, the
+// balancer module, a circuit breaker and session persistence (layer-4 clusters take the connect
+// timeout and the balancer only). It runs before the routes, so a cluster takes its settings as
+// it is made. Per Service the oldest policy applies, the others are Conflicted for it. A setting
+// it cannot use is ignored and its default applies (fail open), with a Warning naming the field
+// and the reason in the Accepted message. Status is one ancestor entry (the Service) per
+// targetRef, in Result.Policies, keyed generically (PolicyKey) for the policy kinds to come.
+// A cookie's key is HMAC-SHA256(Options.SessionKey, cluster name).
+//
 // # Determinism
 //
 // Translate sorts everything it emits (see core/ir/v1/ir.proto) and seals the snapshot, so the

@@ -19,6 +19,7 @@ func (t *session) result() *Result {
 		GatewayClasses: map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
 		Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
 		Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
+		Policies:       map[PolicyKey]*gwapiv1.PolicyStatus{},
 	}
 	if err := irv1.Seal(res.Snapshot); err != nil {
 		// Only invalid UTF-8 in a string fails; names come from validated Kubernetes objects.
@@ -39,6 +40,7 @@ func (t *session) result() *Result {
 		rs := t.routeStatus(st)
 		res.Routes[st.key] = rs
 	}
+	t.backendPolicyStatuses(res)
 	res.Problems = sortProblems(t.problems)
 	res.Warnings = sortProblems(t.warnings)
 	res.UnresolvedFilters = map[string]int{}

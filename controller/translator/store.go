@@ -7,6 +7,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -25,6 +26,8 @@ type Store struct {
 	EndpointSlices  []*discoveryv1.EndpointSlice
 	Secrets         []*corev1.Secret
 	Namespaces      []*corev1.Namespace
+	// BackendPolicies configure the clusters of the Services they target.
+	BackendPolicies []*policyv1a1.CoxswainBackendPolicy
 	// Objects holds route objects (typed, as their kind's RouteAPI.New makes them) and
 	// extension objects (typed or unstructured), by GroupKind.
 	Objects map[schema.GroupKind][]translation.Object

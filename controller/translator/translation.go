@@ -49,6 +49,10 @@ type session struct {
 	gateways      []*gatewayState // ours, oldest first
 	gwByKey       map[types.NamespacedName]*gatewayState
 	routes        []*routeState
+	// backendPolicies are the CoxswainBackendPolicies, oldest first; servicePolicies the one
+	// that applies to each Service.
+	backendPolicies []*backendPolicy
+	servicePolicies map[types.NamespacedName]*backendPolicy
 
 	clusters   map[string]*irv1.Cluster
 	secretsOut map[string]*irv1.Secret
@@ -104,6 +108,7 @@ func (t *session) run() *Result {
 		t.problem("Registry", "", "", "", "InvalidFilterModule", err.Error())
 	}
 	t.index()
+	t.translateBackendPolicies()
 	t.translateClasses()
 	t.translateGateways()
 	t.translateRoutes()

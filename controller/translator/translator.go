@@ -40,6 +40,12 @@ type Options struct {
 	// Documents are the remote documents resolvers read (JWKS); nil means none can be fetched
 	// in this process, and a resolver that needs one reports it.
 	Documents translation.Documents
+	// SessionKey is the secret session persistence cookies are keyed with: each cluster's key is
+	// HMAC-SHA256(SessionKey, cluster name), so that a token neither shows its endpoint nor can
+	// be forged. Processes whose proxies must honour each other's cookies need the same one: the
+	// controller derives it from its discovery CA, `coxswain serve` reads --session-key-file or
+	// makes a random one. Left empty (tests), the keys are computable by anyone.
+	SessionKey []byte
 }
 
 // Result is one translation: the snapshot every proxy should run and the status the controller
@@ -53,6 +59,9 @@ type Result struct {
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
 	// Routes holds the parent statuses of routes of every kind.
 	Routes map[RouteKey]*gwapiv1.RouteStatus
+	// Policies holds the ancestor statuses of policies of every kind (CoxswainBackendPolicy):
+	// only entries whose controllerName is ours, which the writer merges with other controllers'.
+	Policies map[PolicyKey]*gwapiv1.PolicyStatus
 	// Problems lists every invalid thing found, sorted; each also shows as a condition.
 	Problems []*Problem
 	// Warnings lists what was accepted but not served as written (reason ReasonWarning),

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
@@ -66,6 +68,47 @@ type controllerOpts struct {
 	config         *rest.Config // the rest.Config to use instead of the env's admin
 	// documents configure the controller's fetcher of remote documents (a test's TLS roots).
 	documents documents.Options
+	// published, when set, records every snapshot the in-process proxy applied.
+	published *publishedSnapshots
+}
+
+// publishedSnapshots keeps the latest snapshot a controller's in-process proxy applied: what a
+// test checks the IR of, next to the traffic it sends through it.
+type publishedSnapshots struct {
+	mu   sync.Mutex
+	last *irv1.Snapshot
+}
+
+func (p *publishedSnapshots) latest() *irv1.Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// wrap makes newPub's publishers record what they applied.
+func (p *publishedSnapshots) wrap(newPub controller.NewPublisher) controller.NewPublisher {
+	return func(ctx context.Context, report controller.Reporter) (controller.Publisher, error) {
+		pub, err := newPub(ctx, report)
+		if err != nil {
+			return nil, err
+		}
+		return &recordingPublisher{Publisher: pub, rec: p}, nil
+	}
+}
+
+type recordingPublisher struct {
+	controller.Publisher
+	rec *publishedSnapshots
+}
+
+func (r *recordingPublisher) Publish(ctx context.Context, snap *irv1.Snapshot) error {
+	if err := r.Publisher.Publish(ctx, snap); err != nil {
+		return err
+	}
+	r.rec.mu.Lock()
+	r.rec.last = snap
+	r.rec.mu.Unlock()
+	return nil
 }
 
 // runningController is a controller started by a test; it stops when the test ends.
@@ -102,9 +145,13 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 		o.lease = fmt.Sprintf("coxswain-test-%d", leaseSeq.Add(1))
 	}
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).Named(o.identity)
+	newPub := inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: registry})
+	if o.published != nil {
+		newPub = o.published.wrap(newPub)
+	}
 	c, err := controller.New(controller.Options{
 		Log: log, Kube: kube, Gateway: gw, REST: cfg, Registry: registry,
-		NewPublisher:    inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: registry}),
+		NewPublisher:    newPub,
 		ControllerName:  o.name,
 		StatusAddresses: parsed,
 		Holdoff:         20 * time.Millisecond,

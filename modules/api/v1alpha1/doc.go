@@ -1,5 +1,7 @@
 // Package v1alpha1 is the gateway.coxswain-labs.dev/v1alpha1 API group: the kinds Coxswain's own
-// ExtensionRef filters (and, later, policies) are configured with. Import it as cxv1a1.
+// ExtensionRef filters are configured with. Import it as cxv1a1. The group's policy kinds are in
+// modules/api/policy/v1alpha1: this package imports the filter modules, and the controller, which
+// reads policies typed, must not link every filter in.
 //
 // A filter kind's spec type is the proxy module's Config itself (FooSpec is only an alias), not a
 // copy: the controller copies an object's .spec verbatim into the module's config and the proxy

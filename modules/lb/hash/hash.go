@@ -26,6 +26,8 @@ import (
 	"net/textproto"
 	"sync/atomic"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/proxy/hrw"
 	"github.com/coxswain-labs/coxswain/core/proxy/wrr"
@@ -116,6 +118,10 @@ func (h *Hash) compile() error {
 		return fmt.Errorf("key %s needs a name", h.Key)
 	case !named && h.Name != "":
 		return fmt.Errorf("key %s takes no name", h.Key)
+	case named && !httpguts.ValidHeaderFieldName(h.Name):
+		// Header and cookie names are both RFC 9110 tokens; a name that is not one never
+		// matches a request, so it is a mistake to report, not a key to hash on.
+		return fmt.Errorf("key %s: %q is not a valid %s name", h.Key, h.Name, h.Key)
 	}
 	return nil
 }

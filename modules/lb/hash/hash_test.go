@@ -64,6 +64,8 @@ func TestConfig(t *testing.T) {
 		{"no key", `{}`, false},
 		{"unknown key", `{"key":"body"}`, false},
 		{"header without a name", `{"key":"header"}`, false},
+		{"header name with a space", `{"key":"header","name":"X User"}`, false},
+		{"cookie name with a semicolon", `{"key":"cookie","name":"a;b"}`, false},
 		{"source-ip with a name", `{"key":"source-ip","name":"x"}`, false},
 		{"unknown field", `{"key":"uri","x":1}`, false},
 	}
