@@ -317,12 +317,15 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ep.Active.Add(1)
 	defer ep.Active.Add(-1)
-	out := outcomeFailed // unless the forwarder returns: it panicked (http.ErrAbortHandler)
+	out := outcomeFailed // unless the forwarder returns: it panicked (a bug, in it or a response filter)
 	if fb := u.cluster.feedback; fb != nil || br != nil {
 		// Deferred (open-coded: no allocation) so that a forwarder's panic still reports the pick.
 		defer report(fb, br, ep, r, time.Now(), &out)
 	}
 	out = u.fwd.forward(w, r, ep)
+	if out.aborted() {
+		panic(http.ErrAbortHandler) // after out is set: report sees how it ended
+	}
 }
 
 // report tells the endpoint's breaker and the cluster's balancer how one exchange ended. Feedback
