@@ -74,38 +74,38 @@ func errOutcome(r *http.Request, err error) outcome {
 // forwarders makes forwarders that share the proxy's upstream connection pools, which therefore
 // survive table swaps: a new snapshot does not reopen upstream connections.
 type forwarders struct {
-	log    *zap.Logger
-	stdlog *log.Logger // ReverseProxy's own log lines (body copy errors), shared by all forwarders
-	h1     *http.Transport
-	h2c    *http.Transport
-	pool   *bufferPool
-	pools  *h1Pools      // the HTTP/1.1 fast path's connections
-	h2cp   *h2cPools     // the h2c clusters' connections (h2c_conn.go)
-	rht    time.Duration // upstream response header timeout
+	log        *zap.Logger
+	stdlog     *log.Logger // ReverseProxy's own log lines (body copy errors), shared by all forwarders
+	defaults   connPolicy  // of a cluster that sets no timeouts
+	transports *transports // the stdlib reverse proxy's
+	pool       *bufferPool
+	pools      *h1Pools      // the HTTP/1.1 fast path's connections
+	h2cp       *h2cPools     // the h2c clusters' connections (h2c_conn.go)
+	rht        time.Duration // upstream response header timeout
 }
 
 func newForwarders(log *zap.Logger, l Limits) *forwarders {
 	return &forwarders{
-		log:    log,
-		stdlog: zap.NewStdLog(log.Named("forward")),
-		h1:     newTransport(l, false),
-		h2c:    newTransport(l, true),
-		pool:   &bufferPool{},
-		pools:  newH1Pools(l),
-		h2cp:   newH2CPools(l),
-		rht:    Positive(l.UpstreamResponseHeaderTimeout),
+		log:        log,
+		stdlog:     zap.NewStdLog(log.Named("forward")),
+		defaults:   defaultPolicy(l),
+		transports: newTransports(l),
+		pool:       &bufferPool{},
+		pools:      newH1Pools(l),
+		h2cp:       newH2CPools(),
+		rht:        Positive(l.UpstreamResponseHeaderTimeout),
 	}
 }
 
-// newTransport is the upstream transport, tuned for a gateway: a deep keep-alive pool per endpoint,
-// bounded dials and response-header waits, no environment proxy, and no transparent compression
-// (bytes pass through as the endpoint sent them).
-func newTransport(l Limits, h2c bool) *http.Transport {
-	d := &net.Dialer{Timeout: Positive(l.UpstreamDialTimeout), KeepAlive: 30 * time.Second}
+// newTransport is an upstream transport, tuned for a gateway: a deep keep-alive pool per endpoint,
+// dials bounded by the policy's connect timeout, idle connections closed after its idle timeout,
+// bounded response-header waits, no environment proxy, and no transparent compression (bytes pass
+// through as the endpoint sent them).
+func newTransport(l Limits, pol connPolicy, h2c bool) *http.Transport {
 	t := &http.Transport{
-		DialContext:           d.DialContext,
+		DialContext:           pol.dialer().DialContext,
 		MaxIdleConnsPerHost:   l.UpstreamMaxIdleConnsPerHost,
-		IdleConnTimeout:       Positive(l.UpstreamIdleConnTimeout),
+		IdleConnTimeout:       pol.idle,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
@@ -128,10 +128,15 @@ func newTransport(l Limits, h2c bool) *http.Transport {
 }
 
 func (f *forwarders) closeIdle() {
-	f.h1.CloseIdleConnections()
-	f.h2c.CloseIdleConnections()
+	f.transports.closeIdle()
 	f.pools.closeAll()
 	f.h2cp.closeIdle()
+}
+
+// sweep drops the pools and transports no build or in-place update asked for since the last sweep.
+func (f *forwarders) sweep() {
+	f.pools.sweep()
+	f.transports.sweep()
 }
 
 // newForwarder returns the forwarder of one backend: cl's transport, the backend's response filters
@@ -152,14 +157,11 @@ func (f *forwarders) reverseProxy(cl *cluster, resp []core.HTTPResponseFilter, e
 	rp := &reverseProxy{log: f.log, errw: errw, resp: resp}
 	rp.rp = httputil.ReverseProxy{
 		Rewrite:        rewrite,
-		Transport:      f.h1,
+		Transport:      cl.transport,
 		BufferPool:     f.pool,
 		ErrorHandler:   rp.handleError,
 		ErrorLog:       f.stdlog,
 		ModifyResponse: rp.modifyResponse,
-	}
-	if cl.protocol == irv1.Cluster_H2C {
-		rp.rp.Transport = f.h2c
 	}
 	rp.trailers, _ = errw.(core.HTTPTrailerErrorWriter)
 	return rp
@@ -262,8 +264,9 @@ func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err e
 // upstreamStatus maps an upstream failure to a status: past the request's deadline (route or
 // backend timeout, or the client's own gRPC deadline) it is 504, whatever the error says: a
 // backend that gave up at the same deadline (a gRPC server resets the stream with CANCEL) may
-// report it before the engine's own timer fires. A dial or I/O timeout is 504 too; anything
-// else (refused, reset, connection lost) is 502. An error from reading the request body that is a
+// report it before the engine's own timer fires. A connect that failed before the deadline is
+// 502, timed out (the cluster's connect timeout) or refused; an I/O timeout is 504; anything else
+// (reset, connection lost) is 502. An error from reading the request body that is a
 // core.StatusError (a filter's size limit) is that status. ok is false when the client canceled
 // (or the own server's client watch saw it go: errClientGone).
 func upstreamStatus(r *http.Request, err error) (status int, ok bool) {
@@ -282,10 +285,12 @@ func upstreamStatus(r *http.Request, err error) (status int, ok bool) {
 	var ne net.Error
 	var op *net.OpError
 	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		// Refused, or the cluster's connect timeout (which a net.Dialer reports as a
+		// DeadlineExceeded too) before the request's deadline.
+		return http.StatusBadGateway, true
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, true
-	case errors.As(err, &op) && op.Op == "dial":
-		return http.StatusBadGateway, true
 	case errors.As(err, &ne) && ne.Timeout():
 		return http.StatusGatewayTimeout, true
 	}

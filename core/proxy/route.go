@@ -58,6 +58,10 @@ type cluster struct {
 	// endpoints can change in place.
 	live    bool
 	plainUp *upstream // shared by the backends that can (builder.plainUpstream); nil until one does
+	// conn is how connections to the endpoints are made and kept (connpolicy.go); transport is the
+	// slow path's for it (HTTP clusters only).
+	conn      connPolicy
+	transport *http.Transport
 }
 
 // liveBalancer is implemented by balancers whose SetEndpoints is safe concurrently with Pick
@@ -72,7 +76,10 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	if _, dup := b.clusters[c.GetName()]; dup {
 		return errors.New("listed twice")
 	}
-	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol()}
+	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c)}
+	if cl.protocol == irv1.Cluster_HTTP1 || cl.protocol == irv1.Cluster_H2C {
+		cl.transport = b.p.fwd.transports.get(cl.protocol == irv1.Cluster_H2C, cl.conn)
+	}
 	eps, _ := endpointsOf(c, b.previousEndpoints(c.GetName()))
 	mc := c.GetBalancer()
 	if mc.GetId() == "" {
@@ -82,7 +89,7 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("balancer: %w", err)
 	}
-	cl.set.Store(b.p.fwd.newEpSet(cl.protocol, eps))
+	cl.set.Store(b.p.fwd.newEpSet(cl, eps))
 	bal.SetEndpoints(eps)
 	cl.balancer = bal
 	cl.feedback, _ = bal.(core.BalancerFeedback)
