@@ -79,6 +79,9 @@ func (p *Proxy) fastApply(t *table, snap *irv1.Snapshot) bool {
 			// The set first: a balancer's pick of a new endpoint then finds its pool. A pick from
 			// the old endpoints that meets the new set takes the forwarder's slow path to the same
 			// endpoint.
+			for _, s := range cl.breakers {
+				s.retain(next[i])
+			}
 			cl.set.Store(p.fwd.newEpSet(cl, next[i]))
 			cl.balancer.SetEndpoints(next[i])
 		}
@@ -146,6 +149,7 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket, failed map[sockKey]*
 		}
 	}
 	p.failed = failed
+	retainBreakers(t)
 	old := p.cur.Swap(t)
 	p.certs.retain(t.certKeys)
 	p.fwd.sweep()
