@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"net"
 	"sync"
@@ -95,10 +96,13 @@ func (ps *h1Pools) sweep() {
 		}
 	}
 	clear(ps.asked)
-	// The period may lengthen again once the pool that shortened it is gone.
+	// The period may lengthen again once the pool that shortened it is gone (the reaper picks
+	// it up after its next run; it never shortens here).
 	ps.every = 0
 	for _, p := range ps.pools {
-		ps.reapFor(p.idleFor)
+		if p.idleFor > 0 {
+			ps.every = min(cmp.Or(ps.every, maxReapEvery), max(p.idleFor/2, minReapEvery))
+		}
 	}
 }
 
@@ -123,14 +127,22 @@ func (ps *h1Pools) period() time.Duration {
 	return ps.every
 }
 
+// reap closes idle connections every period. A shorter period (a new pool's) takes effect at
+// once, a longer one after the next run: sweeps, at every snapshot, must not keep pushing the
+// next run back.
 func (ps *h1Pools) reap() {
-	t := time.NewTimer(ps.period())
+	next := time.Now().Add(ps.period())
+	t := time.NewTimer(time.Until(next))
 	defer t.Stop()
 	for {
 		select {
 		case <-ps.stop:
 			return
 		case <-ps.wake:
+			if at := time.Now().Add(ps.period()); at.Before(next) {
+				next = at
+				t.Reset(time.Until(next))
+			}
 		case now := <-t.C:
 			ps.mu.Lock()
 			pools := make([]*h1Pool, 0, len(ps.pools))
@@ -143,8 +155,9 @@ func (ps *h1Pools) reap() {
 			for _, p := range pools {
 				p.closeIdleSince(now.Add(-p.idleFor))
 			}
+			next = now.Add(ps.period())
+			t.Reset(time.Until(next))
 		}
-		t.Reset(ps.period())
 	}
 }
 
