@@ -76,9 +76,9 @@ func (p *Proxy) fastApply(t *table, snap *irv1.Snapshot) bool {
 	}
 	for i, cl := range t.clusters {
 		if next[i] != nil {
-			// The set first: a balancer's pick of a new endpoint then finds its pool. A pick from
-			// the old endpoints that meets the new set takes the forwarder's slow path to the same
-			// endpoint.
+			// The breakers and the set first: a balancer's pick of a new endpoint then finds its
+			// breaker and its pool. A pick from the old endpoints that meets the new set takes the
+			// forwarder's slow path to the same endpoint (and no breaker, if it left).
 			for _, s := range cl.breakers {
 				s.retain(next[i])
 			}

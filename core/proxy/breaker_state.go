@@ -87,14 +87,14 @@ func (c breakerConfig) key() string {
 }
 
 // phase is a breaker's state with what belongs to it, replaced whole, so that a state and its
-// deadline change together in one atomic step.
+// deadline change together in one atomic step. Every transition makes a new one, closed included:
+// a compare-and-swap from a phase then cannot succeed on a later phase that looks the same (a
+// request that saw the breaker closed before it opened cannot trip it once it has closed again).
 type phase struct {
 	state   breakerState
 	until   int64 // open: when the probe may go (clock time)
 	openFor int64 // open and half open: how long this open lasts or lasted
 }
-
-var closedPhase = &phase{state: stateClosed}
 
 // epBreaker is the breaker of one endpoint (by address) for one (route, cluster).
 type epBreaker struct {
@@ -112,7 +112,7 @@ type epBreaker struct {
 func newEpBreaker(cfg *breakerConfig, clock func() int64, addr string, series breakerHandles) *epBreaker {
 	e := &epBreaker{cfg: cfg, clock: clock, addr: addr, series: series}
 	e.win.width = max(cfg.window/windowBuckets, 1)
-	e.phase.Store(closedPhase)
+	e.phase.Store(&phase{state: stateClosed})
 	e.normal = breaker{e: e}
 	e.probe = breaker{e: e, probe: true}
 	return e
@@ -181,12 +181,12 @@ func (e *epBreaker) settle(failed bool) {
 		return
 	}
 	e.win.reset() // before closing: what is counted from now on starts afresh
-	if e.phase.CompareAndSwap(ph, closedPhase) {
+	if e.phase.CompareAndSwap(ph, &phase{state: stateClosed}) {
 		e.moved(stateClosed)
 	}
 }
 
-// open moves from ph to open for d; only one of racing callers does.
+// open moves from the phase from to open for d; of racing callers, one does.
 func (e *epBreaker) open(from *phase, now, d int64) {
 	if e.phase.CompareAndSwap(from, &phase{state: stateOpen, until: now + d, openFor: d}) {
 		e.moved(stateOpen)
