@@ -55,9 +55,11 @@ type Balancer interface {
 // ended, concurrently with Pick and other Done calls (no locks, no allocation):
 //
 //   - HTTP: after the forwarder returned, that is once the whole response has been relayed. rtt is
-//     the time from just before forwarding to then. failed reports that the request's context had
-//     ended by then (the route's or backend's timeout, or the client went away); an upstream that
-//     refused or reset is not yet reported as failed.
+//     the time from just before forwarding to then. failed reports that the endpoint answered 5xx,
+//     that the exchange failed (the connect was refused or timed out, the connection was reset,
+//     the response was malformed or its body broke off), or that the request's context had ended
+//     by then (the route's or backend's timeout, or the client went away: rtt is then no sample
+//     of the endpoint's speed either).
 //   - TCP, TLS and UDP routes: right after the dial. rtt is the connect time (next to nothing for
 //     UDP, whose dial only binds a socket); failed is a dial error.
 //

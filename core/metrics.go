@@ -12,64 +12,77 @@ import (
 
 // Metrics is how a module exports Prometheus series through the proxy's registry (the /metrics
 // of `coxswain proxy`). Modules are built per table, but a series must live as long as the
-// process, so a module does not register collectors itself: it asks Metrics for a counter vector
-// by name in Provision (BuildContext.Metrics), and every table that asks for the same name gets
-// the same vector, registered once. Names must begin with "coxswain_". A nil *Metrics (a proxy
-// without a registry, a BuildContext made by a test) hands out working vectors that nothing
+// process, so a module does not register collectors itself: it asks Metrics for a counter or
+// gauge vector by name in Provision (BuildContext.Metrics), and every table that asks for the same
+// name gets the same vector, registered once. Names must begin with "coxswain_". A nil *Metrics (a
+// proxy without a registry, a BuildContext made by a test) hands out working vectors that nothing
 // exports.
 type Metrics struct {
 	reg prometheus.Registerer
 
-	mu       sync.Mutex
-	counters map[string]*counterEntry
+	mu   sync.Mutex
+	vecs map[string]*vecEntry
 }
 
-type counterEntry struct {
-	vec    *prometheus.CounterVec
+// vecEntry is one registered family: a *prometheus.CounterVec or a *prometheus.GaugeVec.
+type vecEntry struct {
+	vec    prometheus.Collector
 	help   string
 	labels []string
 }
 
 // NewMetrics returns the module metrics of a proxy that registers them on reg (nil: none).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	return &Metrics{reg: reg, counters: map[string]*counterEntry{}}
+	return &Metrics{reg: reg, vecs: map[string]*vecEntry{}}
 }
 
 // CounterVec returns the counter vector name with the given help and label names, made and
-// registered on first use. Asking again for a name with another help or other labels is an
-// error: one name is one series family.
+// registered on first use. Asking again for a name with another help, other labels or as another
+// kind of vector is an error: one name is one series family.
 func (m *Metrics) CounterVec(name, help string, labels ...string) (*prometheus.CounterVec, error) {
-	if !strings.HasPrefix(name, "coxswain_") {
-		return nil, fmt.Errorf("metric %q: module metrics are named coxswain_*", name)
-	}
-	newVec := func() *prometheus.CounterVec {
+	return vecOf(m, name, help, labels, func() *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	})
+}
+
+// GaugeVec is CounterVec for a gauge vector.
+func (m *Metrics) GaugeVec(name, help string, labels ...string) (*prometheus.GaugeVec, error) {
+	return vecOf(m, name, help, labels, func() *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	})
+}
+
+func vecOf[V prometheus.Collector](m *Metrics, name, help string, labels []string, newVec func() V) (V, error) {
+	var zero V
+	if !strings.HasPrefix(name, "coxswain_") {
+		return zero, fmt.Errorf("metric %q: module metrics are named coxswain_*", name)
 	}
 	if m == nil {
 		return newVec(), nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.counters[name]; ok {
-		if e.help != help || !slices.Equal(e.labels, labels) {
-			return nil, fmt.Errorf("metric %s is already defined with labels %v", name, e.labels)
+	if e, ok := m.vecs[name]; ok {
+		v, sameKind := e.vec.(V)
+		if !sameKind || e.help != help || !slices.Equal(e.labels, labels) {
+			return zero, fmt.Errorf("metric %s is already defined as a %T with labels %v", name, e.vec, e.labels)
 		}
-		return e.vec, nil
+		return v, nil
 	}
 	vec := newVec()
 	if m.reg != nil {
 		if err := m.reg.Register(vec); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
-				return nil, fmt.Errorf("metric %s: %w", name, err)
+				return zero, fmt.Errorf("metric %s: %w", name, err)
 			}
-			existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
+			existing, ok := are.ExistingCollector.(V)
 			if !ok {
-				return nil, fmt.Errorf("metric %s: %w", name, err)
+				return zero, fmt.Errorf("metric %s: %w", name, err)
 			}
 			vec = existing
 		}
 	}
-	m.counters[name] = &counterEntry{vec: vec, help: help, labels: slices.Clone(labels)}
+	m.vecs[name] = &vecEntry{vec: vec, help: help, labels: slices.Clone(labels)}
 	return vec, nil
 }

@@ -42,3 +42,39 @@ func TestMetricsOutliveTables(t *testing.T) {
 		t.Errorf("nil Metrics: %v, %v", v, err)
 	}
 }
+
+// TestGaugeVec: a gauge vector is shared by name like a counter vector, adopted from the
+// registry by a second Metrics, and a name is one kind of vector only.
+func TestGaugeVec(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	a, err := m.GaugeVec("coxswain_test_state", "help", "zone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.GaugeVec("coxswain_test_state", "help", "zone")
+	if err != nil || a != b {
+		t.Fatalf("second ask: %v, same vector %v", err, a == b)
+	}
+	a.WithLabelValues("x").Set(2)
+	c, err := NewMetrics(reg).GaugeVec("coxswain_test_state", "help", "zone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(c.WithLabelValues("x")); n != 2 {
+		t.Errorf("adopted gauge = %v, want 2", n)
+	}
+	if _, err := m.CounterVec("coxswain_test_state", "help", "zone"); err == nil {
+		t.Error("a gauge's name asked for as a counter: no error")
+	}
+	if _, err := m.GaugeVec("coxswain_test_state", "other help", "zone"); err == nil {
+		t.Error("other help under the same name: no error")
+	}
+	if _, err := m.GaugeVec("state", "help"); err == nil {
+		t.Error("unprefixed name: no error")
+	}
+	var none *Metrics
+	if v, err := none.GaugeVec("coxswain_test_state", "help"); err != nil || v == nil {
+		t.Errorf("nil Metrics: %v, %v", v, err)
+	}
+}

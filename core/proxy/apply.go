@@ -75,21 +75,24 @@ func (p *Proxy) fastApply(t *table, snap *irv1.Snapshot) bool {
 		next[i] = eps
 	}
 	for i, cl := range t.clusters {
-		if next[i] == nil {
-			p.fwd.keep(cl.protocol, cl.set.Load())
-			continue
+		if next[i] != nil {
+			// The breakers and the set first: a balancer's pick of a new endpoint then finds its
+			// breaker and its pool. A pick from the old endpoints that meets the new set takes the
+			// forwarder's slow path to the same endpoint (and no breaker, if it left).
+			for _, s := range cl.breakers {
+				s.retain(next[i])
+			}
+			cl.set.Store(p.fwd.newEpSet(cl, next[i]))
+			if cl.sticky != nil {
+				cl.sticky.setEndpoints(next[i])
+			}
+			cl.balancer.SetEndpoints(next[i])
 		}
-		// The set first: a balancer's pick of a new endpoint then finds its pool. A pick from the
-		// old endpoints that meets the new set takes the forwarder's slow path to the same endpoint.
-		cl.set.Store(p.fwd.newEpSet(cl.protocol, next[i]))
-		if cl.sticky != nil {
-			cl.sticky.setEndpoints(next[i])
-		}
-		cl.balancer.SetEndpoints(next[i])
+		p.fwd.keep(cl)
 	}
 	v := snap.GetVersion()
 	t.version.Store(&v)
-	p.fwd.pools.sweep()
+	p.fwd.sweep()
 	p.retryLocked(time.Now(), true)
 	p.notify()
 	return true
@@ -149,9 +152,10 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket, failed map[sockKey]*
 		}
 	}
 	p.failed = failed
+	retainBreakers(t)
 	old := p.cur.Swap(t)
 	p.certs.retain(t.certKeys)
-	p.fwd.pools.sweep()
+	p.fwd.sweep()
 	if old != nil {
 		p.retired[old] = struct{}{}
 		old.retire()

@@ -35,45 +35,49 @@ func (s *epSet) h2cPool(ep *core.Endpoint) *h2cPool {
 	return s.h2c[ep]
 }
 
-// newEpSet makes the endpoint set of a cluster speaking proto, asking the proxy's pools for the
-// addresses (which keeps them from the next sweep).
-func (f *forwarders) newEpSet(proto irv1.Cluster_Protocol, eps []*core.Endpoint) *epSet {
+// newEpSet makes the endpoint set of cl with the endpoints eps, asking the proxy's pools for
+// their addresses under cl's connection policy (which keeps them from the next sweep).
+func (f *forwarders) newEpSet(cl *cluster, eps []*core.Endpoint) *epSet {
 	s := &epSet{eps: eps}
 	if len(eps) == 1 {
 		s.ep0 = eps[0]
 	}
-	switch proto {
+	switch cl.protocol {
 	case irv1.Cluster_HTTP1:
 		if s.ep0 != nil {
-			s.h1p0 = f.pools.pool(s.ep0.HostPort)
+			s.h1p0 = f.pools.pool(s.ep0.HostPort, cl.conn)
 			break
 		}
 		s.h1 = make(map[*core.Endpoint]*h1Pool, len(eps))
 		for _, ep := range eps {
-			s.h1[ep] = f.pools.pool(ep.HostPort)
+			s.h1[ep] = f.pools.pool(ep.HostPort, cl.conn)
 		}
 	case irv1.Cluster_H2C:
 		if s.ep0 != nil {
-			s.h2p0 = f.h2cp.pool(s.ep0.HostPort)
+			s.h2p0 = f.h2cp.pool(s.ep0.HostPort, cl.conn)
 			break
 		}
 		s.h2c = make(map[*core.Endpoint]*h2cPool, len(eps))
 		for _, ep := range eps {
-			s.h2c[ep] = f.h2cp.pool(ep.HostPort)
+			s.h2c[ep] = f.h2cp.pool(ep.HostPort, cl.conn)
 		}
 	}
 	return s
 }
 
-// keep asks the pools for the set's addresses again, so that a sweep after an in-place update
-// spares the clusters it did not change.
-func (f *forwarders) keep(proto irv1.Cluster_Protocol, s *epSet) {
-	if proto != irv1.Cluster_HTTP1 {
-		return // h2c pools are not swept: they close when idle
+// keep asks the pools and transports for what cl uses again, so that a sweep after an in-place
+// update spares the clusters it did not change.
+func (f *forwarders) keep(cl *cluster) {
+	switch cl.protocol {
+	case irv1.Cluster_HTTP1:
+		for _, ep := range cl.set.Load().eps {
+			f.pools.pool(ep.HostPort, cl.conn)
+		}
+	case irv1.Cluster_H2C: // h2c pools are not swept: they close when idle
+	default:
+		return
 	}
-	for _, ep := range s.eps {
-		f.pools.pool(ep.HostPort)
-	}
+	f.transports.get(cl.protocol == irv1.Cluster_H2C, cl.conn)
 }
 
 // endpointsOf converts a cluster's IR endpoints, reusing from prev the endpoints that did not

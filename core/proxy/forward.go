@@ -36,48 +36,77 @@ const (
 	// outcome5xx: the endpoint answered with a 5xx status.
 	outcome5xx
 	// outcomeFailed: no usable answer: the connect failed or timed out, the request timed out,
-	// the connection was reset or the response was malformed.
+	// the connection was reset, the response was malformed or its body broke off.
 	outcomeFailed
+
+	// outcomeAborted is set besides one of the above when the client's response must be cut off
+	// (its header went out, its body cannot be completed). The forwarder returns instead of
+	// panicking with http.ErrAbortHandler itself, so that the outcome is known: upstream.ServeHTTP
+	// panics once it has it.
+	outcomeAborted outcome = 1 << 7
 )
 
 // failed reports whether the outcome counts against the endpoint.
-func (o outcome) failed() bool { return o != outcomeOK }
+func (o outcome) failed() bool { return o&^outcomeAborted != outcomeOK }
+
+// aborted reports whether the client's response is to be aborted.
+func (o outcome) aborted() bool { return o&outcomeAborted != 0 }
+
+// statusOutcome is the outcome of an answer with the given status.
+func statusOutcome(status int) outcome {
+	if status >= http.StatusInternalServerError {
+		return outcome5xx
+	}
+	return outcomeOK
+}
+
+// errOutcome is the outcome of an exchange that ended with err: not the endpoint's fault when the
+// client went away or a filter refused the request body (upstreamStatus), failed otherwise.
+func errOutcome(r *http.Request, err error) outcome {
+	if _, ok := upstreamStatus(r, err); !ok {
+		return outcomeOK
+	}
+	if _, refused := core.ErrorStatus(err); refused {
+		return outcomeOK
+	}
+	return outcomeFailed
+}
 
 // forwarders makes forwarders that share the proxy's upstream connection pools, which therefore
 // survive table swaps: a new snapshot does not reopen upstream connections.
 type forwarders struct {
-	log    *zap.Logger
-	stdlog *log.Logger // ReverseProxy's own log lines (body copy errors), shared by all forwarders
-	h1     *http.Transport
-	h2c    *http.Transport
-	pool   *bufferPool
-	pools  *h1Pools      // the HTTP/1.1 fast path's connections
-	h2cp   *h2cPools     // the h2c clusters' connections (h2c_conn.go)
-	rht    time.Duration // upstream response header timeout
+	log        *zap.Logger
+	stdlog     *log.Logger // ReverseProxy's own log lines (body copy errors), shared by all forwarders
+	defaults   connPolicy  // of a cluster that sets no timeouts
+	transports *transports // the stdlib reverse proxy's
+	pool       *bufferPool
+	pools      *h1Pools      // the HTTP/1.1 fast path's connections
+	h2cp       *h2cPools     // the h2c clusters' connections (h2c_conn.go)
+	rht        time.Duration // upstream response header timeout
 }
 
 func newForwarders(log *zap.Logger, l Limits) *forwarders {
 	return &forwarders{
-		log:    log,
-		stdlog: zap.NewStdLog(log.Named("forward")),
-		h1:     newTransport(l, false),
-		h2c:    newTransport(l, true),
-		pool:   &bufferPool{},
-		pools:  newH1Pools(l),
-		h2cp:   newH2CPools(l),
-		rht:    Positive(l.UpstreamResponseHeaderTimeout),
+		log:        log,
+		stdlog:     zap.NewStdLog(log.Named("forward")),
+		defaults:   defaultPolicy(l),
+		transports: newTransports(l),
+		pool:       &bufferPool{},
+		pools:      newH1Pools(l),
+		h2cp:       newH2CPools(),
+		rht:        Positive(l.UpstreamResponseHeaderTimeout),
 	}
 }
 
-// newTransport is the upstream transport, tuned for a gateway: a deep keep-alive pool per endpoint,
-// bounded dials and response-header waits, no environment proxy, and no transparent compression
-// (bytes pass through as the endpoint sent them).
-func newTransport(l Limits, h2c bool) *http.Transport {
-	d := &net.Dialer{Timeout: Positive(l.UpstreamDialTimeout), KeepAlive: 30 * time.Second}
+// newTransport is an upstream transport, tuned for a gateway: a deep keep-alive pool per endpoint,
+// dials bounded by the policy's connect timeout, idle connections closed after its idle timeout,
+// bounded response-header waits, no environment proxy, and no transparent compression (bytes pass
+// through as the endpoint sent them).
+func newTransport(l Limits, pol connPolicy, h2c bool) *http.Transport {
 	t := &http.Transport{
-		DialContext:           d.DialContext,
+		DialContext:           pol.dialer().DialContext,
 		MaxIdleConnsPerHost:   l.UpstreamMaxIdleConnsPerHost,
-		IdleConnTimeout:       Positive(l.UpstreamIdleConnTimeout),
+		IdleConnTimeout:       pol.idle,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
@@ -100,10 +129,15 @@ func newTransport(l Limits, h2c bool) *http.Transport {
 }
 
 func (f *forwarders) closeIdle() {
-	f.h1.CloseIdleConnections()
-	f.h2c.CloseIdleConnections()
+	f.transports.closeIdle()
 	f.pools.closeAll()
 	f.h2cp.closeIdle()
+}
+
+// sweep drops the pools and transports no build or in-place update asked for since the last sweep.
+func (f *forwarders) sweep() {
+	f.pools.sweep()
+	f.transports.sweep()
 }
 
 // newForwarder returns the forwarder of one backend: cl's transport, the backend's response filters
@@ -121,29 +155,16 @@ func (f *forwarders) newForwarder(cl *cluster, resp []core.HTTPResponseFilter, e
 }
 
 func (f *forwarders) reverseProxy(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) *reverseProxy {
-	rp := &reverseProxy{log: f.log, errw: errw}
+	rp := &reverseProxy{log: f.log, errw: errw, resp: resp}
 	rp.rp = httputil.ReverseProxy{
-		Rewrite:      rewrite,
-		Transport:    f.h1,
-		BufferPool:   f.pool,
-		ErrorHandler: rp.handleError,
-		ErrorLog:     f.stdlog,
-	}
-	if cl.protocol == irv1.Cluster_H2C {
-		rp.rp.Transport = f.h2c
+		Rewrite:        rewrite,
+		Transport:      cl.transport,
+		BufferPool:     f.pool,
+		ErrorHandler:   rp.handleError,
+		ErrorLog:       f.stdlog,
+		ModifyResponse: rp.modifyResponse,
 	}
 	rp.trailers, _ = errw.(core.HTTPTrailerErrorWriter)
-	if len(resp) > 0 || rp.trailers != nil {
-		rp.rp.ModifyResponse = func(res *http.Response) error {
-			for _, fl := range resp {
-				fl.FilterResponse(res.Request, res.StatusCode, res.Header)
-			}
-			if rp.trailers != nil {
-				res.Body = &trailerErrorBody{ReadCloser: res.Body, res: res, rp: rp}
-			}
-			return nil
-		}
-	}
 	return rp
 }
 
@@ -154,23 +175,65 @@ type reverseProxy struct {
 	rp   httputil.ReverseProxy
 	log  *zap.Logger
 	errw core.HTTPErrorWriter
+	resp []core.HTTPResponseFilter
 	// trailers is errw when it can report a failure after the response header (gRPC).
 	trailers core.HTTPTrailerErrorWriter
 }
 
+// rpExchange is the per-request state of the reverse proxy path: how the exchange went, which
+// ReverseProxy's callbacks (modifyResponse, handleError, the response body) learn and forward
+// returns. They reach it through the request's context: three allocations per request (the
+// state, the context and the request copy), on a path that clones the request anyway.
+type rpExchange struct{ out outcome }
+
+type rpExchangeKey struct{}
+
+func exchangeOf(r *http.Request) *rpExchange {
+	if x, ok := r.Context().Value(rpExchangeKey{}).(*rpExchange); ok {
+		return x
+	}
+	return &rpExchange{} // not through forward: nobody reads it
+}
+
 // forward points r at ep for the duration of the call: ReverseProxy clones r (URL included) before
-// Rewrite, so setting the target on r and restoring it afterwards costs no allocation and leaves r
-// as the filters left it. Fields already in w's header (session persistence's Set-Cookie) are
-// kept through interim responses (keepHeader).
-func (f *reverseProxy) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) outcome {
+// Rewrite, so setting the target on r and restoring it afterwards leaves r as the filters left it.
+// Fields already in w's header (session persistence's Set-Cookie) are kept through interim
+// responses (keepHeader).
+func (f *reverseProxy) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) (out outcome) {
+	x := &rpExchange{}
 	scheme, host := r.URL.Scheme, r.URL.Host
 	r.URL.Scheme, r.URL.Host = "http", ep.HostPort
 	defer func() { r.URL.Scheme, r.URL.Host = scheme, host }()
 	if h := w.Header(); len(h) > 0 {
 		w = &keepHeader{ResponseWriter: w, pre: h.Clone()}
 	}
-	f.rp.ServeHTTP(w, r)
-	return outcomeOK
+	defer func() {
+		// ReverseProxy aborts a response whose body it could not copy with http.ErrAbortHandler:
+		// return that as an outcome, which the caller records before it aborts. Any other panic
+		// goes on from here, before the stack unwinds, so its trace still shows where it came from.
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler { //nolint:errorlint // the panic value is the sentinel itself
+				panic(v)
+			}
+			out = x.out | outcomeAborted
+		}
+	}()
+	f.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), rpExchangeKey{}, x)))
+	return x.out
+}
+
+// modifyResponse notes a 5xx, runs the response filters and watches the body for a failure
+// mid-stream. A 101's body is the upgraded connection, which ReverseProxy needs unwrapped.
+func (f *reverseProxy) modifyResponse(res *http.Response) error {
+	x := exchangeOf(res.Request)
+	x.out = statusOutcome(res.StatusCode)
+	for _, fl := range f.resp {
+		fl.FilterResponse(res.Request, res.StatusCode, res.Header)
+	}
+	if res.StatusCode != http.StatusSwitchingProtocols && res.Body != nil && res.Body != http.NoBody {
+		res.Body = &upstreamBody{ReadCloser: res.Body, res: res, rp: f, x: x}
+	}
+	return nil
 }
 
 // keepHeader is the client's writer on the stdlib path when the engine set response fields
@@ -250,6 +313,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 
 // handleError answers an upstream failure that came before the response header.
 func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err error) {
+	exchangeOf(r).out = errOutcome(r, err)
 	status, ok := upstreamStatus(r, err)
 	if !ok {
 		// The client went away; nobody reads the answer.
@@ -264,12 +328,14 @@ func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err e
 // upstreamStatus maps an upstream failure to a status: past the request's deadline (route or
 // backend timeout, or the client's own gRPC deadline) it is 504, whatever the error says: a
 // backend that gave up at the same deadline (a gRPC server resets the stream with CANCEL) may
-// report it before the engine's own timer fires. A dial or I/O timeout is 504 too; anything
-// else (refused, reset, connection lost) is 502. An error from reading the request body that is a
-// core.StatusError (a filter's size limit) is that status. ok is false when the client canceled.
+// report it before the engine's own timer fires. A connect that failed before the deadline is
+// 502, timed out (the cluster's connect timeout) or refused; an I/O timeout is 504; anything else
+// (reset, connection lost) is 502. An error from reading the request body that is a
+// core.StatusError (a filter's size limit) is that status. ok is false when the client canceled
+// (or the own server's client watch saw it go: errClientGone).
 func upstreamStatus(r *http.Request, err error) (status int, ok bool) {
 	ctx := r.Context()
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
+	if cerr := ctx.Err(); (cerr != nil && !errors.Is(cerr, context.DeadlineExceeded)) || err == errClientGone { //nolint:errorlint // our own sentinel, never wrapped
 		return 0, false
 	}
 	if st, isStatus := core.ErrorStatus(err); isStatus {
@@ -283,35 +349,41 @@ func upstreamStatus(r *http.Request, err error) (status int, ok bool) {
 	var ne net.Error
 	var op *net.OpError
 	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		// Refused, or the cluster's connect timeout (which a net.Dialer reports as a
+		// DeadlineExceeded too) before the request's deadline.
+		return http.StatusBadGateway, true
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, true
-	case errors.As(err, &op) && op.Op == "dial":
-		return http.StatusBadGateway, true
 	case errors.As(err, &ne) && ne.Timeout():
 		return http.StatusGatewayTimeout, true
 	}
 	return http.StatusBadGateway, true
 }
 
-// trailerErrorBody is an upstream response body whose failure mid-stream becomes trailers
-// (core.HTTPTrailerErrorWriter) and a normal end of the body, so ReverseProxy sends them instead
-// of aborting the client's stream. One is allocated per response of a route that has such a
-// writer.
-type trailerErrorBody struct {
+// upstreamBody is an upstream response body that records a failure mid-stream in the exchange's
+// outcome. With a route whose error writer can (core.HTTPTrailerErrorWriter, gRPC), the failure
+// becomes trailers and a normal end of the body, so ReverseProxy sends them instead of aborting the
+// client's stream.
+type upstreamBody struct {
 	io.ReadCloser
 	res *http.Response
 	rp  *reverseProxy
+	x   *rpExchange
 }
 
-func (b *trailerErrorBody) Read(p []byte) (int, error) {
+func (b *upstreamBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == nil || errors.Is(err, io.EOF) {
 		return n, err
 	}
 	r := b.res.Request
+	if o := errOutcome(r, err); o.failed() {
+		b.x.out = o
+	}
 	status, ok := upstreamStatus(r, err)
-	if !ok {
-		return n, err // the client is gone: abort as before
+	if !ok || b.rp.trailers == nil {
+		return n, err // the client is gone, or nothing to say it with: abort
 	}
 	b.rp.log.Debug("upstream error mid-stream", zap.String("host", r.Host), zap.String("upstream", r.URL.Host),
 		zap.Int("status", status), zap.Error(err))

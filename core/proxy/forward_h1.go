@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"strings"
@@ -71,20 +72,17 @@ func (f *h1Forwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.E
 	switch res, err := x.readBody(r); res {
 	case bodyRead:
 	case bodyStreams:
-		f.streamBody(w, r, ep, x)
-		return outcomeOK
+		return f.streamBody(w, r, ep, x)
 	default:
 		f.refuseBody(w, r, err)
-		return outcomeOK
+		return outcomeOK // the client's body failed, not the endpoint
 	}
 	x.guard(w, r)
 	c, err := f.exchange(r.Context(), r, pool, x)
 	if err != nil {
-		f.fail(w, r, ep, err)
-		return outcomeOK
+		return f.fail(w, r, ep, err)
 	}
-	f.relay(w, r, c, x)
-	return outcomeOK
+	return f.relay(w, r, c, x)
 }
 
 // slowPath is the stdlib reverse proxy, made on first use (two requests racing may both make one;
@@ -279,12 +277,22 @@ func (f *h1Forwarder) roundTrip(ctx context.Context, r *http.Request, c *h1Conn,
 }
 
 // cancelErr is the error of a cancelled exchange: the context's (a deadline is a 504), else
-// context.Canceled (the client went away and the context's cancellation may still be under way).
+// errClientGone (the client went away and the context's cancellation may still be under way).
 func cancelErr(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return context.Canceled
+	return errClientGone
+}
+
+// errClientGone is how the own server's client watch cancels an exchange (upstreamStatus: no answer,
+// not the endpoint's fault).
+var errClientGone = fmt.Errorf("client went away: %w", context.Canceled)
+
+// clientLeft reports whether the client went away during the exchange (rather than a deadline
+// passing). Asked before release.
+func (x *h1Exchange) clientLeft(ctx context.Context) bool {
+	return (x.sc != nil && x.sc.watch.gone.Load()) || errors.Is(ctx.Err(), context.Canceled)
 }
 
 // bodyDeadline sets the deadline the body is read under before it is copied: the request's own, or
@@ -313,16 +321,17 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // fail answers an exchange that produced no response (upstreamStatus: 504 past a deadline, 502
 // otherwise). A client that went away gets nothing.
-func (f *h1Forwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) {
+func (f *h1Forwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) outcome {
 	log := f.fwds.log
 	status, ok := upstreamStatus(r, err)
 	if !ok {
 		log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
-		return
+		return outcomeOK
 	}
 	log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
 		zap.Int("status", status), zap.Error(err))
 	f.errw.WriteError(w, r, status, http.StatusText(status))
+	return errOutcome(r, err)
 }
 
 // chunkedReader is httputil's, which rejects malformed chunk sizes and lines.

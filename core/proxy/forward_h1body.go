@@ -116,13 +116,13 @@ func putBodyBuf(b *[]byte) {
 
 // streamBody sends a chunked body that did not arrive whole through the stdlib reverse proxy, which
 // writes it while it reads the response: what was read first, then the rest.
-func (f *h1Forwarder) streamBody(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, x *h1Exchange) {
+func (f *h1Forwarder) streamBody(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, x *h1Exchange) outcome {
 	rb := &replayBody{head: x.body, buf: x.bodyBuf, rest: r.Body}
 	x.body, x.bodyBuf = nil, nil // rb owns the buffer now
 	body := r.Body
 	r.Body = rb
 	defer func() { r.Body = body }()
-	f.slowPath().forward(w, r, ep)
+	return f.slowPath().forward(w, r, ep)
 }
 
 // replayBody reads head, then rest. The transport may read it from its own goroutine, and close

@@ -57,16 +57,14 @@ func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	s, err := f.open(r, pool, !hasBody)
 	if err != nil {
-		f.fail(w, r, ep, err)
-		return outcomeOK
+		return f.fail(w, r, ep, err)
 	}
 	defer s.finish()
 	if hasBody {
 		go s.sendBody(r.Body, r)
 	}
 	if err := s.awaitHeader(ctx.Done()); err != nil {
-		f.fail(w, r, ep, err)
-		return outcomeOK
+		return f.fail(w, r, ep, err)
 	}
 	// The upstream's fields go straight into the client's header map, where the response
 	// filters see them (read-only once the header arrived).
@@ -79,8 +77,7 @@ func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.
 		fl.FilterResponse(r, s.status, h)
 	}
 	w.WriteHeader(s.status)
-	f.copyBody(w, r, ep, s)
-	return outcomeOK
+	return f.copyBody(w, r, ep, s, statusOutcome(s.status))
 }
 
 // open reserves a stream slot and opens the stream, once more on another connection if the one
@@ -105,8 +102,9 @@ func (f *h2cForwarder) open(r *http.Request, pool *h2cPool, endStream bool) (*h2
 }
 
 // copyBody copies the response body as it arrives, flushing whenever nothing more is buffered,
-// then the trailers.
-func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, s *h2cStream) {
+// then the trailers. out is the outcome so far (the status's); a client that cannot be written to
+// ends the copy without changing it.
+func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, s *h2cStream, out outcome) outcome {
 	done := r.Context().Done()
 	var rc *http.ResponseController
 	// The header goes out on its own only if nothing follows it yet (a stream that answers
@@ -114,7 +112,7 @@ func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core
 	if !s.more() {
 		rc = http.NewResponseController(w)
 		if rc.Flush() != nil {
-			return
+			return out
 		}
 	}
 	for {
@@ -123,12 +121,11 @@ func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core
 			_, werr := w.Write(p)
 			s.consumed(p)
 			if werr != nil {
-				return // the client is gone; finish resets the upstream stream
+				return out // the client is gone; finish resets the upstream stream
 			}
 		}
 		if err != nil {
-			f.failMidStream(w, r, ep, err)
-			return
+			return f.failMidStream(w, r, ep, err)
 		}
 		if end {
 			break
@@ -138,32 +135,37 @@ func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core
 				rc = http.NewResponseController(w)
 			}
 			if rc.Flush() != nil {
-				return
+				return out
 			}
 		}
 	}
 	addFields(w.Header(), s.trailer, trailerKey) // complete: the readLoop writes no more
+	return out
 }
 
 // fail answers an upstream failure that came before the response header.
-func (f *h2cForwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) {
+func (f *h2cForwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) outcome {
 	status, ok := upstreamStatus(r, err)
 	if !ok {
 		f.fwds.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
-		return
+		return outcomeOK
 	}
 	f.fwds.log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
 		zap.Int("status", status), zap.Error(err))
 	f.errw.WriteError(w, r, status, http.StatusText(status))
+	return errOutcome(r, err)
 }
 
 // failMidStream ends a response whose upstream failed after its header: in trailers when the
 // route's error writer can (gRPC: a grpc-status the client reads), else by aborting the client's
-// stream.
-func (f *h2cForwarder) failMidStream(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) {
+// stream. It is the endpoint's failure unless the client went away.
+func (f *h2cForwarder) failMidStream(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) outcome {
 	status, ok := upstreamStatus(r, err)
-	if !ok || f.terrw == nil {
-		panic(http.ErrAbortHandler)
+	if !ok {
+		return outcomeOK | outcomeAborted
+	}
+	if f.terrw == nil {
+		return errOutcome(r, err) | outcomeAborted
 	}
 	f.fwds.log.Debug("upstream error mid-stream", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
 		zap.Int("status", status), zap.Error(err))
@@ -173,6 +175,7 @@ func (f *h2cForwarder) failMidStream(w http.ResponseWriter, r *http.Request, ep 
 	for k, vv := range tr {
 		h[trailerKey(k)] = vv
 	}
+	return errOutcome(r, err)
 }
 
 // requestFields are the request's HTTP/2 fields: pseudo-headers, the client's headers minus the

@@ -61,21 +61,29 @@ func skipHeader(br *bufio.Reader) error {
 // upstream fast path, with a client and a backend that allocate nothing: allocs/op is what the
 // proxy allocates per request: 5 today, a header string and its value slice each way, and the
 // balancer's PickInfo (route.go).
-func BenchmarkH1ProxyAllocs(b *testing.B) { benchH1Proxy(b, nil) }
+func BenchmarkH1ProxyAllocs(b *testing.B) { benchH1Proxy(b, func(*irv1.Cluster) {}) }
 
 // BenchmarkH1ProxyFeedback is BenchmarkH1ProxyAllocs with a balancer that implements
 // core.BalancerFeedback (lb.test_feedback, whose Done drops the call): the engine's cost of
 // reporting each exchange.
 func BenchmarkH1ProxyFeedback(b *testing.B) {
-	benchH1Proxy(b, &irv1.ModuleConfig{Id: "lb.test_feedback"})
+	benchH1Proxy(b, func(c *irv1.Cluster) { c.Balancer = &irv1.ModuleConfig{Id: "lb.test_feedback"} })
 }
 
-func benchH1Proxy(b *testing.B, balancer *irv1.ModuleConfig) {
+// BenchmarkH1ProxyBreaker is BenchmarkH1ProxyAllocs with a circuit breaker on the cluster: the
+// cost of admitting each request and counting it in the breaker's window (same allocs).
+func BenchmarkH1ProxyBreaker(b *testing.B) {
+	benchH1Proxy(b, func(c *irv1.Cluster) {
+		c.CircuitBreaker = &irv1.CircuitBreaker{ThresholdPercent: 50, WindowMs: 10_000, OpenMs: 1000, MinRequests: 5}
+	})
+}
+
+func benchH1Proxy(b *testing.B, configure func(*irv1.Cluster)) {
 	be := serveFixed(b, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
 	l := httpListener(0, server("", vhost("example.com", route("r", "/", backend("fixed", 1)))))
 	p := newProxy(b)
 	cl := cluster("fixed", be)
-	cl.Balancer = balancer
+	configure(cl)
 	apply(b, p, snapshot(b, []*irv1.Listener{l}, []*irv1.Cluster{cl}))
 	c, err := net.Dial("tcp", addrOf(b, p, l.Name))
 	if err != nil {

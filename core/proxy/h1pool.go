@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"net"
 	"sync"
@@ -9,62 +10,100 @@ import (
 	"time"
 )
 
-// h1Pools holds one keep-alive pool per upstream address ("host:port"). Pools outlive tables, so a
-// snapshot that keeps an endpoint keeps its warm connections; pools of addresses the serving table
-// no longer uses are closed by sweep.
+// h1Pools holds one keep-alive pool per upstream address ("host:port") and connection policy
+// (connpolicy.go). Pools outlive tables, so a snapshot that keeps an endpoint keeps its warm
+// connections; pools no table uses any more are closed by sweep. A reaper closes the connections
+// idle longer than their pool's idle timeout.
 type h1Pools struct {
 	mu      sync.Mutex
-	pools   map[string]*h1Pool
-	asked   map[string]struct{} // addresses asked for since the last sweep
-	dialer  *net.Dialer
+	pools   map[poolKey]*h1Pool
+	asked   map[poolKey]struct{} // pools asked for since the last sweep
 	maxIdle int
-	idleFor time.Duration // close connections idle longer; 0 keeps them
+	every   time.Duration // the reaper's period: half the shortest idle timeout, within bounds
+	wake    chan struct{} // tells the reaper its period shrank
+	reaping sync.Once
 	stop    chan struct{}
 	once    sync.Once
 }
 
-func newH1Pools(l Limits) *h1Pools {
-	ps := &h1Pools{
-		pools:   map[string]*h1Pool{},
-		asked:   map[string]struct{}{},
-		dialer:  &net.Dialer{Timeout: Positive(l.UpstreamDialTimeout), KeepAlive: 30 * time.Second},
-		maxIdle: l.UpstreamMaxIdleConnsPerHost,
-		idleFor: Positive(l.UpstreamIdleConnTimeout),
-		stop:    make(chan struct{}),
-	}
-	if ps.idleFor > 0 {
-		go ps.reap(min(ps.idleFor/2, 10*time.Second))
-	}
-	return ps
+// poolKey identifies a pool: an address under one connection policy.
+type poolKey struct {
+	addr string
+	pol  connPolicy
 }
 
-// pool returns the pool of addr, creating it. Called at table build time, never per request.
-func (ps *h1Pools) pool(addr string) *h1Pool {
+// The reaper's period bounds: an idle connection is closed between its timeout and half as long
+// again after it, but no later than maxReapEvery after it and no sooner than every minReapEvery.
+const (
+	minReapEvery = 10 * time.Millisecond
+	maxReapEvery = 10 * time.Second
+)
+
+func newH1Pools(l Limits) *h1Pools {
+	return &h1Pools{
+		pools:   map[poolKey]*h1Pool{},
+		asked:   map[poolKey]struct{}{},
+		maxIdle: l.UpstreamMaxIdleConnsPerHost,
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+}
+
+// pool returns the pool of addr under pol, creating it. Called at table build time, never per
+// request.
+func (ps *h1Pools) pool(addr string, pol connPolicy) *h1Pool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	ps.asked[addr] = struct{}{}
-	p, ok := ps.pools[addr]
+	k := poolKey{addr: addr, pol: pol}
+	ps.asked[k] = struct{}{}
+	p, ok := ps.pools[k]
 	if !ok {
-		p = &h1Pool{addr: addr, dialer: ps.dialer, maxIdle: ps.maxIdle}
-		ps.pools[addr] = p
+		p = &h1Pool{addr: addr, dialer: pol.dialer(), maxIdle: ps.maxIdle, idleFor: pol.idle}
+		ps.pools[k] = p
+		ps.reapFor(pol.idle)
 	}
 	return p
 }
 
-// sweep closes the pools of addresses no table build has asked for since the last sweep. The
-// engine calls it after a table is swapped in, whose build asked for every address it uses, so
-// endpoints that come and go (pods rescheduled) do not leave pools and idle connections behind.
-// A retired table's request still holding a swept pool gets its connection closed, not pooled.
+// reapFor makes the reaper run often enough for a pool whose idle timeout is idle (ps.mu held).
+func (ps *h1Pools) reapFor(idle time.Duration) {
+	if idle <= 0 {
+		return
+	}
+	every := min(max(idle/2, minReapEvery), maxReapEvery)
+	if ps.every != 0 && ps.every <= every {
+		return
+	}
+	ps.every = every
+	ps.reaping.Do(func() { go ps.reap() })
+	select {
+	case ps.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sweep closes the pools no table build has asked for since the last sweep. The engine calls it
+// after a table is swapped in, whose build asked for every pool it uses, so endpoints that come and
+// go (pods rescheduled) and policies that change do not leave pools and idle connections behind. A
+// retired table's request still holding a swept pool gets its connection closed, not pooled.
 func (ps *h1Pools) sweep() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	for addr, p := range ps.pools {
-		if _, ok := ps.asked[addr]; !ok {
-			delete(ps.pools, addr)
+	for k, p := range ps.pools {
+		if _, ok := ps.asked[k]; !ok {
+			delete(ps.pools, k)
 			p.close()
 		}
 	}
 	clear(ps.asked)
+	// The period may lengthen again once the pool that shortened it is gone (the reaper picks
+	// it up after its next run; it never shortens here).
+	ps.every = 0
+	for _, p := range ps.pools {
+		if p.idleFor > 0 {
+			ps.every = min(cmp.Or(ps.every, maxReapEvery), max(p.idleFor/2, minReapEvery))
+		}
+	}
 }
 
 // closeAll closes every pool and stops the reaper. A request still running holds its pool: its
@@ -73,29 +112,51 @@ func (ps *h1Pools) closeAll() {
 	ps.once.Do(func() { close(ps.stop) })
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	for addr, p := range ps.pools {
-		delete(ps.pools, addr)
+	for k, p := range ps.pools {
+		delete(ps.pools, k)
 		p.close()
 	}
 }
 
-func (ps *h1Pools) reap(every time.Duration) {
-	t := time.NewTicker(every)
+func (ps *h1Pools) period() time.Duration {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.every == 0 {
+		return maxReapEvery
+	}
+	return ps.every
+}
+
+// reap closes idle connections every period. A shorter period (a new pool's) takes effect at
+// once, a longer one after the next run: sweeps, at every snapshot, must not keep pushing the
+// next run back.
+func (ps *h1Pools) reap() {
+	next := time.Now().Add(ps.period())
+	t := time.NewTimer(time.Until(next))
 	defer t.Stop()
 	for {
 		select {
 		case <-ps.stop:
 			return
+		case <-ps.wake:
+			if at := time.Now().Add(ps.period()); at.Before(next) {
+				next = at
+				t.Reset(time.Until(next))
+			}
 		case now := <-t.C:
 			ps.mu.Lock()
 			pools := make([]*h1Pool, 0, len(ps.pools))
 			for _, p := range ps.pools {
-				pools = append(pools, p)
+				if p.idleFor > 0 {
+					pools = append(pools, p)
+				}
 			}
 			ps.mu.Unlock()
 			for _, p := range pools {
-				p.closeIdleSince(now.Add(-ps.idleFor))
+				p.closeIdleSince(now.Add(-p.idleFor))
 			}
+			next = now.Add(ps.period())
+			t.Reset(time.Until(next))
 		}
 	}
 }
@@ -104,8 +165,9 @@ func (ps *h1Pools) reap(every time.Duration) {
 // connections in use and lets the reaper close the cold ones at the bottom.
 type h1Pool struct {
 	addr    string
-	dialer  *net.Dialer
+	dialer  *net.Dialer // bounded by the policy's connect timeout
 	maxIdle int
+	idleFor time.Duration // the policy's idle timeout; 0 keeps idle connections
 
 	mu     sync.Mutex
 	idle   []*h1Conn

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -145,8 +146,9 @@ func writeValue(bw *bufio.Writer, v string) {
 
 // relay copies the response x.head (already read from c) and its body to w, then pools c if the
 // exchange ended cleanly. A failure after the header was sent aborts the client's response
-// (http.ErrAbortHandler), so the client sees a truncated response, never a short one.
-func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x *h1Exchange) {
+// (outcomeAborted), so the client sees a truncated response, never a short one; it counts against
+// the endpoint unless the client caused it (went away, or could not be written to).
+func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x *h1Exchange) outcome {
 	hd := &x.head
 	h := w.Header()
 	copyFields(h, hd, "")
@@ -154,13 +156,14 @@ func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x
 		fl.FilterResponse(r, hd.status, h)
 	}
 	w.WriteHeader(hd.status)
+	out := statusOutcome(hd.status)
 	if !bodyDeadline(r.Context(), c, x, r.Method) {
 		_ = c.nc.Close()
-		panic(http.ErrAbortHandler)
+		return x.brokeOff(r.Context(), nil, out)
 	}
 	if hd.bodyless(r.Method) {
 		f.done(c, x)
-		return
+		return out
 	}
 	flusher, _ := w.(http.Flusher)
 	stream := flusher != nil && (hd.length < 0 || isEventStream(h))
@@ -176,10 +179,28 @@ func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x
 	}
 	if err != nil {
 		_ = c.nc.Close()
-		panic(http.ErrAbortHandler)
+		return x.brokeOff(r.Context(), err, out)
 	}
 	f.done(c, x)
+	return out
 }
+
+// brokeOff is the outcome of a response cut off after its header by err (nil: the request was
+// cancelled): out, aborted, and failed unless the client was the cause.
+func (x *h1Exchange) brokeOff(ctx context.Context, err error, out outcome) outcome {
+	var werr clientWriteError
+	if !errors.As(err, &werr) && !x.clientLeft(ctx) {
+		out = outcomeFailed
+	}
+	return out | outcomeAborted
+}
+
+// clientWriteError is a failure to write the response to the client (which is gone, or too slow
+// for the write timeout): not the endpoint's fault.
+type clientWriteError struct{ err error }
+
+func (e clientWriteError) Error() string { return "writing to the client: " + e.err.Error() }
+func (e clientWriteError) Unwrap() error { return e.err }
 
 // done pools c after a complete exchange, unless either side asked to close it or a cancellation
 // may have touched it.
@@ -261,7 +282,7 @@ func copyN(w io.Writer, br *bufio.Reader, n int64, stream bool, fl http.Flusher)
 		}
 		b, _ := br.Peek(k)
 		if _, err := w.Write(b); err != nil {
-			return err
+			return clientWriteError{err}
 		}
 		_, _ = br.Discard(k)
 		if n > 0 {
@@ -285,7 +306,7 @@ func (f *h1Forwarder) copyChunked(w http.ResponseWriter, c *h1Conn, x *h1Exchang
 		n, err := cr.Read(*buf)
 		if n > 0 {
 			if _, werr := w.Write((*buf)[:n]); werr != nil {
-				return werr
+				return clientWriteError{werr}
 			}
 			if stream && c.br.Buffered() == 0 {
 				fl.Flush()

@@ -41,38 +41,36 @@ var (
 	errH2CProtocol = errors.New("h2c: upstream protocol error")
 )
 
-// h2cPools holds one pool per endpoint address, shared by every forwarder of the proxy, so a new
-// table keeps the connections of the old one.
+// h2cPools holds one pool per endpoint address and connection policy (connpolicy.go), shared by
+// every forwarder of the proxy, so a new table keeps the connections of the old one.
 type h2cPools struct {
 	mu    sync.Mutex
-	m     map[string]*h2cPool
-	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
-	idle  time.Duration
+	m     map[poolKey]*h2cPool
 	hdrSz uint32
 }
 
-func newH2CPools(l Limits) *h2cPools {
-	d := &net.Dialer{Timeout: Positive(l.UpstreamDialTimeout), KeepAlive: 30 * time.Second}
-	return &h2cPools{m: map[string]*h2cPool{}, dial: d.DialContext, idle: Positive(l.UpstreamIdleConnTimeout),
-		hdrSz: h2cMaxHeader}
+func newH2CPools() *h2cPools {
+	return &h2cPools{m: map[poolKey]*h2cPool{}, hdrSz: h2cMaxHeader}
 }
 
-func (ps *h2cPools) pool(addr string) *h2cPool {
+func (ps *h2cPools) pool(addr string, pol connPolicy) *h2cPool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	p := ps.m[addr]
+	k := poolKey{addr: addr, pol: pol}
+	p := ps.m[k]
 	if p == nil {
-		p = &h2cPool{addr: addr, ps: ps}
-		ps.m[addr] = p
+		p = &h2cPool{addr: addr, pol: pol, dialer: pol.dialer().DialContext, ps: ps}
+		ps.m[k] = p
 	}
 	return p
 }
 
-// forget drops p from the pools if it is still the one for its address.
+// forget drops p from the pools if it is still the one for its address and policy.
 func (ps *h2cPools) forget(p *h2cPool) {
+	k := poolKey{addr: p.addr, pol: p.pol}
 	ps.mu.Lock()
-	if ps.m[p.addr] == p {
-		delete(ps.m, p.addr)
+	if ps.m[k] == p {
+		delete(ps.m, k)
 	}
 	ps.mu.Unlock()
 }
@@ -97,13 +95,16 @@ func (ps *h2cPools) closeIdle() {
 	}
 }
 
-// h2cPool is the connections to one endpoint.
+// h2cPool is the connections to one endpoint under one policy: dialed within its connect timeout,
+// closed after its idle timeout without a stream.
 type h2cPool struct {
-	addr  string
-	ps    *h2cPools
-	mu    sync.Mutex
-	conns []*h2cConn
-	dial  *h2cDial // the dial in progress, which waiters share
+	addr   string
+	pol    connPolicy
+	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	ps     *h2cPools
+	mu     sync.Mutex
+	conns  []*h2cConn
+	dial   *h2cDial // the dial in progress, which waiters share
 }
 
 type h2cDial struct {
@@ -151,7 +152,7 @@ func (p *h2cPool) get(ctx context.Context) (*h2cConn, error) {
 func (p *h2cPool) dialNew(d *h2cDial) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := p.ps.dial(ctx, "tcp", p.addr)
+	nc, err := p.dialer(ctx, "tcp", p.addr)
 	if err == nil {
 		d.c, err = newH2CConn(p, nc)
 		if err != nil {
@@ -255,8 +256,8 @@ func newH2CConn(p *h2cPool, nc net.Conn) (*h2cConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("h2c preface: %w", err)
 	}
-	if p.ps.idle > 0 {
-		c.idleTimer = time.AfterFunc(p.ps.idle, c.closeIfIdle)
+	if p.pol.idle > 0 {
+		c.idleTimer = time.AfterFunc(p.pol.idle, c.closeIfIdle)
 	}
 	go c.readLoop()
 	go c.flushLoop()
@@ -288,7 +289,7 @@ func (c *h2cConn) release() {
 	case drained:
 		c.close(errH2CGoAway)
 	case c.idleTimer != nil:
-		c.idleTimer.Reset(p.ps.idle)
+		c.idleTimer.Reset(p.pol.idle)
 	}
 }
 
@@ -300,7 +301,7 @@ func (c *h2cConn) closeIfIdle() {
 	if idle {
 		c.close(errH2CClosed)
 	} else if c.idleTimer != nil {
-		c.idleTimer.Reset(p.ps.idle)
+		c.idleTimer.Reset(p.pol.idle)
 	}
 }
 

@@ -20,8 +20,9 @@ func TestH2CPoolForgottenWhenEmpty(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	ps := newH2CPools(Limits{UpstreamIdleConnTimeout: time.Minute})
-	p := ps.pool(ln.Addr().String())
+	pol := connPolicy{connect: time.Second, idle: time.Minute}
+	ps := newH2CPools()
+	p := ps.pool(ln.Addr().String(), pol)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := p.get(ctx)
@@ -41,7 +42,7 @@ func TestH2CPoolForgottenWhenEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.release()
-	if ps.pool(ln.Addr().String()) == p {
+	if ps.pool(ln.Addr().String(), pol) == p {
 		t.Fatal("the forgotten pool was handed out again")
 	}
 	ps.closeIdle()

@@ -125,7 +125,7 @@ func (b *builder) l4Route(r *irv1.Route, m core.Module) (rt *route, ok bool, err
 	if len(r.GetFilters()) > 0 {
 		return nil, true, errors.New("filters are not supported on layer-4 routes")
 	}
-	up := &l4Upstream{dialer: b.p.dialer, network: "tcp"}
+	up := &l4Upstream{network: "tcp"}
 	if want == irv1.Cluster_UDP {
 		up.network = "udp"
 	}
@@ -144,7 +144,10 @@ func (b *builder) l4Route(r *irv1.Route, m core.Module) (rt *route, ok bool, err
 			if cl.protocol != want {
 				return nil, true, fmt.Errorf("backend %d: cluster %s speaks %s, not %s", i, name, cl.protocol, want)
 			}
-			ub = l4Backend{cluster: cl}
+			ub = l4Backend{cluster: cl, dialer: b.p.dialer}
+			if cl.conn.connect != b.p.fwd.defaults.connect {
+				ub.dialer = cl.conn.dialer() // the cluster's connect timeout
+			}
 		}
 		up.backends = append(up.backends, ub)
 	}
@@ -157,13 +160,14 @@ func (b *builder) l4Route(r *irv1.Route, m core.Module) (rt *route, ok bool, err
 type l4Upstream struct {
 	sched    *wrr.Schedule
 	backends []l4Backend
-	dialer   *net.Dialer
 	network  string
 }
 
-// l4Backend is one weighted backend: a cluster, or the error of a reference that did not resolve.
+// l4Backend is one weighted backend: a cluster and the dialer of its connect timeout, or the
+// error of a reference that did not resolve.
 type l4Backend struct {
 	cluster *cluster
+	dialer  *net.Dialer
 	err     error
 }
 
@@ -195,7 +199,7 @@ func (u *l4Upstream) Dial(ctx context.Context, client net.Addr) (net.Conn, func(
 	if fb != nil {
 		start = time.Now()
 	}
-	c, err := u.dialer.DialContext(ctx, u.network, ep.HostPort)
+	c, err := be.dialer.DialContext(ctx, u.network, ep.HostPort)
 	if fb != nil {
 		fb.Done(ep, time.Since(start), err != nil)
 	}

@@ -26,20 +26,22 @@ type Limits struct {
 	// are closed. Close uses its context instead. Default 30s.
 	DrainTimeout time.Duration
 
-	// UpstreamDialTimeout bounds connecting to an endpoint. Default 5s.
+	// UpstreamDialTimeout bounds connecting to an endpoint of a cluster that sets no connect
+	// timeout of its own (CoxswainBackendPolicy). Default 5s.
 	UpstreamDialTimeout time.Duration
 	// UpstreamResponseHeaderTimeout bounds the wait for an HTTP/1.1 endpoint's response header once
 	// the request is written. Default 60s; routes with timeouts are bounded by those too. It does not
 	// apply to h2c (gRPC) clusters, whose streams may stay quiet before their first message.
 	UpstreamResponseHeaderTimeout time.Duration
-	// UpstreamIdleConnTimeout closes a pooled upstream connection idle this long. Default 90s.
+	// UpstreamIdleConnTimeout closes a pooled upstream connection idle this long, unless its
+	// cluster sets an idle timeout of its own. Default 90s.
 	UpstreamIdleConnTimeout time.Duration
 	// UpstreamMaxIdleConnsPerHost is the keep-alive pool size per endpoint. Default 256.
 	UpstreamMaxIdleConnsPerHost int
 
 	// StreamIdleTimeout closes a TCP or TLS route's connection after this long without a byte in
-	// either direction. Default 1h. Connecting upstream is bounded by UpstreamDialTimeout, and
-	// reading a TLS ClientHello by TLSHandshakeTimeout.
+	// either direction. Default 1h. Connecting upstream is bounded by the cluster's connect timeout
+	// (UpstreamDialTimeout by default), and reading a TLS ClientHello by TLSHandshakeTimeout.
 	StreamIdleTimeout time.Duration
 	// UDPSessionTimeout evicts a UDP client session idle this long. Default 10s.
 	UDPSessionTimeout time.Duration

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -19,12 +20,16 @@ const maxPicks = 3
 // rejected reports that every endpoint tried had its breaker open (ep is nil then).
 func (u *upstream) pick(w http.ResponseWriter, r *http.Request) (ep *core.Endpoint, br *breaker, rejected bool) {
 	cl := u.cluster
+	// Each breaker is asked once per request, so that one counts one rejection per request it
+	// refused (a balancer may return the same endpoint again).
+	var refused [maxPicks + 1]*core.Endpoint
+	n := 0
 	if cl.sticky != nil {
 		if ep = cl.sticky.pinned(r); ep != nil {
 			if br, ok := u.breakers.admit(ep); ok {
 				return ep, br, false
 			}
-			rejected = true
+			refused[n], n, rejected = ep, n+1, true
 		}
 	}
 	for range maxPicks {
@@ -32,9 +37,12 @@ func (u *upstream) pick(w http.ResponseWriter, r *http.Request) (ep *core.Endpoi
 		if ep == nil {
 			return nil, nil, rejected
 		}
+		if slices.Contains(refused[:n], ep) {
+			continue
+		}
 		br, ok := u.breakers.admit(ep)
 		if !ok {
-			rejected = true
+			refused[n], n, rejected = ep, n+1, true
 			continue
 		}
 		if cl.sticky != nil {

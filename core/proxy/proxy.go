@@ -69,6 +69,7 @@ type Proxy struct {
 	shared   *core.SharedState // module state that outlives tables
 	settings map[string]string
 	metrics  *core.Metrics
+	breakers *breakerSeries // made by the first build with a circuit breaker (breakerSeriesOf)
 }
 
 // New returns a Proxy that serves nothing until the first Apply.

@@ -58,6 +58,14 @@ type cluster struct {
 	// endpoints can change in place.
 	live    bool
 	plainUp *upstream // shared by the backends that can (builder.plainUpstream); nil until one does
+	// conn is how connections to the endpoints are made and kept (connpolicy.go); transport is the
+	// slow path's for it (HTTP clusters only).
+	conn      connPolicy
+	transport *http.Transport
+	// breaker is the cluster's circuit breaker configuration, nil for none; breakers are the
+	// sets of its routes in this table (breakersOf).
+	breaker  *breakerConfig
+	breakers []*breakerSet
 }
 
 // liveBalancer is implemented by balancers whose SetEndpoints is safe concurrently with Pick
@@ -72,7 +80,14 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	if _, dup := b.clusters[c.GetName()]; dup {
 		return errors.New("listed twice")
 	}
-	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol()}
+	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c)}
+	if cl.protocol == irv1.Cluster_HTTP1 || cl.protocol == irv1.Cluster_H2C {
+		cl.transport = b.p.fwd.transports.get(cl.protocol == irv1.Cluster_H2C, cl.conn)
+		if cb := c.GetCircuitBreaker(); cb != nil {
+			cfg := breakerConfigOf(cb)
+			cl.breaker = &cfg
+		}
+	}
 	eps, _ := endpointsOf(c, b.previousEndpoints(c.GetName()))
 	mc := c.GetBalancer()
 	if mc.GetId() == "" {
@@ -88,7 +103,7 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 		}
 		cl.sticky.setEndpoints(eps)
 	}
-	cl.set.Store(b.p.fwd.newEpSet(cl.protocol, eps))
+	cl.set.Store(b.p.fwd.newEpSet(cl, eps))
 	bal.SetEndpoints(eps)
 	cl.balancer = bal
 	cl.feedback, _ = bal.(core.BalancerFeedback)
@@ -135,7 +150,7 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	weights := make([]uint32, len(backends))
 	backendTimeout := time.Duration(r.GetTimeouts().GetBackendRequestMs()) * time.Millisecond
 	for i, be := range backends {
-		h, err := b.backend(be, ruleFilters, rt.errw, backendTimeout)
+		h, err := b.backend(rt.name, be, ruleFilters, rt.errw, backendTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("backend %d (%s): %w", i, be.GetCluster(), err)
 		}
@@ -153,9 +168,10 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	return rt, nil
 }
 
-// backend compiles one weighted backend: its filters, then the forwarder. The response filters of
-// the rule and then of the backend run, in that order, on the upstream response header.
-func (b *builder) backend(be *irv1.Backend, rule []loadedFilter, errw core.HTTPErrorWriter, timeout time.Duration) (http.Handler, error) {
+// backend compiles one weighted backend of the IR route named route: its filters, then the
+// forwarder. The response filters of the rule and then of the backend run, in that order, on the
+// upstream response header.
+func (b *builder) backend(route string, be *irv1.Backend, rule []loadedFilter, errw core.HTTPErrorWriter, timeout time.Duration) (http.Handler, error) {
 	own, err := b.filters(be.GetFilters())
 	if err != nil {
 		return nil, err
@@ -179,10 +195,16 @@ func (b *builder) backend(be *irv1.Backend, rule []loadedFilter, errw core.HTTPE
 			}
 		}
 	}
-	if _, plain := errw.(plainErrors); plain && len(own) == 0 && len(resp) == 0 && timeout == 0 {
+	// A cluster with a circuit breaker has breakers per route, so its backends cannot share the
+	// cluster's upstream (the forwarder they can).
+	breakers, err := b.breakersOf(route, cl)
+	if err != nil {
+		return nil, err
+	}
+	if _, plain := errw.(plainErrors); plain && len(own) == 0 && len(resp) == 0 && timeout == 0 && breakers == nil {
 		return b.plainUpstream(cl), nil
 	}
-	up := &upstream{cluster: cl, errw: errw, timeout: timeout, fwd: b.forwarder(cl, resp, errw)}
+	up := &upstream{cluster: cl, errw: errw, timeout: timeout, fwd: b.forwarder(cl, resp, errw), breakers: breakers}
 	return chain(own, up), nil
 }
 
@@ -323,12 +345,15 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ep.Active.Add(1)
 	defer ep.Active.Add(-1)
-	out := outcomeFailed // unless the forwarder returns: it panicked (http.ErrAbortHandler)
+	out := outcomeFailed // unless the forwarder returns: it panicked (a bug, in it or a response filter)
 	if fb := u.cluster.feedback; fb != nil || br != nil {
 		// Deferred (open-coded: no allocation) so that a forwarder's panic still reports the pick.
 		defer report(fb, br, ep, r, time.Now(), &out)
 	}
 	out = u.fwd.forward(w, r, ep)
+	if out.aborted() {
+		panic(http.ErrAbortHandler) // after out is set: report sees how it ended
+	}
 }
 
 // report tells the endpoint's breaker and the cluster's balancer how one exchange ended. Feedback

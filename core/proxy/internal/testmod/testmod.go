@@ -6,6 +6,7 @@ package testmod
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // Modules returns one of each test module, for core.NewRegistry.
 func Modules() []core.Module {
 	return []core.Module{&PathMatcher{}, &ErrorMatcher{}, &SetRequestHeader{}, &SetResponseHeader{},
-		&Respond{}, &Wrap{}, &Inert{}, &Probe{}, &Feedback{}, &Tripwire{}}
+		&Respond{}, &Wrap{}, &Inert{}, &Probe{}, &Feedback{}, &Tripwire{}, &BodyLimit{}}
 }
 
 // PathMatcher ("route.testpath") matches requests whose path starts with Prefix.
@@ -236,3 +237,33 @@ func (*Tripwire) FilterRequest(http.ResponseWriter, *http.Request) bool { return
 
 // Provisions is how often a Tripwire has been provisioned in this process.
 func Provisions() int64 { return tripwires.Load() }
+
+// BodyLimit ("filter.test.body_limit") refuses a request body longer than Limit bytes the way a
+// real size limit does: its reader fails with core.ErrBodyTooLarge once the limit is passed.
+type BodyLimit struct {
+	Limit int64 `json:"limit"`
+}
+
+func (*BodyLimit) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.test.body_limit", New: func() core.Module { return new(BodyLimit) }}
+}
+
+func (f *BodyLimit) FilterRequest(_ http.ResponseWriter, r *http.Request) bool {
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &limitedBody{ReadCloser: r.Body, left: f.Limit}
+	}
+	return true
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		return 0, core.ErrBodyTooLarge
+	}
+	return n, err
+}
