@@ -36,12 +36,15 @@ func (s breakerState) label() string {
 	return "closed"
 }
 
-// The engine's defaults for the CircuitBreaker fields a snapshot leaves at zero.
+// The engine's defaults for the CircuitBreaker fields a snapshot leaves at zero: the policy's
+// documented defaults (window 10s, openDuration 5s, minRequests 10), so a snapshot written by hand
+// means what a CoxswainBackendPolicy would. The controller fills every field itself; it never
+// sends a threshold of 0 (that is a policy without a breaker), for which 50% is a middle ground.
 const (
 	defaultThresholdPercent = 50
 	defaultWindow           = 10 * time.Second
-	defaultOpen             = 30 * time.Second
-	defaultMinRequests      = 5
+	defaultOpen             = 5 * time.Second
+	defaultMinRequests      = 10
 )
 
 // breakerConfig is an IR CircuitBreaker with the defaults filled in, durations in nanoseconds.

@@ -962,7 +962,9 @@ func (x *Cluster) GetSessionPersistence() *SessionPersistence {
 // threshold_percent over the last window_ms with at least min_requests requests in it. An error
 // is a 5xx answer from the endpoint, a connect failure or a timeout. Open answers 503 without
 // connecting for open_ms, then lets one probe through (half open): success closes it, failure
-// opens it again for twice as long as last time, up to max_open_ms (0: always open_ms).
+// opens it again for twice as long as last time, up to max_open_ms (0, or less than open_ms:
+// always open_ms). Zero fields take the policy's defaults: threshold 50, window 10 s, open 5 s,
+// 10 requests.
 type CircuitBreaker struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ThresholdPercent uint32                 `protobuf:"varint,1,opt,name=threshold_percent,json=thresholdPercent,proto3" json:"threshold_percent,omitempty"`
