@@ -250,7 +250,7 @@ type keepHeader struct {
 
 func (k *keepHeader) WriteHeader(code int) {
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
-		h := k.ResponseWriter.Header()
+		h := k.Header()
 		for key, vv := range k.pre {
 			if cur := h[key]; hasPrefix(cur, vv) {
 				if len(cur) == len(vv) {
@@ -281,7 +281,7 @@ func (k *keepHeader) restore() {
 		return
 	}
 	k.restored = true
-	h := k.ResponseWriter.Header()
+	h := k.Header()
 	for key, vv := range k.pre {
 		if cur := h[key]; !hasPrefix(cur, vv) {
 			h[key] = append(vv[:len(vv):len(vv)], cur...)
