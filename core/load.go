@@ -31,6 +31,11 @@ type BuildContext struct {
 	// Metrics exports a module's counters through the proxy's Prometheus registry (see Metrics);
 	// nil-safe.
 	Metrics *Metrics
+	// Clusters are the snapshot's clusters, for a module that calls a service of its own; the
+	// engine builds every cluster before the routes and their filters. Look clusters up in
+	// Provision: the engine drops this once the table is built. nil in a context a test makes by
+	// hand.
+	Clusters Clusters
 
 	cleanups []CleanerUpper
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -26,6 +27,20 @@ type resolveContext struct {
 var _ translation.ResolveContext = (*resolveContext)(nil)
 
 func (rc *resolveContext) Namespace() string { return rc.namespace }
+
+func (rc *resolveContext) Backend(ref gwapiv1.BackendObjectReference, h2c bool) (string, error) {
+	proto := irv1.Cluster_HTTP1
+	if h2c {
+		proto = irv1.Cluster_H2C
+	}
+	// The filter object is the referrer: its group and kind are what a ReferenceGrant names.
+	from := RouteKey{Group: rc.from.Group, Kind: rc.from.Kind, Namespace: rc.namespace}
+	name, berr := rc.t.resolveBackend(from, ref, proto, true)
+	if berr != nil {
+		return "", berr
+	}
+	return name, nil
+}
 
 func (rc *resolveContext) Document(uri string, refresh time.Duration) ([]byte, error) {
 	if rc.t.opts.Documents == nil {

@@ -129,10 +129,11 @@ func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot) (*table, error) 
 	t.version.Store(&v)
 	t.refs.Store(1)
 	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{}, clusters: map[string]*cluster{}}
+	bc.Clusters = b
 	err := b.build(snap)
 	// The table keeps the BuildContext for cleanup only: it must not keep the decoded snapshot
 	// (at 10,000 routes ≈40% of the heap a proxy would otherwise hold) alive as long as it serves.
-	bc.Snapshot = nil
+	bc.Snapshot, bc.Clusters = nil, nil // nor the builder's maps: modules look clusters up in Provision
 	if err != nil {
 		if cerr := bc.Close(); cerr != nil {
 			p.log.Warn("cleaning up a rejected snapshot", zap.Error(cerr))

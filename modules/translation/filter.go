@@ -84,6 +84,13 @@ type ResolveContext interface {
 	// translates again when the body changes. Until a first fetch succeeds it returns an error
 	// that says why (not fetched yet, or the fetch's failure).
 	Document(uri string, refresh time.Duration) ([]byte, error)
+	// Backend resolves ref, a Service port the filter object calls (an external authorization
+	// service), as a route's backendRef is resolved: a Service in another namespace than the
+	// filter object needs a ReferenceGrant from the object's group and kind to Services. It puts
+	// the port's cluster in the snapshot and returns the cluster's name, which the proxy module
+	// looks up (core.BuildContext.Clusters). h2c asks for the cleartext HTTP/2 cluster (a gRPC
+	// service). The error says why the reference does not resolve.
+	Backend(ref gwapiv1.BackendObjectReference, h2c bool) (cluster string, err error)
 }
 
 // RouteReasonSecretNotFound is the ResolvedRefs reason of a filter whose Secret does not exist

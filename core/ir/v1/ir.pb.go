@@ -74,7 +74,7 @@ func (x TLS_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TLS_Mode.Descriptor instead.
 func (TLS_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{5, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7, 0}
 }
 
 type Cluster_Protocol int32
@@ -128,7 +128,7 @@ func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Cluster_Protocol.Descriptor instead.
 func (Cluster_Protocol) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12, 0}
 }
 
 type SessionPersistence_Type int32
@@ -177,7 +177,7 @@ func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionPersistence_Type.Descriptor instead.
 func (SessionPersistence_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14, 0}
 }
 
 type Snapshot struct {
@@ -387,9 +387,14 @@ type Listener struct {
 	Protocol string `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	// Sorted by hostname specificity: exact names first (longest first), then wildcards (longest first),
 	// then the catch-all (empty hostname) last.
-	Servers       []*Server `protobuf:"bytes,5,rep,name=servers,proto3" json:"servers,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Servers []*Server `protobuf:"bytes,5,rep,name=servers,proto3" json:"servers,omitempty"`
+	// Set: every connection must begin with a PROXY protocol header (ClientTrafficPolicy); its
+	// source address is the connection's client. Unset: PROXY headers are not special (bytes).
+	ProxyProtocol *ProxyProtocol `protobuf:"bytes,6,opt,name=proxy_protocol,json=proxyProtocol,proto3" json:"proxy_protocol,omitempty"`
+	// How a request's client IP is resolved beyond the connection's peer (ClientTrafficPolicy).
+	ClientIpDetection *ClientIPDetection `protobuf:"bytes,7,opt,name=client_ip_detection,json=clientIpDetection,proto3" json:"client_ip_detection,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Listener) Reset() {
@@ -457,6 +462,126 @@ func (x *Listener) GetServers() []*Server {
 	return nil
 }
 
+func (x *Listener) GetProxyProtocol() *ProxyProtocol {
+	if x != nil {
+		return x.ProxyProtocol
+	}
+	return nil
+}
+
+func (x *Listener) GetClientIpDetection() *ClientIPDetection {
+	if x != nil {
+		return x.ClientIpDetection
+	}
+	return nil
+}
+
+// ProxyProtocol is a listener's PROXY protocol requirement. A connection without a valid header of
+// an accepted version, or whose header does not arrive within the proxy's header timeout, is
+// closed.
+type ProxyProtocol struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The versions accepted; both false accepts both.
+	V1            bool `protobuf:"varint,1,opt,name=v1,proto3" json:"v1,omitempty"`
+	V2            bool `protobuf:"varint,2,opt,name=v2,proto3" json:"v2,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProxyProtocol) Reset() {
+	*x = ProxyProtocol{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProxyProtocol) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProxyProtocol) ProtoMessage() {}
+
+func (x *ProxyProtocol) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProxyProtocol.ProtoReflect.Descriptor instead.
+func (*ProxyProtocol) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ProxyProtocol) GetV1() bool {
+	if x != nil {
+		return x.V1
+	}
+	return false
+}
+
+func (x *ProxyProtocol) GetV2() bool {
+	if x != nil {
+		return x.V2
+	}
+	return false
+}
+
+// ClientIPDetection resolves the client IP of an HTTP request: the one address every per-client
+// decision uses (IpAccessControl, RateLimit's client key, hash:source-ip, external authorization,
+// the access log).
+type ClientIPDetection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client is the address this many entries from the right end of X-Forwarded-For, as
+	// appended by this many trusted proxies in front of the gateway (the first one it would not
+	// trust); 0 (or a header with fewer entries) means the connection's peer.
+	XffNumTrustedHops uint32 `protobuf:"varint,1,opt,name=xff_num_trusted_hops,json=xffNumTrustedHops,proto3" json:"xff_num_trusted_hops,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ClientIPDetection) Reset() {
+	*x = ClientIPDetection{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientIPDetection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientIPDetection) ProtoMessage() {}
+
+func (x *ClientIPDetection) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientIPDetection.ProtoReflect.Descriptor instead.
+func (*ClientIPDetection) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ClientIPDetection) GetXffNumTrustedHops() uint32 {
+	if x != nil {
+		return x.XffNumTrustedHops
+	}
+	return 0
+}
+
 // Server is the share of a Listener that answers for one listener hostname.
 type Server struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -473,7 +598,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[4]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +610,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[4]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +623,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{4}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Server) GetHostname() string {
@@ -540,7 +665,7 @@ type TLS struct {
 
 func (x *TLS) Reset() {
 	*x = TLS{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +677,7 @@ func (x *TLS) String() string {
 func (*TLS) ProtoMessage() {}
 
 func (x *TLS) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +690,7 @@ func (x *TLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TLS.ProtoReflect.Descriptor instead.
 func (*TLS) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{5}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TLS) GetMode() TLS_Mode {
@@ -595,7 +720,7 @@ type VirtualHost struct {
 
 func (x *VirtualHost) Reset() {
 	*x = VirtualHost{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +732,7 @@ func (x *VirtualHost) String() string {
 func (*VirtualHost) ProtoMessage() {}
 
 func (x *VirtualHost) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +745,7 @@ func (x *VirtualHost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualHost.ProtoReflect.Descriptor instead.
 func (*VirtualHost) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{6}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VirtualHost) GetHostname() string {
@@ -655,7 +780,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +792,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +805,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Route) GetName() string {
@@ -730,7 +855,7 @@ type Timeouts struct {
 
 func (x *Timeouts) Reset() {
 	*x = Timeouts{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -742,7 +867,7 @@ func (x *Timeouts) String() string {
 func (*Timeouts) ProtoMessage() {}
 
 func (x *Timeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -755,7 +880,7 @@ func (x *Timeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timeouts.ProtoReflect.Descriptor instead.
 func (*Timeouts) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Timeouts) GetRequestMs() uint32 {
@@ -788,7 +913,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +925,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +938,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Backend) GetCluster() string {
@@ -874,7 +999,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1011,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1024,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Cluster) GetName() string {
@@ -978,7 +1103,7 @@ type CircuitBreaker struct {
 
 func (x *CircuitBreaker) Reset() {
 	*x = CircuitBreaker{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1115,7 @@ func (x *CircuitBreaker) String() string {
 func (*CircuitBreaker) ProtoMessage() {}
 
 func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1128,7 @@ func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
 func (*CircuitBreaker) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CircuitBreaker) GetThresholdPercent() uint32 {
@@ -1057,7 +1182,7 @@ type SessionPersistence struct {
 
 func (x *SessionPersistence) Reset() {
 	*x = SessionPersistence{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1194,7 @@ func (x *SessionPersistence) String() string {
 func (*SessionPersistence) ProtoMessage() {}
 
 func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1207,7 @@ func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionPersistence.ProtoReflect.Descriptor instead.
 func (*SessionPersistence) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SessionPersistence) GetType() SessionPersistence_Type {
@@ -1118,7 +1243,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1255,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1268,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -1180,7 +1305,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1317,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1330,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Secret) GetName() string {
@@ -1248,13 +1373,20 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"generation\"2\n" +
 	"\fModuleConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04json\x18\x02 \x01(\fR\x04json\"\x9a\x01\n" +
+	"\x04json\x18\x02 \x01(\fR\x04json\"\xb3\x02\n" +
 	"\bListener\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x12\n" +
 	"\x04port\x18\x03 \x01(\rR\x04port\x12\x1a\n" +
 	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x120\n" +
-	"\aservers\x18\x05 \x03(\v2\x16.coxswain.ir.v1.ServerR\aservers\"\xa7\x01\n" +
+	"\aservers\x18\x05 \x03(\v2\x16.coxswain.ir.v1.ServerR\aservers\x12D\n" +
+	"\x0eproxy_protocol\x18\x06 \x01(\v2\x1d.coxswain.ir.v1.ProxyProtocolR\rproxyProtocol\x12Q\n" +
+	"\x13client_ip_detection\x18\a \x01(\v2!.coxswain.ir.v1.ClientIPDetectionR\x11clientIpDetection\"/\n" +
+	"\rProxyProtocol\x12\x0e\n" +
+	"\x02v1\x18\x01 \x01(\bR\x02v1\x12\x0e\n" +
+	"\x02v2\x18\x02 \x01(\bR\x02v2\"D\n" +
+	"\x11ClientIPDetection\x12/\n" +
+	"\x14xff_num_trusted_hops\x18\x01 \x01(\rR\x11xffNumTrustedHops\"\xa7\x01\n" +
 	"\x06Server\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x18\n" +
 	"\asources\x18\x02 \x03(\tR\asources\x12%\n" +
@@ -1335,7 +1467,7 @@ func file_core_ir_v1_ir_proto_rawDescGZIP() []byte {
 }
 
 var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_core_ir_v1_ir_proto_goTypes = []any{
 	(TLS_Mode)(0),                // 0: coxswain.ir.v1.TLS.Mode
 	(Cluster_Protocol)(0),        // 1: coxswain.ir.v1.Cluster.Protocol
@@ -1344,44 +1476,48 @@ var file_core_ir_v1_ir_proto_goTypes = []any{
 	(*GatewayGeneration)(nil),    // 4: coxswain.ir.v1.GatewayGeneration
 	(*ModuleConfig)(nil),         // 5: coxswain.ir.v1.ModuleConfig
 	(*Listener)(nil),             // 6: coxswain.ir.v1.Listener
-	(*Server)(nil),               // 7: coxswain.ir.v1.Server
-	(*TLS)(nil),                  // 8: coxswain.ir.v1.TLS
-	(*VirtualHost)(nil),          // 9: coxswain.ir.v1.VirtualHost
-	(*Route)(nil),                // 10: coxswain.ir.v1.Route
-	(*Timeouts)(nil),             // 11: coxswain.ir.v1.Timeouts
-	(*Backend)(nil),              // 12: coxswain.ir.v1.Backend
-	(*Cluster)(nil),              // 13: coxswain.ir.v1.Cluster
-	(*CircuitBreaker)(nil),       // 14: coxswain.ir.v1.CircuitBreaker
-	(*SessionPersistence)(nil),   // 15: coxswain.ir.v1.SessionPersistence
-	(*Endpoint)(nil),             // 16: coxswain.ir.v1.Endpoint
-	(*Secret)(nil),               // 17: coxswain.ir.v1.Secret
+	(*ProxyProtocol)(nil),        // 7: coxswain.ir.v1.ProxyProtocol
+	(*ClientIPDetection)(nil),    // 8: coxswain.ir.v1.ClientIPDetection
+	(*Server)(nil),               // 9: coxswain.ir.v1.Server
+	(*TLS)(nil),                  // 10: coxswain.ir.v1.TLS
+	(*VirtualHost)(nil),          // 11: coxswain.ir.v1.VirtualHost
+	(*Route)(nil),                // 12: coxswain.ir.v1.Route
+	(*Timeouts)(nil),             // 13: coxswain.ir.v1.Timeouts
+	(*Backend)(nil),              // 14: coxswain.ir.v1.Backend
+	(*Cluster)(nil),              // 15: coxswain.ir.v1.Cluster
+	(*CircuitBreaker)(nil),       // 16: coxswain.ir.v1.CircuitBreaker
+	(*SessionPersistence)(nil),   // 17: coxswain.ir.v1.SessionPersistence
+	(*Endpoint)(nil),             // 18: coxswain.ir.v1.Endpoint
+	(*Secret)(nil),               // 19: coxswain.ir.v1.Secret
 }
 var file_core_ir_v1_ir_proto_depIdxs = []int32{
 	6,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
-	13, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
-	17, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
+	15, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
+	19, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
 	4,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
-	7,  // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
-	8,  // 5: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
-	9,  // 6: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
-	0,  // 7: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
-	10, // 8: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
-	5,  // 9: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
-	5,  // 10: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	12, // 11: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	11, // 12: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	5,  // 13: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	1,  // 14: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	5,  // 15: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	16, // 16: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	14, // 17: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
-	15, // 18: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
-	2,  // 19: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	9,  // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
+	7,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
+	8,  // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
+	10, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
+	11, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
+	0,  // 9: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
+	12, // 10: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
+	5,  // 11: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
+	5,  // 12: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	14, // 13: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	13, // 14: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	5,  // 15: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	1,  // 16: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
+	5,  // 17: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	18, // 18: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	16, // 19: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	17, // 20: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	2,  // 21: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }
@@ -1395,7 +1531,7 @@ func file_core_ir_v1_ir_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_ir_v1_ir_proto_rawDesc), len(file_core_ir_v1_ir_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
