@@ -110,6 +110,9 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			return err
 		}
 	}
+	if slices.Contains(o.benches, "extauth") {
+		e.data.ExtAuth = &extAuthData{}
+	}
 	if slices.Contains(o.benches, "lb") {
 		e.data.LB = newLBData(e.data.Ports)
 	}
@@ -170,6 +173,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			err = e.filters()
 		case "lb":
 			err = e.lb()
+		case "extauth":
+			err = e.extAuth()
 		case "l4tcp":
 			err = e.l4tcp()
 		case "l4tls":

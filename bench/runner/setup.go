@@ -65,6 +65,8 @@ type tmplData struct {
 	Filters *filterData
 	// LB are the load-balancing benchmark's Services and routes; nil unless it runs.
 	LB *lbData
+	// ExtAuth is the external-auth benchmark's Gateway; nil unless it runs.
+	ExtAuth *extAuthData
 }
 
 func render(name, dst string, d tmplData) error {
@@ -152,6 +154,9 @@ func (e *env) coxswainDirPorts(dir string, pt ports, extra []int, churn *churnSt
 	d := e.data
 	d.Ports = pt
 	d.ExtraListeners, d.Churn = extra, churn
+	if d.ExtAuth != nil {
+		d.ExtAuth = &extAuthData{Port: extAuthPort(pt.CoxswainAdm)}
+	}
 	d.Backends = []backendSvc{
 		{Name: "be", Port: e.data.Ports.Backend},
 		{Name: "be-alt", Port: e.data.Ports.BackendAlt},
