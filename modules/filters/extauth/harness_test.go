@@ -117,8 +117,10 @@ func (e *env) apply(t testing.TB, cfg extauth.Config, authPorts []uint32, grpcRo
 	if cfg.Cluster == "" && cfg.Unresolved == "" {
 		cfg.Cluster = authCluster
 	}
-	route := &irv1.Route{Name: "r", Filters: []*irv1.ModuleConfig{core.MustConfig(extauth.ModuleID, cfg)},
-		Backends: []*irv1.Backend{{Cluster: "backend", Weight: 1}}}
+	route := &irv1.Route{Name: "r", Backends: []*irv1.Backend{{Cluster: "backend", Weight: 1}}}
+	if cfg.Protocol != "" { // a config without a protocol is a route without the filter
+		route.Filters = []*irv1.ModuleConfig{core.MustConfig(extauth.ModuleID, cfg)}
+	}
 	backend := &irv1.Cluster{Name: "backend", Endpoints: []*irv1.Endpoint{{Address: "127.0.0.1", Port: backendPort, Weight: 1}}}
 	if grpcRoute {
 		route.Match = core.MustConfig(grpcroute.ModuleID, grpcroute.Match{})
