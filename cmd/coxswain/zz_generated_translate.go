@@ -6,6 +6,7 @@ package main
 import (
 	// The controller halves (translate.*) of the stock modules: P/translate for each P in modules/standard.Packages.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/extauth/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit/translate"

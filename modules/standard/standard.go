@@ -29,6 +29,7 @@ import (
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/compression"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/extauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
@@ -55,6 +56,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/compression",
+	"github.com/coxswain-labs/coxswain/modules/filters/extauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
 	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess",
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth",
