@@ -17,6 +17,7 @@ import (
 	cxv1a1 "github.com/coxswain-labs/coxswain/modules/api/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/compression"
+	"github.com/coxswain-labs/coxswain/modules/filters/extauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
@@ -32,6 +33,8 @@ var filterKinds = []struct {
 }{
 	{(*basicauth.BasicAuth)(nil), reflect.TypeFor[basicauth.Spec]()}, // resolved into basicauth.Config
 	{(*compression.Compression)(nil), reflect.TypeFor[compression.Config]()},
+	// CoxswainExternalAuth's module config is the spec plus what the controller resolves.
+	{(*extauth.ExternalAuth)(nil), reflect.TypeFor[extauth.Spec]()},
 	{(*ipaccess.IpAccessControl)(nil), reflect.TypeFor[ipaccess.Config]()},
 	{(*jwtauth.JwtAuth)(nil), reflect.TypeFor[jwtauth.Config]()},
 	{(*pathregex.PathRewriteRegex)(nil), reflect.TypeFor[pathregex.Config]()},

@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&BasicAuth{}, &BasicAuthList{},
 		&Compression{}, &CompressionList{},
+		&CoxswainExternalAuth{}, &CoxswainExternalAuthList{},
 		&IpAccessControl{}, &IpAccessControlList{},
 		&JwtAuth{}, &JwtAuthList{},
 		&PathRewriteRegex{}, &PathRewriteRegexList{},
