@@ -208,6 +208,9 @@ func comparePrecedence(a, b []int) int {
 // usedClusters returns the clusters the snapshot's routes name, sorted by name.
 func (t *session) usedClusters(snap *irv1.Snapshot) []*irv1.Cluster {
 	names := map[string]bool{}
+	for n := range t.filterClusters {
+		names[n] = true
+	}
 	for _, l := range snap.Listeners {
 		for _, s := range l.Servers {
 			for _, vh := range s.VirtualHosts {

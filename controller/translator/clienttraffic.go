@@ -168,6 +168,7 @@ func (tg *ctpTarget) claim() {
 		}
 		l.clientPolicy = tg
 		tg.covered++
+		l.clientSettings() // notes the fields its protocol ignores, programmed or not
 	}
 }
 

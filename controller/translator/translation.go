@@ -63,6 +63,8 @@ type session struct {
 	aliases map[schema.GroupKind]string
 
 	clusters   map[string]*irv1.Cluster
+	// filterClusters are the clusters filter objects call (ResolveContext.Backend).
+	filterClusters map[string]bool
 	secretsOut map[string]*irv1.Secret
 	problems   map[string]*Problem
 	warnings   map[string]*Problem
@@ -104,6 +106,7 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 		extIndex:          map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
 		gwByKey:           map[types.NamespacedName]*gatewayState{},
 		clusters:          map[string]*irv1.Cluster{},
+		filterClusters:    map[string]bool{},
 		secretsOut:        map[string]*irv1.Secret{},
 		problems:          map[string]*Problem{},
 		warnings:          map[string]*Problem{},
