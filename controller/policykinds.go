@@ -22,7 +22,9 @@ import (
 // CRD is served, at start-up or later: a cluster without the CRD runs without that policy.
 func policyKinds(cfg *rest.Config, ev events) ([]*moduleKind, error) {
 	backend, err := policyWatch(cfg, ev, policyv1a1.BackendPolicyResource, policyv1a1.BackendPolicyKind,
-		func(s *translator.Store, p *policyv1a1.CoxswainBackendPolicy) { s.BackendPolicies = append(s.BackendPolicies, p) },
+		func(s *translator.Store, p *policyv1a1.CoxswainBackendPolicy) {
+			s.BackendPolicies = append(s.BackendPolicies, p)
+		},
 		func(p *policyv1a1.CoxswainBackendPolicy) *gwapiv1.PolicyStatus { return &p.Status })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", policyv1a1.BackendPolicyKind, err)

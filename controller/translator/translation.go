@@ -62,12 +62,12 @@ type session struct {
 	// aliases maps an ExtensionAPI.Alias to its kind.
 	aliases map[schema.GroupKind]string
 
-	clusters   map[string]*irv1.Cluster
+	clusters map[string]*irv1.Cluster
 	// filterClusters are the clusters filter objects call (ResolveContext.Backend).
 	filterClusters map[string]bool
-	secretsOut map[string]*irv1.Secret
-	problems   map[string]*Problem
-	warnings   map[string]*Problem
+	secretsOut     map[string]*irv1.Secret
+	problems       map[string]*Problem
+	warnings       map[string]*Problem
 	// documents are the remote documents asked for so far (resolveContext.Document).
 	documents map[string]document
 	// unresolvedFilters are the ExtensionRefs to missing objects, by kind, each once (Build runs
