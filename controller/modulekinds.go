@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -108,13 +109,24 @@ func restClientFor(gv schema.GroupVersion, addToScheme func(*runtime.Scheme) err
 
 // extensionWatch is the dynamic informer of an ExtensionRef filter's resource. Any change to
 // such an object may change the config of the rules that refer to it.
+//
+// A kind whose objects may target Gateways (translator.GatewayFilterKinds) is a policy kind too:
+// its status.ancestors are written through the dynamic client (status.DynamicPolicyClient), and,
+// as for every object we write, only a spec change translates again.
 func extensionWatch(api core.ExtensionAPI, dyn dynamic.Interface, ev events) *moduleKind {
 	gvr := schema.GroupVersionResource{Group: api.Group, Version: api.Version, Resource: api.Resource}
+	gk := schema.GroupKind{Group: api.Group, Kind: api.Kind}
 	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, "", 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	_ = inf.SetTransform(stripManagedFields) // only fails once started, which it is not
+	mk := &moduleKind{gk: gk, gvr: gvr, informer: inf, started: make(chan struct{})}
+	if slices.Contains(translator.GatewayFilterKinds, gk) {
+		mk.policy = status.DynamicPolicyClient(api.Kind, gvr.GroupResource(), inf.GetIndexer(), dyn.Resource(gvr))
+		_, _ = inf.AddEventHandler(ownedHandler(status.Kind(api.Kind), ev))
+		return mk
+	}
 	_, _ = inf.AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged))
-	return &moduleKind{gk: schema.GroupKind{Group: api.Group, Kind: api.Kind}, gvr: gvr, informer: inf, started: make(chan struct{})}
+	return mk
 }
 
 // start runs the informer until ctx ends, in a goroutine of wg; later calls do nothing.

@@ -24,25 +24,34 @@ func TestErrorAnswers(t *testing.T) {
 	}
 }
 
-// TestBackendPolicyWatchFillsTheStore: cached policies land in Store.BackendPolicies, typed, and
-// the writer's access names the kind.
-func TestBackendPolicyWatchFillsTheStore(t *testing.T) {
-	mk, err := backendPolicyWatch(&rest.Config{Host: "https://127.0.0.1:1"}, events{changed: func(change) {}, touched: func(status.Key) {}})
-	if err != nil {
+// TestPolicyWatchesFillTheStore: cached policies land in Store.BackendPolicies and
+// Store.ClientTrafficPolicies, typed, and the writer's access names the kind.
+func TestPolicyWatchesFillTheStore(t *testing.T) {
+	kinds, err := policyKinds(&rest.Config{Host: "https://127.0.0.1:1"}, events{changed: func(change) {}, touched: func(status.Key) {}})
+	if err != nil || len(kinds) != 2 {
+		t.Fatal(kinds, err)
+	}
+	bp := &policyv1a1.CoxswainBackendPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	cp := &policyv1a1.ClientTrafficPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	if err := kinds[0].informer.GetIndexer().Add(bp); err != nil {
 		t.Fatal(err)
 	}
-	p := &policyv1a1.CoxswainBackendPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
-	if err := mk.informer.GetIndexer().Add(p); err != nil {
+	if err := kinds[1].informer.GetIndexer().Add(cp); err != nil {
 		t.Fatal(err)
 	}
 	var s translator.Store
-	if err := mk.fill(&s); err != nil {
-		t.Fatal(err)
+	for _, mk := range kinds {
+		if err := mk.fill(&s); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if len(s.BackendPolicies) != 1 || s.BackendPolicies[0] != p || len(s.Objects) != 0 {
+	if len(s.BackendPolicies) != 1 || s.BackendPolicies[0] != bp || len(s.ClientTrafficPolicies) != 1 || s.ClientTrafficPolicies[0] != cp || len(s.Objects) != 0 {
 		t.Errorf("store %+v", s)
 	}
-	if mk.policy == nil || mk.policy.Kind() != "CoxswainBackendPolicy" || mk.gvr.Resource != "coxswainbackendpolicies" {
+	if mk := kinds[0]; mk.policy == nil || mk.policy.Kind() != "CoxswainBackendPolicy" || mk.gvr.Resource != "coxswainbackendpolicies" {
+		t.Errorf("kind %+v", mk)
+	}
+	if mk := kinds[1]; mk.policy == nil || mk.policy.Kind() != "ClientTrafficPolicy" || mk.gvr.Resource != "clienttrafficpolicies" {
 		t.Errorf("kind %+v", mk)
 	}
 }

@@ -17,32 +17,54 @@ import (
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
-// backendPolicyWatch is the typed informer and status access of CoxswainBackendPolicy, a kind
-// the core translates (Store.BackendPolicies). Like a module kind it starts once its CRD is
-// served, at start-up or later: a cluster without the CRD runs without policies.
-func backendPolicyWatch(cfg *rest.Config, ev events) (*moduleKind, error) {
+// policyKinds are the typed informers and status access of the policy kinds the core translates
+// (Store.BackendPolicies, Store.ClientTrafficPolicies). Like a module kind each starts once its
+// CRD is served, at start-up or later: a cluster without the CRD runs without that policy.
+func policyKinds(cfg *rest.Config, ev events) ([]*moduleKind, error) {
+	backend, err := policyWatch(cfg, ev, policyv1a1.BackendPolicyResource, policyv1a1.BackendPolicyKind,
+		func(s *translator.Store, p *policyv1a1.CoxswainBackendPolicy) {
+			s.BackendPolicies = append(s.BackendPolicies, p)
+		},
+		func(p *policyv1a1.CoxswainBackendPolicy) *gwapiv1.PolicyStatus { return &p.Status })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", policyv1a1.BackendPolicyKind, err)
+	}
+	client, err := policyWatch(cfg, ev, policyv1a1.ClientTrafficPolicyResource, policyv1a1.ClientTrafficPolicyKind,
+		func(s *translator.Store, p *policyv1a1.ClientTrafficPolicy) {
+			s.ClientTrafficPolicies = append(s.ClientTrafficPolicies, p)
+		},
+		func(p *policyv1a1.ClientTrafficPolicy) *gwapiv1.PolicyStatus { return &p.Status })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", policyv1a1.ClientTrafficPolicyKind, err)
+	}
+	return []*moduleKind{backend, client}, nil
+}
+
+// policyWatch is the typed informer and status access of one policy kind of policyv1a1.
+func policyWatch[T any, PT interface {
+	*T
+	translation.Object
+}](cfg *rest.Config, ev events, resource, kind string, add func(*translator.Store, PT), statusOf func(PT) *gwapiv1.PolicyStatus) (*moduleKind, error) {
 	gv := policyv1a1.SchemeGroupVersion
 	rc, err := restClientFor(gv, policyv1a1.AddToScheme, cfg)
 	if err != nil {
 		return nil, err
 	}
-	const resource, kind = policyv1a1.BackendPolicyResource, policyv1a1.BackendPolicyKind
 	lw := cache.NewListWatchFromClient(rc, resource, "", fields.Everything())
-	inf := cache.NewSharedIndexInformer(lw, &policyv1a1.CoxswainBackendPolicy{}, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	inf := cache.NewSharedIndexInformer(lw, PT(new(T)), 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	if err := inf.SetTransform(stripManagedFields); err != nil {
 		return nil, err
 	}
 	mk := &moduleKind{gk: gv.WithKind(kind).GroupKind(), gvr: gv.WithResource(resource), informer: inf, started: make(chan struct{})}
 	mk.add = func(s *translator.Store, o translation.Object) error {
-		p, ok := o.(*policyv1a1.CoxswainBackendPolicy)
+		p, ok := o.(PT)
 		if !ok {
 			return fmt.Errorf("%s cache holds a %T", kind, o)
 		}
-		s.BackendPolicies = append(s.BackendPolicies, p)
+		add(s, p)
 		return nil
 	}
-	mk.policy = backendPolicyStatusClient(mk, rc)
+	mk.policy = policyStatusClient(mk, rc, resource, statusOf)
 	// A spec change translates again (generationChanged); every change, our own status writes
 	// among them, has the writer look again.
 	if _, err := inf.AddEventHandler(ownedHandler(status.Kind(kind), ev)); err != nil {
@@ -51,21 +73,22 @@ func backendPolicyWatch(cfg *rest.Config, ev events) (*moduleKind, error) {
 	return mk, nil
 }
 
-// backendPolicyStatusClient gives the status writer its access to CoxswainBackendPolicy: reads
-// from the informer cache, a fresh read and the /status update through the REST client.
-func backendPolicyStatusClient(mk *moduleKind, rc rest.Interface) status.Policies {
-	type policy = *policyv1a1.CoxswainBackendPolicy
-	resource := policyv1a1.BackendPolicyResource
-	typed := func(o any) (policy, error) {
-		p, ok := o.(policy)
+// policyStatusClient gives the status writer its access to a typed policy kind: reads from the
+// informer cache, a fresh read and the /status update through the REST client.
+func policyStatusClient[T any, PT interface {
+	*T
+	translation.Object
+}](mk *moduleKind, rc rest.Interface, resource string, statusOf func(PT) *gwapiv1.PolicyStatus) status.Policies {
+	typed := func(o any) (PT, error) {
+		p, ok := o.(PT)
 		if !ok {
 			return nil, fmt.Errorf("%s cache holds a %T", mk.gk.Kind, o)
 		}
 		return p, nil
 	}
-	return status.PolicyClient[policy]{
+	return status.PolicyClient[PT]{
 		KindName: mk.gk.Kind,
-		Cached: func(namespace, name string) (policy, error) {
+		Cached: func(namespace, name string) (PT, error) {
 			o, ok, err := mk.informer.GetIndexer().GetByKey(namespace + "/" + name)
 			if err != nil {
 				return nil, err
@@ -75,9 +98,9 @@ func backendPolicyStatusClient(mk *moduleKind, rc rest.Interface) status.Policie
 			}
 			return typed(o)
 		},
-		List: func() ([]policy, error) {
+		List: func() ([]PT, error) {
 			objs := mk.informer.GetIndexer().List()
-			out := make([]policy, 0, len(objs))
+			out := make([]PT, 0, len(objs))
 			for _, o := range objs {
 				p, err := typed(o)
 				if err != nil {
@@ -87,21 +110,22 @@ func backendPolicyStatusClient(mk *moduleKind, rc rest.Interface) status.Policie
 			}
 			return out, nil
 		},
-		Get: func(ctx context.Context, namespace, name string) (policy, error) {
-			p := &policyv1a1.CoxswainBackendPolicy{}
+		Get: func(ctx context.Context, namespace, name string) (PT, error) {
+			p := PT(new(T))
 			err := rc.Get().Namespace(namespace).Resource(resource).Name(name).Do(ctx).Into(p)
 			return p, err
 		},
-		UpdateStatus: func(ctx context.Context, p policy) error {
-			return rc.Put().Namespace(p.Namespace).Resource(resource).Name(p.Name).SubResource("status").Body(p).Do(ctx).Error()
+		UpdateStatus: func(ctx context.Context, p PT) error {
+			return rc.Put().Namespace(p.GetNamespace()).Resource(resource).Name(p.GetName()).SubResource("status").Body(p).Do(ctx).Error()
 		},
-		Status: func(p policy) (types.NamespacedName, gwapiv1.PolicyStatus) {
-			return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, p.Status
+		Status: func(p PT) (types.NamespacedName, gwapiv1.PolicyStatus) {
+			return types.NamespacedName{Namespace: p.GetNamespace(), Name: p.GetName()}, *statusOf(p)
 		},
-		WithStatus: func(p policy, st gwapiv1.PolicyStatus) policy {
-			c := *p // a shallow copy: the cached object is never modified
-			c.Status = st
-			return &c
+		WithStatus: func(p PT, st gwapiv1.PolicyStatus) PT {
+			c := PT(new(T))
+			*c = *p // a shallow copy: the cached object is never modified
+			*statusOf(c) = st
+			return c
 		},
 	}
 }

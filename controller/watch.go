@@ -32,7 +32,6 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
-	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -123,11 +122,11 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 	if err != nil {
 		return nil, err
 	}
-	policies, err := backendPolicyWatch(cfg, ev)
+	policies, err := policyKinds(cfg, ev)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", policyv1a1.BackendPolicyKind, err)
+		return nil, err
 	}
-	kinds = append(kinds, policies)
+	kinds = append(kinds, policies...)
 	w.kinds, w.discovery = kinds, kube.Discovery()
 	w.crds = newCRDWatch(cfg, ev)
 	for _, h := range handlers {

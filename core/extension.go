@@ -29,6 +29,11 @@ type ExtensionAPI struct {
 	// Gateway API asks of a filter that cannot run, is the rule answering 500. Only the missing
 	// object fails open: an object that exists but is invalid always fails the rule.
 	FailOpen bool
+	// Alias is another kind an extensionRef of Group may name for the same objects and module
+	// ("ExternalAuth" for CoxswainExternalAuth): the controller resolves it to Kind, so the object
+	// looked up, the ReferenceGrant checked and the module run are Kind's. One string, not a
+	// list, so that ExtensionAPI stays a comparable value. Empty: none.
+	Alias string
 }
 
 // ExtensionRouteKinds is optionally implemented by an ExtensionKind that serves the rules of some
@@ -69,6 +74,9 @@ func (a ExtensionAPI) Check(id ModuleID) error {
 	}
 	if want := ExtensionModuleID(a.Group, a.Kind); want != id {
 		return fmt.Errorf("module %s declares %s/%s, whose module ID is %s", id, a.Group, a.Kind, want)
+	}
+	if a.Alias == a.Kind {
+		return fmt.Errorf("module %s: ExtensionAPI alias %q is its kind", id, a.Alias)
 	}
 	return nil
 }

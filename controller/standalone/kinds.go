@@ -84,6 +84,9 @@ var coreKinds = []kind{
 	{policyV1alpha1, policyV1alpha1, policyv1a1.BackendPolicyKind, true, decodeAs[policyv1a1.CoxswainBackendPolicy], func(s *translator.Store, o object) {
 		s.BackendPolicies = append(s.BackendPolicies, o.(*policyv1a1.CoxswainBackendPolicy))
 	}, nil},
+	{policyV1alpha1, policyV1alpha1, policyv1a1.ClientTrafficPolicyKind, true, decodeAs[policyv1a1.ClientTrafficPolicy], func(s *translator.Store, o object) {
+		s.ClientTrafficPolicies = append(s.ClientTrafficPolicies, o.(*policyv1a1.ClientTrafficPolicy))
+	}, nil},
 }
 
 // kindSet is every kind one load reads: the core kinds, each route kind of the registry under

@@ -111,3 +111,44 @@ func TestPolicyReport(t *testing.T) {
 		t.Error("the ignored algorithm is not logged")
 	}
 }
+
+const clientTrafficDocs = `apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: ClientTrafficPolicy
+metadata: {name: edge, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: gw}]
+  proxyProtocol: {enabled: true, versions: [V2]}
+  clientIPDetection: {xForwardedFor: {numTrustedHops: 1}}
+---
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: ClientTrafficPolicy
+metadata: {name: late, creationTimestamp: "2024-02-01T00:00:00Z"}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: gw}]
+  proxyProtocol: {enabled: true}
+`
+
+// TestClientTrafficPolicyReport: `serve` and `validate` read ClientTrafficPolicy; the socket takes
+// the older policy's settings and the newer one is a failure naming it.
+func TestClientTrafficPolicyReport(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"class.yaml": classDoc, "app.yaml": policyFiles, "ctp.yaml": clientTrafficDocs})
+	eng := &recordingEngine{}
+	r := NewRunner(Options{Path: dir, Log: zap.NewNop(), Engine: eng})
+	must(t, r.Reload(context.Background()))
+	rep := r.State().Report
+	if len(rep.LoadErrors) != 0 || len(rep.Policies) != 2 || rep.Policies[0].Name != "edge" {
+		t.Fatalf("load errors %v, policies %+v", rep.LoadErrors, rep.Policies)
+	}
+	failures := strings.Join(rep.Failures, "\n")
+	if want := "ClientTrafficPolicy default/late for Gateway default/gw: Accepted=False (Conflicted): ClientTrafficPolicy default/edge is older"; !strings.Contains(failures, want) {
+		t.Errorf("failures\n%s\nlack %q", failures, want)
+	}
+	snap := r.State().snap
+	if snap == nil || len(snap.GetListeners()) != 1 {
+		t.Fatalf("snapshot %v", snap)
+	}
+	l := snap.GetListeners()[0]
+	if !l.GetProxyProtocol().GetV2() || l.GetProxyProtocol().GetV1() || l.GetClientIpDetection().GetXffNumTrustedHops() != 1 {
+		t.Errorf("listener %v, want PROXY v2 and 1 trusted hop", l)
+	}
+}

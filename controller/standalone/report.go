@@ -21,7 +21,7 @@ type Report struct {
 	Gateways       []ObjectStatus `json:"gateways,omitempty"`
 	// Routes are the routes of every kind, by kind, namespace and name.
 	Routes []ObjectStatus `json:"routes,omitempty"`
-	// Policies are the policies of every kind (CoxswainBackendPolicy), by kind, namespace and
+	// Policies are the policies of every kind (CoxswainBackendPolicy, ClientTrafficPolicy, Gateway-targeting CoxswainExternalAuth), by kind, namespace and
 	// name, each with one ancestor entry per target.
 	Policies []ObjectStatus  `json:"policies,omitempty"`
 	Problems []ReportProblem `json:"problems,omitempty"`

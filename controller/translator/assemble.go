@@ -32,6 +32,7 @@ type placed struct {
 // snapshot assembles the IR from the programmed listeners and their attachments.
 func (t *session) snapshot() *irv1.Snapshot {
 	listeners := map[irListenerKey]map[string]*serverBuild{}
+	members := map[irListenerKey][]*listenerState{}
 	snap := &irv1.Snapshot{}
 	for _, g := range t.gateways {
 		if g.rejectReason != "" || !g.anyProgrammed() {
@@ -50,6 +51,7 @@ func (t *session) snapshot() *irv1.Snapshot {
 					listeners[k] = map[string]*serverBuild{}
 				}
 				t.addToServer(listeners[k], l)
+				members[k] = append(members[k], l)
 			}
 		}
 	}
@@ -63,6 +65,7 @@ func (t *session) snapshot() *irv1.Snapshot {
 			il.Servers = append(il.Servers, t.finishServer(sb, used))
 		}
 		sort.Slice(il.Servers, func(i, j int) bool { return hostnameLess(il.Servers[i].Hostname, il.Servers[j].Hostname) })
+		t.socketSettings(il, members[k])
 		snap.Listeners = append(snap.Listeners, il)
 	}
 	sort.Slice(snap.Listeners, func(i, j int) bool {
@@ -205,6 +208,9 @@ func comparePrecedence(a, b []int) int {
 // usedClusters returns the clusters the snapshot's routes name, sorted by name.
 func (t *session) usedClusters(snap *irv1.Snapshot) []*irv1.Cluster {
 	names := map[string]bool{}
+	for n := range t.filterClusters {
+		names[n] = true
+	}
 	for _, l := range snap.Listeners {
 		for _, s := range l.Servers {
 			for _, vh := range s.VirtualHosts {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,6 +27,10 @@ var repeatable = map[gwapiv1.HTTPRouteFilterType]bool{
 	gwapiv1.HTTPRouteFilterRequestMirror: true,
 	gwapiv1.HTTPRouteFilterExtensionRef:  true,
 }
+
+// ruleFilters matches the field of a rule's own filter list (not a backendRef's): the list that
+// Gateway-level filters are put in front of.
+var ruleFilters = regexp.MustCompile(`^spec\.rules\[[0-9]+\]\.filters$`)
 
 // standardFilterTypes are the filter types Gateway API defines, so that a build without a
 // translator for one says it is not supported rather than unknown.
@@ -82,6 +87,15 @@ func (t *session) filters(rc *routeContext, field string, fs []gwapiv1.HTTPRoute
 	if seen[gwapiv1.HTTPRouteFilterRequestRedirect] && seen[gwapiv1.HTTPRouteFilterURLRewrite] {
 		return nil, translation.Fail(field, gwapiv1.RouteReasonIncompatibleFilters, "RequestRedirect and URLRewrite filters cannot be combined")
 	}
+	if ruleFilters.MatchString(field) {
+		gw, fail := t.gatewayFilterConfigs(rc, field, env)
+		if fail != nil {
+			return nil, fail
+		}
+		if len(gw) > 0 {
+			out = append(gw, out...) // the Gateway's mandate runs first: a route cannot remove it
+		}
+	}
 	return out, nil
 }
 
@@ -108,15 +122,37 @@ func (t *session) filter(rc *routeContext, f gwapiv1.HTTPRouteFilter, field stri
 // missing object of a module that fails open (core.ExtensionAPI.FailOpen) is reported on the route
 // and gives no config and no failure: the rule is served without the filter.
 func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectReference, field string, env translation.FilterEnv) (*irv1.ModuleConfig, *translation.Failure) {
-	key := rc.st.key
 	group, kind := string(ref.Group), string(ref.Kind)
 	what := fmt.Sprintf("ExtensionRef %s %s", groupKind(group, kind), ref.Name)
+	if canonical, ok := t.aliases[schema.GroupKind{Group: group, Kind: kind}]; ok {
+		kind = canonical // the alias's objects, module and ReferenceGrants are the kind's
+	}
 	id := core.ExtensionModuleID(group, kind)
-	info, ok := t.opts.Registry.Lookup(id)
-	if !ok {
+	if _, ok := t.opts.Registry.Lookup(id); !ok {
 		return nil, &translation.Failure{Field: field, Reason: gwapiv1.RouteReasonInvalidKind, Unresolved: true,
 			Message: fmt.Sprintf("%s cannot be resolved: no module %s handles that kind in this build", what, id)}
 	}
+	return t.extensionConfig(rc, extensionUse{gk: schema.GroupKind{Group: group, Kind: kind}, namespace: rc.st.key.Namespace,
+		name: string(ref.Name), field: field, what: what}, env)
+}
+
+// extensionUse is one use of an extension object by a rule: an ExtensionRef of the route, or an
+// object that targets the route's Gateway (gatewayfilters.go). namespace is the object's, which
+// is also the namespace its own references are judged from.
+type extensionUse struct {
+	gk              schema.GroupKind
+	namespace, name string
+	field, what     string
+}
+
+// extensionConfig is the module config of one extension object used by a rule (its module is
+// registered).
+func (t *session) extensionConfig(rc *routeContext, u extensionUse, env translation.FilterEnv) (*irv1.ModuleConfig, *translation.Failure) {
+	key := rc.st.key
+	group, kind, field, what := u.gk.Group, u.gk.Kind, u.field, u.what
+	ref := struct{ Name string }{u.name}
+	id := core.ExtensionModuleID(group, kind)
+	info, _ := t.opts.Registry.Lookup(id)
 	unresolved := func(reason gwapiv1.RouteConditionReason, format string, args ...any) *translation.Failure {
 		return &translation.Failure{Field: field, Reason: reason, Unresolved: true, Message: what + ": " + fmt.Sprintf(format, args...)}
 	}
@@ -135,24 +171,24 @@ func (t *session) extensionFilter(rc *routeContext, ref gwapiv1.LocalObjectRefer
 			return nil, translation.Fail(field, gwapiv1.RouteReasonUnsupportedValue, "%s: %s filters are not supported on %s (only on %s)", what, kind, env.Kind, strings.Join(supported, ", "))
 		}
 	}
-	obj := t.extensionObject(schema.GroupKind{Group: group, Kind: kind}, key.Namespace, string(ref.Name))
+	obj := t.extensionObject(u.gk, u.namespace, u.name)
 	if obj == nil {
 		if t.unresolvedFilters[kind] == nil {
 			t.unresolvedFilters[kind] = map[string]bool{}
 		}
 		t.unresolvedFilters[kind][key.String()+" "+field] = true
 		if api.FailOpen {
-			rc.Unresolved(field, RouteReasonFilterNotFound, "%s: %s %s/%s does not exist (the rule is served without the filter)", what, kind, key.Namespace, ref.Name)
+			rc.Unresolved(field, RouteReasonFilterNotFound, "%s: %s %s/%s does not exist (the rule is served without the filter)", what, kind, u.namespace, ref.Name)
 			return nil, nil
 		}
-		return nil, unresolved(RouteReasonFilterNotFound, "%s %s/%s does not exist", kind, key.Namespace, ref.Name)
+		return nil, unresolved(RouteReasonFilterNotFound, "%s %s/%s does not exist", kind, u.namespace, ref.Name)
 	}
 	spec, err := specOf(obj)
 	if err != nil {
 		return nil, unresolved(gwapiv1.RouteReasonUnsupportedValue, "reading its spec: %v", err)
 	}
 	if res, ok := t.resolver(id); ok {
-		if spec, err = res.Resolve(&resolveContext{t: t, namespace: key.Namespace, from: schema.GroupKind{Group: group, Kind: kind}, rc: rc, field: field, what: what}, obj, spec); err != nil {
+		if spec, err = res.Resolve(&resolveContext{t: t, namespace: u.namespace, from: u.gk, rc: rc, field: field, what: what}, obj, spec); err != nil {
 			var f *translation.Failure
 			if errors.As(err, &f) {
 				return nil, &translation.Failure{Field: field, Reason: f.Reason, Unresolved: true, Message: what + ": " + f.Message}

@@ -62,6 +62,10 @@ type listenerState struct {
 	// selector caches allowedRoutes.namespaces.selector; selectorErr when it does not parse.
 	selector    labels.Selector
 	selectorErr bool
+	// clientPolicy is the ClientTrafficPolicy target that applies to the listener; appliedOn the
+	// sockets that took it.
+	clientPolicy *ctpTarget
+	appliedOn    map[string]bool
 }
 
 // programmed reports whether the listener goes into the snapshot.

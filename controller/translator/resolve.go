@@ -37,7 +37,10 @@ func (rc *resolveContext) Backend(ref gwapiv1.BackendObjectReference, h2c bool) 
 	from := RouteKey{Group: rc.from.Group, Kind: rc.from.Kind, Namespace: rc.namespace}
 	name, berr := rc.t.resolveBackend(from, ref, proto, true)
 	if berr != nil {
-		return "", berr
+		return "", translation.Fail("", berr.reason, "%s", berr.msg) // the route shows its reason
+	}
+	if rc.rc != nil && rc.rc.emit {
+		rc.t.filterClusters[name] = true // no route backend names it: keep it in the snapshot
 	}
 	return name, nil
 }

@@ -41,6 +41,8 @@ func (t *session) result() *Result {
 		res.Routes[st.key] = rs
 	}
 	t.backendPolicyStatuses(res)
+	t.clientTrafficStatuses(res)
+	t.gatewayFilterStatuses(res)
 	res.Problems = sortProblems(t.problems)
 	res.Warnings = sortProblems(t.warnings)
 	res.UnresolvedFilters = map[string]int{}

@@ -28,6 +28,8 @@ type Store struct {
 	Namespaces      []*corev1.Namespace
 	// BackendPolicies configure the clusters of the Services they target.
 	BackendPolicies []*policyv1a1.CoxswainBackendPolicy
+	// ClientTrafficPolicies configure the sockets of the Gateway listeners they target.
+	ClientTrafficPolicies []*policyv1a1.ClientTrafficPolicy
 	// Objects holds route objects (typed, as their kind's RouteAPI.New makes them) and
 	// extension objects (typed or unstructured), by GroupKind.
 	Objects map[schema.GroupKind][]translation.Object

@@ -53,11 +53,21 @@ type session struct {
 	// that applies to each Service.
 	backendPolicies []*backendPolicy
 	servicePolicies map[types.NamespacedName]*backendPolicy
+	// clientTrafficPolicies are the ClientTrafficPolicies, oldest first.
+	clientTrafficPolicies []*clientTrafficPolicy
+	// gatewayFilters are the extension objects that target each Gateway (GatewayFilterKinds),
+	// gatewayFilterList all that target any, oldest first.
+	gatewayFilters    map[types.NamespacedName][]*gatewayFilter
+	gatewayFilterList []*gatewayFilter
+	// aliases maps an ExtensionAPI.Alias to its kind.
+	aliases map[schema.GroupKind]string
 
-	clusters   map[string]*irv1.Cluster
-	secretsOut map[string]*irv1.Secret
-	problems   map[string]*Problem
-	warnings   map[string]*Problem
+	clusters map[string]*irv1.Cluster
+	// filterClusters are the clusters filter objects call (ResolveContext.Backend).
+	filterClusters map[string]bool
+	secretsOut     map[string]*irv1.Secret
+	problems       map[string]*Problem
+	warnings       map[string]*Problem
 	// documents are the remote documents asked for so far (resolveContext.Document).
 	documents map[string]document
 	// unresolvedFilters are the ExtensionRefs to missing objects, by kind, each once (Build runs
@@ -79,16 +89,24 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 	if store == nil {
 		store = &Store{}
 	}
-	_, extErrs := opts.Registry.Extensions()
+	exts, extErrs := opts.Registry.Extensions()
+	aliases := map[schema.GroupKind]string{}
+	for _, api := range exts {
+		if api.Alias != "" {
+			aliases[schema.GroupKind{Group: api.Group, Kind: api.Alias}] = api.Kind
+		}
+	}
 	filterKinds, dupErrs := filterTranslators(opts.Registry)
 	return &session{
 		extensionErrs: append(extErrs, dupErrs...),
 		ctx:           ctx, store: store, opts: opts, now: now,
 		kinds:             translation.RouteKinds(opts.Registry),
 		filterKinds:       filterKinds,
+		aliases:           aliases,
 		extIndex:          map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
 		gwByKey:           map[types.NamespacedName]*gatewayState{},
 		clusters:          map[string]*irv1.Cluster{},
+		filterClusters:    map[string]bool{},
 		secretsOut:        map[string]*irv1.Secret{},
 		problems:          map[string]*Problem{},
 		warnings:          map[string]*Problem{},
@@ -111,6 +129,8 @@ func (t *session) run() *Result {
 	t.translateBackendPolicies()
 	t.translateClasses()
 	t.translateGateways()
+	t.translateClientTrafficPolicies()
+	t.translateGatewayFilters()
 	t.translateRoutes()
 	t.hostnameKindConflicts()
 	return t.result()

@@ -293,11 +293,14 @@ func checkAccess(t *testing.T, e *env.Env) {
 			access{"", gw, r, "status", "patch", false}, access{"", gw, r, "", "update", false},
 			access{"", gw, r, "", "create", false}, access{"", gw, r, "", "delete", false})
 	}
-	const cx, policies = "gateway.coxswain-labs.dev", "coxswainbackendpolicies"
-	checks = append(checks, access{"", cx, policies, "", "get", true}, access{"", cx, policies, "", "list", true},
-		access{"", cx, policies, "", "watch", true}, access{"", cx, policies, "status", "update", true},
-		access{"", cx, policies, "status", "patch", false}, access{"", cx, policies, "", "update", false},
-		access{"", cx, policies, "", "create", false}, access{"", cx, "ratelimits", "", "get", false})
+	const cx = "gateway.coxswain-labs.dev"
+	for _, policies := range []string{"coxswainbackendpolicies", "clienttrafficpolicies", "coxswainexternalauths"} {
+		checks = append(checks, access{"", cx, policies, "", "get", true}, access{"", cx, policies, "", "list", true},
+			access{"", cx, policies, "", "watch", true}, access{"", cx, policies, "status", "update", true},
+			access{"", cx, policies, "status", "patch", false}, access{"", cx, policies, "", "update", false},
+			access{"", cx, policies, "", "create", false})
+	}
+	checks = append(checks, access{"", cx, "ratelimits", "", "get", false})
 	for _, r := range []string{"services", "namespaces", "secrets"} {
 		checks = append(checks, access{"", "", r, "", "list", true}, access{"", "", r, "", "watch", true},
 			access{"", "", r, "", "get", false}, access{"", "", r, "", "update", false})

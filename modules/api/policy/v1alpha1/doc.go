@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the policy kinds of the gateway.coxswain-labs.dev/v1alpha1 API group
-// (CoxswainBackendPolicy). Import it as policyv1a1.
+// (CoxswainBackendPolicy, ClientTrafficPolicy). Import it as policyv1a1.
 //
 // They are apart from the group's filter kinds (modules/api/v1alpha1) because those are spelled
 // with their proxy modules' Config types, so importing them links (and registers) every filter

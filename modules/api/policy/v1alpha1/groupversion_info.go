@@ -18,6 +18,12 @@ const (
 	BackendPolicyResource = "coxswainbackendpolicies"
 )
 
+// ClientTrafficPolicyKind and ClientTrafficPolicyResource name ClientTrafficPolicy in the API.
+const (
+	ClientTrafficPolicyKind     = "ClientTrafficPolicy"
+	ClientTrafficPolicyResource = "clienttrafficpolicies"
+)
+
 var (
 	// SchemeBuilder collects the functions that add this package's kinds to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
@@ -26,7 +32,8 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &CoxswainBackendPolicy{}, &CoxswainBackendPolicyList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &CoxswainBackendPolicy{}, &CoxswainBackendPolicyList{},
+		&ClientTrafficPolicy{}, &ClientTrafficPolicyList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }
