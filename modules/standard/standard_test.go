@@ -19,7 +19,6 @@ func TestStockModules(t *testing.T) {
 		"filter.ext.gateway.coxswain-labs.dev.BasicAuth",
 		"filter.ext.gateway.coxswain-labs.dev.Compression",
 		"filter.ext.gateway.coxswain-labs.dev.CoxswainExternalAuth",
-		"filter.ext.gateway.coxswain-labs.dev.ExternalAuth",
 		"filter.ext.gateway.coxswain-labs.dev.IpAccessControl",
 		"filter.ext.gateway.coxswain-labs.dev.PathRewriteRegex",
 		"filter.ext.gateway.coxswain-labs.dev.RequestSizeLimit",

@@ -8,11 +8,6 @@ import (
 // gateway.coxswain-labs.dev CoxswainExternalAuth objects.
 const ModuleID = "filter.ext.gateway.coxswain-labs.dev.CoxswainExternalAuth"
 
-// AliasModuleID serves ExtensionRefs that name the short kind ExternalAuth: the same module and
-// the same resource (coxswainexternalauths), registered under the ID the translator derives from
-// the alias kind. There is one CRD, whose kind is CoxswainExternalAuth.
-const AliasModuleID = "filter.ext.gateway.coxswain-labs.dev.ExternalAuth"
-
 // Protocol is how the auth service is called.
 // +kubebuilder:validation:Enum=HTTP;GRPC
 type Protocol string

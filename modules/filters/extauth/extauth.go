@@ -35,7 +35,6 @@ import (
 
 func init() {
 	core.RegisterModule((*ExternalAuth)(nil))
-	core.RegisterModule((*Alias)(nil))
 }
 
 var (
@@ -44,7 +43,6 @@ var (
 	_ core.HTTPRequestFilter   = (*ExternalAuth)(nil)
 	_ core.Provisioner         = (*ExternalAuth)(nil)
 	_ core.ConfigChecker       = (*ExternalAuth)(nil)
-	_ core.ExtensionKind       = (*Alias)(nil)
 )
 
 // API is the resource behind this module's ExtensionRefs. An ExtensionRef naming an object that
@@ -55,14 +53,8 @@ var API = core.ExtensionAPI{
 	Kind:     "CoxswainExternalAuth",
 	Version:  "v1alpha1",
 	Resource: "coxswainexternalauths",
-}
-
-// AliasAPI is API under the short kind ExternalAuth: the same resource.
-var AliasAPI = core.ExtensionAPI{
-	Group:    API.Group,
-	Kind:     "ExternalAuth",
-	Version:  API.Version,
-	Resource: API.Resource,
+	// The spelling the product docs' examples use; the controller resolves it to Kind.
+	Alias: "ExternalAuth",
 }
 
 // Results of a check, the values of the metric's result label.
@@ -89,9 +81,6 @@ type ExternalAuth struct {
 	lastWarn   atomic.Int64          // unix nanos of the last fail-open WARN
 }
 
-// Alias is the module under the alias kind ExternalAuth.
-type Alias struct{ ExternalAuth }
-
 // CoxswainModule implements core.Module.
 func (*ExternalAuth) CoxswainModule() core.ModuleInfo {
 	return core.ModuleInfo{ID: ModuleID, New: func() core.Module { return new(ExternalAuth) }}
@@ -99,14 +88,6 @@ func (*ExternalAuth) CoxswainModule() core.ModuleInfo {
 
 // ExtensionAPI implements core.ExtensionKind.
 func (*ExternalAuth) ExtensionAPI() core.ExtensionAPI { return API }
-
-// CoxswainModule implements core.Module.
-func (*Alias) CoxswainModule() core.ModuleInfo {
-	return core.ModuleInfo{ID: AliasModuleID, New: func() core.Module { return new(Alias) }}
-}
-
-// ExtensionAPI implements core.ExtensionKind.
-func (*Alias) ExtensionAPI() core.ExtensionAPI { return AliasAPI }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*ExternalAuth) ExtensionRouteKinds() (supported, ignored []string) {

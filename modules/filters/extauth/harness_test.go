@@ -90,7 +90,7 @@ func startEnv(t testing.TB, cfg extauth.Config, authPorts []uint32, grpcRoute bo
 	t.Helper()
 	e := &env{reg: prometheus.NewRegistry()}
 	reg := core.NewRegistry(&listener.HTTP{}, &roundrobin.RoundRobin{}, (*httproute.Matcher)(nil),
-		(*grpcroute.Matcher)(nil), (*extauth.ExternalAuth)(nil), (*extauth.Alias)(nil))
+		(*grpcroute.Matcher)(nil), (*extauth.ExternalAuth)(nil))
 	e.p = proxy.New(proxy.Options{Log: zap.NewNop(), Registry: reg, Metrics: e.reg})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

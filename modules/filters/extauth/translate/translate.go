@@ -21,21 +21,13 @@ import (
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
-// ModuleID is the resolver of extauth.ModuleID; AliasModuleID that of extauth.AliasModuleID.
-var (
-	ModuleID      = translation.ExtensionResolverID(extauth.ModuleID)
-	AliasModuleID = translation.ExtensionResolverID(extauth.AliasModuleID)
-)
+// ModuleID is the resolver of extauth.ModuleID (also for ExtensionRefs of its alias kind
+// ExternalAuth, which the controller resolves to CoxswainExternalAuth).
+var ModuleID = translation.ExtensionResolverID(extauth.ModuleID)
 
-func init() {
-	core.RegisterModule(Resolver{})
-	core.RegisterModule(AliasResolver{})
-}
+func init() { core.RegisterModule(Resolver{}) }
 
-var (
-	_ translation.ExtensionResolver = Resolver{}
-	_ translation.ExtensionResolver = AliasResolver{}
-)
+var _ translation.ExtensionResolver = Resolver{}
 
 // Resolver is the module.
 type Resolver struct{}
@@ -48,14 +40,6 @@ func (Resolver) CoxswainModule() core.ModuleInfo {
 // Resolve implements translation.ExtensionResolver.
 func (Resolver) Resolve(rc translation.ResolveContext, obj translation.Object, raw json.RawMessage) (json.RawMessage, error) {
 	return Resolve(rc, obj.GetNamespace()+"/"+obj.GetName(), raw)
-}
-
-// AliasResolver is the same resolver under the alias kind's module ID.
-type AliasResolver struct{ Resolver }
-
-// CoxswainModule implements core.Module.
-func (AliasResolver) CoxswainModule() core.ModuleInfo {
-	return core.ModuleInfo{ID: AliasModuleID, New: func() core.Module { return AliasResolver{} }}
 }
 
 // Resolve turns the spec raw of the object named name ("<namespace>/<name>") into the module's
