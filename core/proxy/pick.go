@@ -33,7 +33,7 @@ func (u *upstream) pick(w http.ResponseWriter, r *http.Request) (ep *core.Endpoi
 		}
 	}
 	for range maxPicks {
-		ep = cl.balancer.Pick(&core.PickInfo{Request: r, Client: clientAddr(r)})
+		ep = cl.balancer.Pick(&core.PickInfo{Request: r, Client: core.ClientAddr(r)})
 		if ep == nil {
 			return nil, nil, rejected
 		}
