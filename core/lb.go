@@ -46,7 +46,8 @@ type PickInfo struct {
 
 // Balancer is implemented by "lb.*" modules. One instance is loaded per cluster per table build and
 // handed the cluster's endpoints through SetEndpoints before first use. Pick runs concurrently on the
-// hot path: no locks held across calls, no allocation. It returns nil when no endpoint can be chosen.
+// hot path: no locks held across calls, no allocation, and info is not kept after it returns (the
+// engine reuses it). It returns nil when no endpoint can be chosen.
 type Balancer interface {
 	SetEndpoints(eps []*Endpoint)
 	Pick(info *PickInfo) *Endpoint
