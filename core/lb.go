@@ -3,6 +3,7 @@ package core
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -37,13 +38,16 @@ func NewEndpoint(address string, port, weight uint32) *Endpoint {
 // PickInfo is what a balancer may look at to choose. Request is nil for TCP and UDP traffic.
 type PickInfo struct {
 	Request *http.Request
-	// Client is the downstream peer address.
-	Client net.Addr
+	// Client is the downstream client: for HTTP, core.ClientAddr (the connection's peer, or the
+	// address X-Forwarded-For's trusted hops resolve to); for TCP and UDP, the peer. Unmapped; the
+	// zero value means unknown.
+	Client netip.AddrPort
 }
 
 // Balancer is implemented by "lb.*" modules. One instance is loaded per cluster per table build and
 // handed the cluster's endpoints through SetEndpoints before first use. Pick runs concurrently on the
-// hot path: no locks held across calls, no allocation. It returns nil when no endpoint can be chosen.
+// hot path: no locks held across calls, no allocation, and info is not kept after it returns (the
+// engine reuses it). It returns nil when no endpoint can be chosen.
 type Balancer interface {
 	SetEndpoints(eps []*Endpoint)
 	Pick(info *PickInfo) *Endpoint

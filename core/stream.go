@@ -24,7 +24,9 @@ type StreamRoute interface {
 // Stream is one downstream connection a StreamRoute serves.
 type Stream struct {
 	// Conn is the downstream connection: a *net.TCPConn for TCP and TLS passthrough (so that a
-	// copy to a TCP upstream can splice), a *tls.Conn when the listener terminated TLS.
+	// copy to a TCP upstream can splice; TCPConnOf unwraps the one of a PROXY protocol
+	// listener, whose RemoteAddr is the header's client), a *tls.Conn when the listener
+	// terminated TLS.
 	Conn net.Conn
 	// Prefix holds bytes the listener already read from Conn (the ClientHello a passthrough
 	// listener peeked at); they must reach the upstream before anything else.
@@ -74,4 +76,18 @@ type Session interface {
 	Send(b []byte) error
 	// Close ends the session and releases its upstream; replies stop.
 	Close() error
+}
+
+// TCPConnOf returns the TCP socket of a downstream connection: c itself, or the socket under a
+// connection whose client came in a PROXY protocol header (its RemoteAddr differs, every byte
+// still comes from the socket); false for anything else (TLS). Copying to or from the socket
+// directly (splice) is then correct.
+func TCPConnOf(c net.Conn) (*net.TCPConn, bool) {
+	switch c := c.(type) {
+	case *net.TCPConn:
+		return c, true
+	case interface{ NetTCPConn() *net.TCPConn }:
+		return c.NetTCPConn(), true
+	}
+	return nil, false
 }

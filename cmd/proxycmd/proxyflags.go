@@ -17,6 +17,7 @@ type ProxyFlags struct {
 	udpMaxSessions    int
 	tcpIdleTimeout    time.Duration
 	upstreamConnect   time.Duration
+	proxyHeader       time.Duration
 	settings          ModuleSettings
 }
 
@@ -31,6 +32,8 @@ func (p *ProxyFlags) Register(fs *flag.FlagSet) {
 		"close a TCPRoute or TLSRoute connection after this long without a byte either way")
 	fs.DurationVar(&p.upstreamConnect, "proxy-connect-timeout", d.UpstreamDialTimeout,
 		"how long connecting to a backend endpoint may take")
+	fs.DurationVar(&p.proxyHeader, "proxy-protocol-header-timeout", d.ProxyProtocolHeaderTimeout,
+		"how long a connection to a listener that requires the PROXY protocol (ClientTrafficPolicy) may take to send its header")
 	fs.Var(&p.settings, "module-setting",
 		"NAME=VALUE handed to the modules a snapshot loads (repeatable), for what is configured once per proxy rather than per route: ratelimit.redis.address=HOST:PORT (see docs/filters.md)")
 }
@@ -82,5 +85,7 @@ func (p *ProxyFlags) Limits() proxy.Limits {
 		UDPMaxSessions:      p.udpMaxSessions,
 		StreamIdleTimeout:   p.tcpIdleTimeout,
 		UpstreamDialTimeout: p.upstreamConnect,
+
+		ProxyProtocolHeaderTimeout: p.proxyHeader,
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
+	"github.com/coxswain-labs/coxswain/modules/lb/hash"
 )
 
 // serveFixed answers every request on every connection with resp, allocating nothing per request.
@@ -78,10 +81,26 @@ func BenchmarkH1ProxyBreaker(b *testing.B) {
 	})
 }
 
+// BenchmarkH1ProxyTrustedHops is BenchmarkH1ProxyAllocs on a listener that trusts one
+// X-Forwarded-For hop (ClientTrafficPolicy), balanced by hash:source-ip so that every request
+// resolves its client from the header: resolving it must not allocate.
+func BenchmarkH1ProxyTrustedHops(b *testing.B) {
+	benchH1ProxyListener(b, func(l *irv1.Listener) {
+		l.ClientIpDetection = &irv1.ClientIPDetection{XffNumTrustedHops: 1}
+	}, func(c *irv1.Cluster) {
+		c.Balancer = core.MustConfig(hash.ModuleID, hash.Config{Key: hash.KeySourceIP})
+	}, "X-Forwarded-For: 198.51.100.7, 203.0.113.9\r\n")
+}
+
 func benchH1Proxy(b *testing.B, configure func(*irv1.Cluster)) {
+	benchH1ProxyListener(b, func(*irv1.Listener) {}, configure, "")
+}
+
+func benchH1ProxyListener(b *testing.B, listen func(*irv1.Listener), configure func(*irv1.Cluster), extra string) {
 	be := serveFixed(b, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
 	l := httpListener(0, server("", vhost("example.com", route("r", "/", backend("fixed", 1)))))
-	p := newProxy(b)
+	listen(l)
+	p := newClientProxy(b, proxy.Limits{})
 	cl := cluster("fixed", be)
 	configure(cl)
 	apply(b, p, snapshot(b, []*irv1.Listener{l}, []*irv1.Cluster{cl}))
@@ -91,7 +110,7 @@ func benchH1Proxy(b *testing.B, configure func(*irv1.Cluster)) {
 	}
 	defer c.Close()
 	br := bufio.NewReader(c)
-	req := []byte("GET /bench?x=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
+	req := []byte("GET /bench?x=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n" + extra + "\r\n")
 	body := make([]byte, 2)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -189,7 +189,8 @@ func (u *l4Upstream) Dial(ctx context.Context, client net.Addr) (net.Conn, func(
 	if be.cluster == nil {
 		return nil, nil, be.err
 	}
-	ep := be.cluster.balancer.Pick(&core.PickInfo{Client: client})
+	ca, _ := core.AddrPortOf(client)
+	ep := be.cluster.balancer.Pick(&core.PickInfo{Client: ca})
 	if ep == nil {
 		return nil, nil, fmt.Errorf("cluster %s: %w", be.cluster.name, ErrNoEndpoint)
 	}
@@ -361,10 +362,20 @@ func (p *Proxy) ListenerStats() map[string]map[string]int64 {
 	defer p.mu.Unlock()
 	out := map[string]map[string]int64{}
 	for _, s := range p.sockets {
+		var st map[string]int64
 		if sv := s.cur.Load(); sv != nil {
 			if r, ok := sv.srv.(StatsReporter); ok {
-				out[s.name] = r.Stats()
+				st = r.Stats()
 			}
+		}
+		if n := s.proxyRejected.Load(); n > 0 || s.requiresProxyProtocol() {
+			if st == nil {
+				st = map[string]int64{}
+			}
+			st["proxy_protocol_rejected"] = n
+		}
+		if st != nil {
+			out[s.name] = st
 		}
 	}
 	return out

@@ -22,6 +22,10 @@ type Limits struct {
 	MaxConcurrentStreams int
 	// TLSHandshakeTimeout bounds a downstream TLS handshake. Default 10s.
 	TLSHandshakeTimeout time.Duration
+	// ProxyProtocolHeaderTimeout bounds the wait for the PROXY protocol header of a connection to a
+	// listener that requires one (ClientTrafficPolicy proxyProtocol); a connection whose header
+	// has not arrived by then is closed. Default 5s.
+	ProxyProtocolHeaderTimeout time.Duration
 	// DrainTimeout bounds the graceful shutdown of a removed listener's connections; after it they
 	// are closed. Close uses its context instead. Default 30s.
 	DrainTimeout time.Duration
@@ -59,6 +63,7 @@ var DefaultLimits = Limits{
 	MaxHeaderBytes:                64 << 10,
 	MaxConcurrentStreams:          250,
 	TLSHandshakeTimeout:           10 * time.Second,
+	ProxyProtocolHeaderTimeout:    5 * time.Second,
 	DrainTimeout:                  30 * time.Second,
 	UpstreamDialTimeout:           5 * time.Second,
 	UpstreamResponseHeaderTimeout: 60 * time.Second,
@@ -82,6 +87,7 @@ func (l Limits) withDefaults() Limits {
 	dur(&l.WriteTimeout, d.WriteTimeout)
 	dur(&l.RequestBodyTimeout, d.RequestBodyTimeout)
 	dur(&l.TLSHandshakeTimeout, d.TLSHandshakeTimeout)
+	dur(&l.ProxyProtocolHeaderTimeout, d.ProxyProtocolHeaderTimeout)
 	dur(&l.DrainTimeout, d.DrainTimeout)
 	dur(&l.UpstreamDialTimeout, d.UpstreamDialTimeout)
 	dur(&l.UpstreamResponseHeaderTimeout, d.UpstreamResponseHeaderTimeout)

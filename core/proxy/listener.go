@@ -72,6 +72,13 @@ type ListenerState struct {
 	servers  hostIndex[*server]
 	certs    hostIndex[*serverCerts]
 	firstTLS *serverCerts // answers SNI that selects no server, when there is no catch-all
+
+	// proxyProtocol is set when every connection must begin with a PROXY protocol header; it is
+	// read at accept, under the table current then.
+	proxyProtocol *proxyProtocol
+	// xffHops is how many X-Forwarded-For entries from the right are trusted proxies' (0: none):
+	// fixed per connection when it starts (core.ContextWithClientIPDetection).
+	xffHops uint32
 }
 
 // serverCerts are the certificates of one Server, in the order the Gateway listed them.
@@ -103,17 +110,4 @@ func (ls *ListenerState) Certificate(hello *tls.ClientHelloInfo) (*tls.Certifica
 		}
 	}
 	return sc.certs[0], nil
-}
-
-// connContext stores the downstream connection in its context (ServeContext.ConnContext).
-func connContext(ctx context.Context, c net.Conn) context.Context {
-	return core.ContextWithConn(ctx, c)
-}
-
-// clientAddr is the downstream peer of r; Value walks a short context chain and does not allocate.
-func clientAddr(r *http.Request) net.Addr {
-	if c := core.DownstreamConn(r); c != nil {
-		return c.RemoteAddr()
-	}
-	return nil
 }

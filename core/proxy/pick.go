@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -12,6 +13,10 @@ import (
 // others rather than answering them 503, but a balancer that keeps returning it (a hash of the
 // same key) ends the search quickly.
 const maxPicks = 3
+
+// pickInfos are the balancers' PickInfo of HTTP requests: Pick escapes its argument (an interface
+// call), and a request should not pay an allocation for it. A balancer must not keep it.
+var pickInfos = sync.Pool{New: func() any { return new(core.PickInfo) }}
 
 // pick chooses the endpoint of one request: the endpoint the session is pinned to (session
 // persistence), when it is still among the cluster's endpoints and its breaker admits the request;
@@ -32,8 +37,14 @@ func (u *upstream) pick(w http.ResponseWriter, r *http.Request) (ep *core.Endpoi
 			refused[n], n, rejected = ep, n+1, true
 		}
 	}
+	info := pickInfos.Get().(*core.PickInfo)
+	*info = core.PickInfo{Request: r, Client: core.ClientAddr(r)}
+	defer func() {
+		*info = core.PickInfo{}
+		pickInfos.Put(info)
+	}()
 	for range maxPicks {
-		ep = cl.balancer.Pick(&core.PickInfo{Request: r, Client: clientAddr(r)})
+		ep = cl.balancer.Pick(info)
 		if ep == nil {
 			return nil, nil, rejected
 		}

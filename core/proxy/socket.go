@@ -44,6 +44,10 @@ type socket struct {
 	name       string
 	module     core.ModuleID
 	acceptDone chan struct{}
+
+	// proxyRejected counts the connections closed for their PROXY protocol header (none, a
+	// version the listener does not accept, malformed, too long, too slow).
+	proxyRejected atomic.Int64
 }
 
 // serving is one protocol server on a socket.
@@ -82,7 +86,7 @@ func (s *socket) serve(bl *builtListener) *serving {
 		Limits:      s.limits,
 		HTTP:        s,
 		State:       s.state.Load,
-		ConnContext: connContext,
+		ConnContext: s.connContext,
 		Acquire:     s.acquire,
 		Packet:      packetConn(s.ln),
 	})
@@ -117,9 +121,19 @@ func (s *socket) acceptLoop() {
 	}
 }
 
-// dispatch hands c to the current server; if that server is shutting down because the protocol just
-// changed, to its successor.
+// dispatch hands c to the current server. On a listener that requires the PROXY protocol (in the
+// table current when c was accepted) the header is read first, off the accept loop.
 func (s *socket) dispatch(c net.Conn) {
+	if ls := s.state.Load(); ls != nil && ls.proxyProtocol != nil {
+		go s.acceptProxied(c, *ls.proxyProtocol)
+		return
+	}
+	s.deliver(c)
+}
+
+// deliver hands c to the current server; if that server is shutting down because the protocol
+// just changed, to its successor.
+func (s *socket) deliver(c net.Conn) {
 	for {
 		sv := s.cur.Load()
 		if sv == nil {
@@ -134,6 +148,22 @@ func (s *socket) dispatch(c net.Conn) {
 			return
 		}
 	}
+}
+
+// requiresProxyProtocol reports whether the current table's listener on s requires the PROXY
+// protocol.
+func (s *socket) requiresProxyProtocol() bool {
+	ls := s.state.Load()
+	return ls != nil && ls.proxyProtocol != nil
+}
+
+// connContext stores the downstream connection in its context (ServeContext.ConnContext), with
+// the client IP detection of the listener current when the connection started.
+func (s *socket) connContext(ctx context.Context, c net.Conn) context.Context {
+	if ls := s.state.Load(); ls != nil && ls.xffHops > 0 {
+		return core.ContextWithClientIPDetection(ctx, c, ls.xffHops)
+	}
+	return core.ContextWithConn(ctx, c)
 }
 
 // ServeHTTP runs r on the socket's current table, holding a reference so that the table is not

@@ -180,7 +180,9 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 	if err := sl.Check(l); err != nil {
 		return nil, fmt.Errorf("module %s: %w", id, err)
 	}
-	ls := &ListenerState{Name: l.GetName(), Protocol: l.GetProtocol(), table: b.t}
+	ls := &ListenerState{Name: l.GetName(), Protocol: l.GetProtocol(), table: b.t,
+		proxyProtocol: proxyProtocolOf(l.GetProxyProtocol()),
+		xffHops:       l.GetClientIpDetection().GetXffNumTrustedHops()}
 	for _, s := range l.GetServers() {
 		srv, err := b.server(s)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coxswain-labs/coxswain/core"
 )
 
 // spliceChunk bounds one zero-copy transfer, so that a busy stream still reports progress to the
@@ -127,10 +129,10 @@ func (p *pipe) direction(dst, src net.Conn, period time.Duration) int64 {
 
 // copy moves src to dst until EOF (nil error) or a failure.
 func (p *pipe) copy(dst, src net.Conn, period time.Duration) (int64, error) {
-	dstTCP, dstOK := dst.(*net.TCPConn)
-	_, srcOK := src.(*net.TCPConn)
+	dstTCP, dstOK := core.TCPConnOf(dst)
+	srcTCP, srcOK := core.TCPConnOf(src)
 	if dstOK && srcOK {
-		return p.splice(dstTCP, src, period)
+		return p.splice(dstTCP, srcTCP, period)
 	}
 	return p.buffered(dst, src, period)
 }

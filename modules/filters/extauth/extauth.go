@@ -197,8 +197,7 @@ func (f *ExternalAuth) FilterRequest(w http.ResponseWriter, r *http.Request) boo
 		core.Deny(w, r, http.StatusServiceUnavailable, core.GRPCUnavailable, "authorization unavailable")
 		return false
 	}
-	var client = peerOf(r)
-	ep := f.cluster.Pick(&core.PickInfo{Request: r, Client: client})
+	ep := f.cluster.Pick(&core.PickInfo{Request: r, Client: core.ClientAddr(r)})
 	if ep == nil {
 		f.counts[2].Inc()
 		core.Deny(w, r, http.StatusServiceUnavailable, core.GRPCUnavailable, "authorization unavailable: the auth service has no ready endpoint")

@@ -34,14 +34,6 @@ func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, cont
 	return context.WithTimeout(r.Context(), d)
 }
 
-// peerOf is the downstream peer's address, for the balancer.
-func peerOf(r *http.Request) net.Addr {
-	if c := core.DownstreamConn(r); c != nil {
-		return c.RemoteAddr()
-	}
-	return nil
-}
-
 // httpPool is the keep-alive HTTP/1.1 connections to the endpoints of one cluster, shared by the
 // tables that use it; the transport keeps idle connections per endpoint address.
 type httpPool struct {
@@ -110,14 +102,15 @@ func (p *httpPool) check(ctx context.Context, ep *core.Endpoint, r *http.Request
 	return decision{status: resp.StatusCode, header: resp.Header, body: body}
 }
 
-// setForwarded sets X-Forwarded-For (the client's chain plus its resolved address), -Host and
-// -Proto on h, as the engine does for an upstream.
+// setForwarded sets X-Forwarded-For (the client's chain plus the connection's peer: the resolved
+// client changes decisions, not the chain), -Host and -Proto on h, as the engine does for an
+// upstream.
 func setForwarded(h http.Header, r *http.Request) {
 	xff := ""
 	for _, prior := range r.Header["X-Forwarded-For"] {
 		xff += prior + ", "
 	}
-	if ap := core.ClientAddr(r); ap.IsValid() {
+	if ap := core.PeerAddr(r); ap.IsValid() {
 		xff += ap.Addr().String()
 	}
 	if xff = strings.TrimSuffix(xff, ", "); xff != "" {

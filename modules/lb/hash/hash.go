@@ -21,8 +21,8 @@ package hash
 import (
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/textproto"
 	"sync/atomic"
 
@@ -198,19 +198,13 @@ func (h *Hash) key(info *core.PickInfo) (uint64, bool) {
 	return 0, false
 }
 
-// sourceIP hashes the 16-byte form of a TCP or UDP peer's IP, so that an IPv4 address hashes the
-// same whichever form the socket reported.
-func sourceIP(a net.Addr) (uint64, bool) {
-	var ip net.IP
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		ip = a.IP
-	case *net.UDPAddr:
-		ip = a.IP
-	}
-	if ip = ip.To16(); ip == nil {
+// sourceIP hashes the 16-byte form of the client's IP, so that an IPv4 address hashes the same
+// whichever form the socket reported.
+func sourceIP(a netip.AddrPort) (uint64, bool) {
+	if !a.Addr().IsValid() {
 		return 0, false
 	}
+	ip := a.Addr().As16()
 	k := hrw.Offset
 	for _, b := range ip {
 		k = hrw.Byte(k, b)

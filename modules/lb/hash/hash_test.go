@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy/hrw"
 	"github.com/coxswain-labs/coxswain/modules/lb/lbtest"
 )
 
@@ -27,8 +29,8 @@ var kinds = []struct {
 	missing *core.PickInfo
 }{
 	{"source-ip", Config{Key: KeySourceIP}, func(k int) *core.PickInfo {
-		return &core.PickInfo{Client: &net.TCPAddr{IP: net.IPv4(10, byte(k>>16), byte(k>>8), byte(k)), Port: 40000 + k%1000}}
-	}, &core.PickInfo{Client: &net.UnixAddr{Name: "@", Net: "unix"}}},
+		return &core.PickInfo{Client: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(k >> 16), byte(k >> 8), byte(k)}), uint16(40000+k%1000))}
+	}, &core.PickInfo{}},
 	{"uri", Config{Key: KeyURI}, func(k int) *core.PickInfo {
 		return &core.PickInfo{Request: request(fmt.Sprintf("/items/%d?page=%d", k/3, k%3), nil)}
 	}, &core.PickInfo{}},
@@ -210,12 +212,21 @@ func TestCookie(t *testing.T) {
 	}
 }
 
-// TestIPv4Forms: an IPv4 client hashes the same in its 4- and 16-byte forms.
+// TestIPv4Forms: an IPv4 client hashes the same in its 4- and 16-byte (mapped) forms, and as a
+// net.IP did before PickInfo.Client was a netip.AddrPort (the same clients keep their endpoint
+// across the upgrade).
 func TestIPv4Forms(t *testing.T) {
-	a, _ := sourceIP(&net.TCPAddr{IP: net.IPv4(192, 0, 2, 7).To4()})
-	b, _ := sourceIP(&net.TCPAddr{IP: net.IPv4(192, 0, 2, 7).To16()})
+	a, _ := sourceIP(netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, 7}), 1))
+	b, _ := sourceIP(netip.AddrPortFrom(netip.AddrFrom16(netip.AddrFrom4([4]byte{192, 0, 2, 7}).As16()), 2))
 	if a != b {
 		t.Fatal("the two forms of one IPv4 address hash differently")
+	}
+	k := hrw.Offset
+	for _, c := range net.IPv4(192, 0, 2, 7).To16() {
+		k = hrw.Byte(k, c)
+	}
+	if a != k {
+		t.Fatal("an IPv4 client hashes differently than its net.IP form did")
 	}
 }
 
