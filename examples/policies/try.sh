@@ -21,7 +21,7 @@ commands=(
 	"# External auth on the whole Gateway: no token, the auth service's 401 (and body) come back"
 	"curl -s -D - $http/app/ | grep -i -e '^HTTP' -e www-authenticate -e error"
 	"# With a token the request goes through, and the backend sees the user the auth service named"
-	"curl -s -H '$alice' $http/app/ | grep x-auth-user"
+	"curl -s -H '$alice' $http/app/ | grep -i x-auth-user"
 	"# PROXY protocol on listener proxied: with a header (curl --haproxy-protocol) it is served..."
 	"curl -s -o /dev/null -w '%{http_code}\n' --haproxy-protocol -H '$alice' $proxied/app/"
 	"# ...without one the connection is closed"
