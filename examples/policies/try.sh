@@ -29,8 +29,8 @@ commands=(
 	"# Listener http trusts one proxy hop: the client is the X-Forwarded-For entry it appended"
 	"curl -s -o /dev/null -w '%{http_code}\n' -H '$alice' -H 'X-Forwarded-For: 10.1.2.3' $http/internal/"
 	"curl -s -o /dev/null -w '%{http_code}\n' -H '$alice' $http/internal/"
-	"# What each policy applies to"
-	"$coxswain validate -f examples/policies 2>&1 >/dev/null || true"
+	"# What each policy applies to (its status.ancestors in a cluster)"
+	"$coxswain validate -f examples/policies 2>/dev/null | grep -A14 '^- kind: C' | grep -e '^- kind' -e '^  name:' -e 'message:'"
 )
 
 # shellcheck source=../try-lib.sh

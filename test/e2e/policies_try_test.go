@@ -69,6 +69,8 @@ func TestExamplesPoliciesTry(t *testing.T) {
 		`www-authenticate: bearer realm="coxswain-demo"`,
 		"a valid bearer token is required for get /app/",
 		`"x-auth-user":["alice"]`,
+		"applied to listener proxied of gateway default/policies",
+		"applied to every httproute and grpcroute rule on gateway default/policies",
 	} {
 		if !strings.Contains(lower, want) {
 			t.Errorf("try.sh --run output lacks %q:\n%s", want, out)
