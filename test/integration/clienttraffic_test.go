@@ -32,7 +32,7 @@ func TestClientTrafficPolicy(t *testing.T) {
 	snaps := &publishedSnapshots{}
 	startController(t, e, controllerOpts{published: snaps})
 	ns := namespace(t, e, "ctp", nil)
-	const httpPort, otherPort = 19300, 19301
+	const httpPort, otherPort, newPort = 19300, 19301, 19302
 	startBackend(t, "ctp", "10.99.90.1:8080")
 	createClass(t, e, "ctp", "")
 	createGateway(t, e, ns, "gw", "ctp", httpListener("http", httpPort), httpListener("other", otherPort))
@@ -90,6 +90,15 @@ func TestClientTrafficPolicy(t *testing.T) {
 		waitPolicyAncestor(t, e, clientTrafficPolicyGVR, ns, "d-missing", "gw", "nosuch", "False", "TargetNotFound", `Gateway `+ns+`/gw has no listener "nosuch"`)
 	})
 
+	t.Run("the missing listener appears", func(t *testing.T) {
+		updateGateway(t, e, ns, "gw", func(gw *gwapiv1.Gateway) {
+			gw.Spec.Listeners = append(gw.Spec.Listeners, httpListener("nosuch", newPort))
+		})
+		waitPolicyAncestor(t, e, clientTrafficPolicyGVR, ns, "d-missing", "gw", "nosuch", "True", "Accepted", "Applied to listener nosuch of Gateway "+ns+"/gw")
+		waitIRListener(t, snaps, newPort, wantClient(&irv1.ProxyProtocol{}, 0))
+		waitPolicyAncestor(t, e, clientTrafficPolicyGVR, ns, "a-whole", "gw", "", "True", "Accepted", "nosuch (by ClientTrafficPolicy "+ns+"/d-missing, which names it)")
+	})
+
 	t.Run("deleting the winner hands the listener to the loser", func(t *testing.T) {
 		deleteObject(t, e, clientTrafficPolicyGVR, ns, "b-listener")
 		waitIRListener(t, snaps, httpPort, wantClient(&irv1.ProxyProtocol{}, 0)) // no versions: both
@@ -101,10 +110,26 @@ func TestClientTrafficPolicy(t *testing.T) {
 	t.Run("deleting the last listener policy gives the listener back to the Gateway's", func(t *testing.T) {
 		deleteObject(t, e, clientTrafficPolicyGVR, ns, "c-newer")
 		waitIRListener(t, snaps, httpPort, wantClient(nil, 5))
-		eventually(t, "a-whole no longer overridden", func() error {
+		eventually(t, "a-whole overridden only on listener nosuch", func() error {
 			p := waitPolicyAncestor(t, e, clientTrafficPolicyGVR, ns, "a-whole", "gw", "", "True", "Accepted", "Applied to Gateway "+ns+"/gw")
-			if c := ourAncestor(p, "gw", ""); c.Message != "Applied to Gateway "+ns+"/gw" {
+			if c := ourAncestor(p, "gw", ""); strings.Contains(c.Message, "listener http ") {
 				return fmt.Errorf("message %q", c.Message)
+			}
+			return nil
+		})
+	})
+
+	t.Run("deleting the Gateway makes its policies TargetNotFound", func(t *testing.T) {
+		if err := e.Gateway.GatewayV1().Gateways(ns).Delete(ctxFor(t), "gw", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitPolicyAncestor(t, e, clientTrafficPolicyGVR, ns, "a-whole", "gw", "", "False", "TargetNotFound", "Gateway "+ns+"/gw does not exist")
+		waitPolicyAncestor(t, e, clientTrafficPolicyGVR, ns, "d-missing", "gw", "nosuch", "False", "TargetNotFound", "Gateway "+ns+"/gw does not exist")
+		eventually(t, "the Gateway's listeners gone from the snapshot", func() error {
+			for _, port := range []uint32{httpPort, otherPort, newPort} {
+				if l := listenerByPort(snaps.latest(), port); l != nil {
+					return fmt.Errorf("listener %s", l.GetName())
+				}
 			}
 			return nil
 		})

@@ -166,12 +166,28 @@ func TestExternalAuthGatewayPolicy(t *testing.T) {
 			t.Error("the other namespace's auth server was never asked")
 		}
 		waitPolicyAncestor(t, e, externalAuthGVR, ns, "a-gate", "gw", "", "True", "Accepted", "Applied") // observedGeneration 2
+		resolvedRefsMessage(t, e, ns, "web")
 	})
 
 	t.Run("deleting the winner hands the Gateway to the other object", func(t *testing.T) {
 		deleteObject(t, e, externalAuthGVR, ns, "a-gate")
 		waitPolicyAncestor(t, e, externalAuthGVR, ns, "b-second", "gw", "", "True", "Accepted", "Applied to every HTTPRoute and GRPCRoute rule on Gateway "+ns+"/gw")
 		answered(t, port, host, allow, 503, "", "") // its auth Service has no ready endpoint
+	})
+
+	t.Run("an object whose targetRefs are removed stops applying and loses its ancestors", func(t *testing.T) {
+		updateObjectSpec(t, e, ns, "b-second", func(spec map[string]any) { delete(spec, "targetRefs") })
+		answered(t, port, host, nil, 200, "app", "")
+		eventually(t, "b-second without ancestors", func() error {
+			p, err := getPolicyObject(t, e, externalAuthGVR, ns, "b-second")
+			if err != nil {
+				return err
+			}
+			if len(p.Status.Ancestors) != 0 {
+				return fmt.Errorf("ancestors %+v", p.Status.Ancestors)
+			}
+			return nil
+		})
 	})
 
 	t.Run("an ExtensionRef of the alias kind ExternalAuth", func(t *testing.T) {
