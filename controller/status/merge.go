@@ -153,22 +153,44 @@ func setFalse(conds []metav1.Condition, typ, reason, msg string, g gate) {
 // wrote are kept as they are and in their order, ours are replaced by desired (which holds only
 // ours), and ours that desired no longer lists are dropped.
 func routeParents(live, desired []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController) []gwapiv1.RouteParentStatus {
-	out := []gwapiv1.RouteParentStatus{} // status.parents is required: an empty list, never null
-	for _, p := range live {
-		if p.ControllerName != controller {
-			out = append(out, p)
+	return mergeOwned(live, desired, controller, routeParentFields)
+}
+
+var routeParentFields = ownedFields[gwapiv1.RouteParentStatus]{
+	controller: func(p *gwapiv1.RouteParentStatus) *gwapiv1.GatewayController { return &p.ControllerName },
+	ref:        func(p *gwapiv1.RouteParentStatus) any { return p.ParentRef },
+	conditions: func(p *gwapiv1.RouteParentStatus) *[]metav1.Condition { return &p.Conditions },
+}
+
+// ownedFields reaches the parts of a status entry that several controllers share a list of (a
+// route's parents, a policy's ancestors): who wrote it, what it is about, its conditions.
+type ownedFields[E any] struct {
+	controller func(*E) *gwapiv1.GatewayController
+	ref        func(*E) any
+	conditions func(*E) *[]metav1.Condition
+}
+
+// mergeOwned merges this controller's entries, desired, into live: other controllers' entries are
+// kept as they are and in their order, ours are replaced by desired (lastTransitionTime carried
+// over per condition from our live entry about the same ref), ours that desired no longer lists
+// are dropped. The result is never nil: such lists are required fields.
+func mergeOwned[E any](live, desired []E, controller gwapiv1.GatewayController, f ownedFields[E]) []E {
+	out := []E{}
+	for i := range live {
+		if *f.controller(&live[i]) != controller {
+			out = append(out, live[i])
 		}
 	}
-	for _, p := range desired {
-		p.ControllerName = controller
+	for _, d := range desired {
+		*f.controller(&d) = controller
 		var liveConds []metav1.Condition
-		for _, lp := range live {
-			if lp.ControllerName == controller && reflect.DeepEqual(lp.ParentRef, p.ParentRef) {
-				liveConds = lp.Conditions
+		for i := range live {
+			if *f.controller(&live[i]) == controller && reflect.DeepEqual(f.ref(&live[i]), f.ref(&d)) {
+				liveConds = *f.conditions(&live[i])
 			}
 		}
-		p.Conditions = mergeConditions(liveConds, p.Conditions)
-		out = append(out, p)
+		*f.conditions(&d) = mergeConditions(liveConds, *f.conditions(&d))
+		out = append(out, d)
 	}
 	return out
 }

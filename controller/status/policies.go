@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,28 +81,15 @@ func (pc PolicyClient[T]) stale(controller gwapiv1.GatewayController) ([]types.N
 }
 
 // policyAncestors merges this controller's ancestor statuses into live as routeParents merges
-// route parents: other controllers' entries are kept as they are and in their order, ours are
-// replaced by desired (lastTransitionTime carried over per condition), ours that desired no
-// longer lists are dropped. GEP-713 keys an entry by (ancestorRef, controllerName).
+// route parents. GEP-713 keys an entry by (ancestorRef, controllerName).
 func policyAncestors(live, desired []gwapiv1.PolicyAncestorStatus, controller gwapiv1.GatewayController) []gwapiv1.PolicyAncestorStatus {
-	out := []gwapiv1.PolicyAncestorStatus{} // status.ancestors is required: an empty list, never null
-	for _, a := range live {
-		if a.ControllerName != controller {
-			out = append(out, a)
-		}
-	}
-	for _, a := range desired {
-		a.ControllerName = controller
-		var liveConds []metav1.Condition
-		for _, la := range live {
-			if la.ControllerName == controller && reflect.DeepEqual(la.AncestorRef, a.AncestorRef) {
-				liveConds = la.Conditions
-			}
-		}
-		a.Conditions = mergeConditions(liveConds, a.Conditions)
-		out = append(out, a)
-	}
-	return out
+	return mergeOwned(live, desired, controller, ancestorFields)
+}
+
+var ancestorFields = ownedFields[gwapiv1.PolicyAncestorStatus]{
+	controller: func(a *gwapiv1.PolicyAncestorStatus) *gwapiv1.GatewayController { return &a.ControllerName },
+	ref:        func(a *gwapiv1.PolicyAncestorStatus) any { return a.AncestorRef },
+	conditions: func(a *gwapiv1.PolicyAncestorStatus) *[]metav1.Condition { return &a.Conditions },
 }
 
 // hasAncestorsOf reports whether controller wrote any entry of ancestors.
