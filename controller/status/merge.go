@@ -197,8 +197,13 @@ func mergeOwned[E any](live, desired []E, controller gwapiv1.GatewayController, 
 
 // hasParentsOf reports whether controller wrote any entry of parents.
 func hasParentsOf(parents []gwapiv1.RouteParentStatus, controller gwapiv1.GatewayController) bool {
-	for _, p := range parents {
-		if p.ControllerName == controller {
+	return hasOwned(parents, controller, routeParentFields)
+}
+
+// hasOwned reports whether controller wrote any of entries.
+func hasOwned[E any](entries []E, controller gwapiv1.GatewayController, f ownedFields[E]) bool {
+	for i := range entries {
+		if *f.controller(&entries[i]) == controller {
 			return true
 		}
 	}

@@ -94,10 +94,5 @@ var ancestorFields = ownedFields[gwapiv1.PolicyAncestorStatus]{
 
 // hasAncestorsOf reports whether controller wrote any entry of ancestors.
 func hasAncestorsOf(ancestors []gwapiv1.PolicyAncestorStatus, controller gwapiv1.GatewayController) bool {
-	for _, a := range ancestors {
-		if a.ControllerName == controller {
-			return true
-		}
-	}
-	return false
+	return hasOwned(ancestors, controller, ancestorFields)
 }
