@@ -4,6 +4,10 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 GO ?= go
+# Gateway API v1.7.0 needs Go >= 1.27; machines start on their own Go and ignore go.mod's
+# toolchain line, so every go command (and every script and test that make starts) takes the
+# toolchain from the module proxy through this variable.
+export GOTOOLCHAIN := go1.27.3
 
 TOOLS := $(CURDIR)/.tools/bin
 BIN := $(CURDIR)/bin

@@ -1,6 +1,6 @@
 module example.com/hmacsign
 
-go 1.26.8
+go 1.27.0
 
 require (
 	github.com/coxswain-labs/coxswain v0.0.0

@@ -20,7 +20,7 @@
 #   CONFORMANCE_PARALLEL (default 4) sets go test -parallel; CONFORMANCE_TIMEOUT (default 45m).
 set -euo pipefail
 
-GATEWAY_API_VERSION=v1.6.3
+GATEWAY_API_VERSION=v1.7.0
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mod=$repo/test/conformance
@@ -49,7 +49,7 @@ log "building coxswain $version, echo-basic, dnsresponder and the test binary"
 (
 	cd "$mod"
 	go mod download
-	go build -o "$bin/echo-basic" sigs.k8s.io/gateway-api/conformance/echo-basic
+	go build -o "$bin/echo-basic" sigs.k8s.io/gateway-api-conformance-images/echo-basic
 	go build -o "$bin/dnsresponder" ./cmd/dnsresponder
 	go test -c -o "$bin/conformance.test" .
 	# The harness's own unit tests (kubelet pieces, DNS responder): seconds, and a broken

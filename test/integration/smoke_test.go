@@ -22,7 +22,7 @@ import (
 
 // wantBundleVersion is the Gateway API release the tests pin. It must match
 // the conformance suite's consts.BundleVersion, which refuses other CRDs.
-const wantBundleVersion = "v1.6.3"
+const wantBundleVersion = "v1.7.0"
 
 // TestSmoke proves the integration environment is a real API server: the
 // Gateway API objects a controller reads round-trip through etcd, CRD

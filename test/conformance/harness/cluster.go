@@ -99,7 +99,9 @@ func startKubelet(t *testing.T, c *Cluster) {
 		Network: nw,
 		Workloads: kubelet.Catalog{
 			"registry.k8s.io/gateway-api/echo-basic": kubelet.EchoBasic(c.Binaries.EchoBasic),
-			"registry.k8s.io/coredns/coredns":        kubelet.DNSResponder(c.Binaries.DNSResponder),
+			// v1.7.0 moved echo-basic to its own repository and image name.
+			"registry.k8s.io/gateway-api/conformance/echo-basic": kubelet.EchoBasic(c.Binaries.EchoBasic),
+			"registry.k8s.io/coredns/coredns":                    kubelet.DNSResponder(c.Binaries.DNSResponder),
 		},
 		Dir: filepath.Join(c.Artifacts, "pods"),
 	})
