@@ -84,7 +84,9 @@ func ruleAction(rc translation.RouteContext, base string, rule *gwapiv1.GRPCRout
 		keep(f)
 	}
 	r.Filters = filters
-	if rule.SessionPersistence != nil {
+	// Deprecated in v1.7.0 (GEP-4894 moves it to Backend), but v1.6 CRDs still accept it: a rule
+	// that sets it is refused rather than served without the persistence it asked for.
+	if rule.SessionPersistence != nil { //nolint:staticcheck // see above
 		keep(translation.Fail(base+".sessionPersistence", gwapiv1.RouteReasonUnsupportedValue, "session persistence is not supported"))
 	}
 	for k, br := range rule.BackendRefs {
