@@ -64,8 +64,8 @@ type CORS struct {
 	origins   []originPattern
 	// Ready values, shared by every response: cap == len, so nobody appends into them.
 	star, trueV, maxAge, methods, headers, expose []string
-	varyOrigin, varyPreflight                      []string
-	echoMethod, echoHeaders, listExposed           bool
+	varyOrigin, varyPreflight                     []string
+	echoMethod, echoHeaders, listExposed          bool
 }
 
 // CoxswainModule implements core.Module.
