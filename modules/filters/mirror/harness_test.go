@@ -38,11 +38,21 @@ type backend struct {
 }
 
 func newBackend(t testing.TB, name string, handle func(http.ResponseWriter, *http.Request)) *backend {
+	return startBackend(t, name, handle, false)
+}
+
+// newH2CBackend is newBackend speaking cleartext HTTP/2 only (with prior knowledge), as a gRPC
+// server does; the Proto it saw is in the recorded header as X-Seen-Proto.
+func newH2CBackend(t testing.TB, name string) *backend { return startBackend(t, name, nil, true) }
+
+func startBackend(t testing.TB, name string, handle func(http.ResponseWriter, *http.Request), h2c bool) *backend {
 	b := &backend{got: make(chan seen, 4096), handle: handle}
-	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		hdr := r.Header.Clone()
+		hdr.Set("X-Seen-Proto", r.Proto)
 		select {
-		case b.got <- seen{r.Method, r.RequestURI, r.Host, r.Header.Clone(), body}:
+		case b.got <- seen{r.Method, r.RequestURI, r.Host, hdr, body}:
 		default:
 		}
 		if b.handle != nil {
@@ -51,6 +61,12 @@ func newBackend(t testing.TB, name string, handle func(http.ResponseWriter, *htt
 		}
 		_, _ = io.WriteString(w, name)
 	}))
+	if h2c {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		b.srv.Config.Protocols = &p
+	}
+	b.srv.Start()
 	t.Cleanup(b.srv.Close)
 	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
 	n, _ := strconv.Atoi(port)
@@ -96,6 +112,8 @@ type options struct {
 	log      *zap.Logger
 	// before are filters in front of the mirrors.
 	before []*irv1.ModuleConfig
+	// h2c makes the mirror clusters cleartext HTTP/2 (a GRPCRoute's).
+	h2c bool
 }
 
 func mirrorCluster(i int) string { return "ns/mirror-" + strconv.Itoa(i) + ":80" }
@@ -118,8 +136,11 @@ func start(t testing.TB, primary *backend, mirrors []*backend, o options) *harne
 		Backends: vh.Routes[0].Backends}
 	vh.Routes = append([]*irv1.Route{plain}, vh.Routes...)
 	for i, m := range mirrors {
-		snap.Clusters = append(snap.Clusters, &irv1.Cluster{Name: mirrorCluster(i),
-			Endpoints: []*irv1.Endpoint{{Address: "127.0.0.1", Port: m.port, Weight: 1}}})
+		c := &irv1.Cluster{Name: mirrorCluster(i), Endpoints: []*irv1.Endpoint{{Address: "127.0.0.1", Port: m.port, Weight: 1}}}
+		if o.h2c {
+			c.Protocol = irv1.Cluster_H2C
+		}
+		snap.Clusters = append(snap.Clusters, c)
 	}
 	if err := irv1.Seal(snap); err != nil {
 		t.Fatal(err)
@@ -197,7 +218,6 @@ func (h *harness) await(t testing.TB, i int, result string, want float64) {
 		t.Fatalf("mirror %d %s = %v, want %v", i, result, got, want)
 	}
 }
-
 
 // settle waits until every copy mirror i was given has arrived at m (the count of sent stops
 // moving and equals what m received) and returns that count. Sampling decides how many there

@@ -164,3 +164,25 @@ func TestMirrorFailure(t *testing.T) {
 		t.Errorf("WARN names cluster %v", c)
 	}
 }
+
+// TestMirrorH2C: to a cleartext HTTP/2 cluster (a GRPCRoute's) the copy goes over HTTP/2 with
+// prior knowledge, body and TE: trailers included, as a gRPC server needs it.
+func TestMirrorH2C(t *testing.T) {
+	primary := newBackend(t, "primary", nil)
+	m := newH2CBackend(t, "grpc-mirror")
+	h := start(t, primary, []*backend{m}, options{h2c: true})
+	msg := []byte{0, 0, 0, 0, 3, 1, 2, 3} // one gRPC message frame
+	status, _ := h.do(t, http.MethodPost, "/pkg.Svc/Method", bytes.NewReader(msg),
+		map[string]string{"Content-Type": "application/grpc", "TE": "trailers"})
+	if status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	s := m.next(t)
+	if s.Header.Get("X-Seen-Proto") != "HTTP/2.0" || !bytes.Equal(s.Body, msg) || s.URI != "/pkg.Svc/Method" {
+		t.Errorf("mirror got %s %s body %v, want HTTP/2.0 POST /pkg.Svc/Method with the message", s.Header.Get("X-Seen-Proto"), s.URI, s.Body)
+	}
+	if s.Header.Get("Te") != "trailers" || s.Header.Get("Content-Type") != "application/grpc" {
+		t.Errorf("mirror headers %v: want TE: trailers and the content type", s.Header)
+	}
+	h.await(t, 0, mirror.ResultSent, 1)
+}
