@@ -6,9 +6,11 @@ package main
 import (
 	// The controller halves (translate.*) of the stock modules: P/translate for each P in modules/standard.Packages.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/cors/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/extauth/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/mirror/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"

@@ -67,6 +67,7 @@ func filterTranslators(reg *core.Registry) (map[gwapiv1.HTTPRouteFilterType]tran
 func (t *session) filters(rc *routeContext, field string, fs []gwapiv1.HTTPRouteFilter, env translation.FilterEnv) ([]*irv1.ModuleConfig, *translation.Failure) {
 	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
 	var out []*irv1.ModuleConfig
+	env.Route, env.Backends = routeLabel(rc.st.key), filterBackends{rc} // filterbackend.go
 	for i, f := range fs {
 		ff := fmt.Sprintf("%s[%d]", field, i)
 		if env.Types != nil && !slices.Contains(env.Types, f.Type) {

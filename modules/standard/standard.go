@@ -29,10 +29,12 @@ import (
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/compression"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/cors"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/extauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/mirror"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
@@ -56,10 +58,12 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/compression",
+	"github.com/coxswain-labs/coxswain/modules/filters/cors",
 	"github.com/coxswain-labs/coxswain/modules/filters/extauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/headers",
 	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess",
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth",
+	"github.com/coxswain-labs/coxswain/modules/filters/mirror",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
 	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",

@@ -61,6 +61,23 @@ type FilterEnv struct {
 	// the single PathPrefix match the API requires for ReplacePrefixMatch.
 	Prefix    string
 	HasPrefix bool
+	// Route is the route object the filters belong to, "<Kind>/<namespace>/<name>" (the route
+	// label of the proxy's per-route metrics). The core sets it; route kinds leave it empty.
+	Route string
+	// Backends resolves the Services a filter sends traffic of its own to (a RequestMirror's
+	// backendRef). The core sets it; route kinds leave it nil.
+	Backends FilterBackends
+}
+
+// FilterBackends resolves a backend a filter sends traffic to, as the rule's own backendRefs are
+// resolved (filterbackend.go in the translator).
+type FilterBackends interface {
+	// Backend resolves ref at field (a Service port; another namespace needs a ReferenceGrant
+	// from the route) to the name of its cluster, of the protocol the route kind's backendRefs
+	// use, and keeps the cluster in the snapshot. A reference that does not resolve sets the
+	// route's ResolvedRefs=False with the spec's reason and returns ok false: the caller leaves
+	// that backend out, and the rule keeps serving.
+	Backend(field string, ref gwapiv1.BackendObjectReference) (cluster string, ok bool)
 }
 
 // Failure is why a filter list or a rule cannot be served as written. With Unresolved set it is a

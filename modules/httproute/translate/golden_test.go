@@ -22,8 +22,12 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/filters/cors"
+	corstr "github.com/coxswain-labs/coxswain/modules/filters/cors/translate"
 	"github.com/coxswain-labs/coxswain/modules/filters/headers"
 	headerstr "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
+	"github.com/coxswain-labs/coxswain/modules/filters/mirror"
+	mirrortr "github.com/coxswain-labs/coxswain/modules/filters/mirror/translate"
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect"
 	redirecttr "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
 	"github.com/coxswain-labs/coxswain/modules/filters/rewrite"
@@ -44,6 +48,10 @@ func testOptions(in []byte) translator.Options {
 	first, _, _ := bytes.Cut(in, []byte("\n"))
 	if bytes.HasPrefix(first, []byte("# options:")) && bytes.Contains(first, []byte("loopback")) {
 		opts.AllowLoopbackEndpoints = true
+	}
+	if bytes.HasPrefix(first, []byte("# options:")) && bytes.Contains(first, []byte("mirror-cors")) {
+		opts.Registry = core.NewRegistry(Kind{}, headerstr.Request{}, headerstr.Response{}, redirecttr.Translator{}, rewritetr.Translator{},
+			mirrortr.Translator{}, corstr.Translator{})
 	}
 	return opts
 }
@@ -222,6 +230,10 @@ func checkModuleConfigs(t *testing.T, s *irv1.Snapshot) {
 			v = &redirect.Config{}
 		case rewrite.ModuleID:
 			v = &rewrite.Config{}
+		case mirror.ModuleID:
+			v = &mirror.Config{}
+		case cors.ModuleID:
+			v = &cors.Config{}
 		default:
 			t.Errorf("unexpected module %q", mc.GetId())
 			return
