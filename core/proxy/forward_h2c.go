@@ -145,6 +145,9 @@ func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core
 
 // fail answers an upstream failure that came before the response header.
 func (f *h2cForwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) outcome {
+	if absorbed(w, r, err) {
+		return errOutcome(r, err)
+	}
 	status, ok := upstreamStatus(r, err)
 	if !ok {
 		f.fwds.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
