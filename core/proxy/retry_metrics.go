@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 )
 
 // retryCounters are coxswain_proxy_retries_total of one route object, by reason, resolved once
