@@ -13,6 +13,7 @@ import (
 	"time"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy"
 )
 
 const retryRoute = "HTTPRoute/ns/retry"
@@ -59,6 +60,12 @@ func status(code int) func(int64, http.ResponseWriter, *http.Request) {
 // retrySetup serves one route with the given retry and timeouts to the cluster of bs.
 func retrySetup(t *testing.T, rt *irv1.Retry, to *irv1.Timeouts, protocol irv1.Cluster_Protocol, bs ...*testBackend) (*client, func(reason string) float64) {
 	t.Helper()
+	return retrySetupPath(t, rt, to, protocol, false, bs...)
+}
+
+// retrySetupPath is retrySetup, through the stdlib reverse proxy when stdlib is set.
+func retrySetupPath(t *testing.T, rt *irv1.Retry, to *irv1.Timeouts, protocol irv1.Cluster_Protocol, stdlib bool, bs ...*testBackend) (*client, func(reason string) float64) {
+	t.Helper()
 	r := route(retryRoute+"/rule/0/match/0", "/", backend("web", 1))
 	r.Retry, r.Timeouts = rt, to
 	l := httpListener(0, server("", vhost("", r)))
@@ -66,6 +73,9 @@ func retrySetup(t *testing.T, rt *irv1.Retry, to *irv1.Timeouts, protocol irv1.C
 	web.Protocol = protocol
 	p, reg := newMetricsProxy(t)
 	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{web}))
+	if stdlib {
+		proxy.StdlibPathOnly(p)
+	}
 	count := func(reason string) float64 {
 		t.Helper()
 		v, _ := metric(t, reg, "coxswain_proxy_retries_total", "route="+retryRoute, "reason="+reason)
@@ -75,17 +85,21 @@ func retrySetup(t *testing.T, rt *irv1.Retry, to *irv1.Timeouts, protocol irv1.C
 }
 
 // A retry lands on the second endpoint: one endpoint answers 503 (or refuses connections), the
-// retry goes to the other, whichever the balancer picked first; on HTTP/1.1 and h2c clusters.
+// retry goes to the other, whichever the balancer picked first; on HTTP/1.1 clusters (fast path
+// and stdlib reverse proxy) and h2c clusters.
 func TestRetryLandsOnSecondEndpoint(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		protocol irv1.Cluster_Protocol
 		refuse   bool
+		stdlib   bool
 	}{
-		{"h1 503", irv1.Cluster_HTTP1, false},
-		{"h1 connection refused", irv1.Cluster_HTTP1, true},
-		{"h2c 503", irv1.Cluster_H2C, false},
-		{"h2c connection refused", irv1.Cluster_H2C, true},
+		{"h1 503", irv1.Cluster_HTTP1, false, false},
+		{"h1 connection refused", irv1.Cluster_HTTP1, true, false},
+		{"stdlib 503", irv1.Cluster_HTTP1, false, true},
+		{"stdlib connection refused", irv1.Cluster_HTTP1, true, true},
+		{"h2c 503", irv1.Cluster_H2C, false, false},
+		{"h2c connection refused", irv1.Cluster_H2C, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h2c := tc.protocol == irv1.Cluster_H2C
@@ -95,7 +109,7 @@ func TestRetryLandsOnSecondEndpoint(t *testing.T) {
 			if tc.refuse {
 				badBE = &testBackend{name: "refusing", port: closedPort(t)}
 			}
-			c, count := retrySetup(t, &irv1.Retry{Codes: []uint32{503}, Attempts: 1}, nil, tc.protocol, good.testBackend, badBE)
+			c, count := retrySetupPath(t, &irv1.Retry{Codes: []uint32{503}, Attempts: 1}, nil, tc.protocol, tc.stdlib, good.testBackend, badBE)
 			const n = 10
 			for i := range n {
 				r := must(t, c.get("http://x/"))
