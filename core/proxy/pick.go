@@ -24,12 +24,13 @@ var pickInfos = sync.Pool{New: func() any { return new(core.PickInfo) }}
 // session's pin. It returns the endpoint's breaker (nil when the route's cluster has none);
 // rejected reports that every endpoint tried had its breaker open (ep is nil then).
 func (u *upstream) pick(w http.ResponseWriter, r *http.Request) (ep *core.Endpoint, br *breaker, rejected bool) {
-	return u.pickAvoiding(w, r, nil)
+	return u.pickAvoiding(w, r, nil, nil)
 }
 
 // pickAvoiding is pick for a retry: it passes over the endpoints already tried, and comes back to
-// one of them only when the balancer offers nothing else (a cluster of one endpoint, a hash).
-func (u *upstream) pickAvoiding(w http.ResponseWriter, r *http.Request, tried []*core.Endpoint) (ep *core.Endpoint, br *breaker, rejected bool) {
+// one of them only when the balancer offers nothing else (a cluster of one endpoint, a hash),
+// preferring one that answered to one that could not be reached (unreachable).
+func (u *upstream) pickAvoiding(w http.ResponseWriter, r *http.Request, tried, unreachable []*core.Endpoint) (ep *core.Endpoint, br *breaker, rejected bool) {
 	cl := u.cluster
 	// Each breaker is asked once per request, so that one counts one rejection per request it
 	// refused (a balancer may return the same endpoint again).
@@ -49,7 +50,9 @@ func (u *upstream) pickAvoiding(w http.ResponseWriter, r *http.Request, tried []
 		*info = core.PickInfo{}
 		pickInfos.Put(info)
 	}()
-	var again *core.Endpoint // the first tried endpoint the balancer offered
+	// again is the first tried endpoint the balancer offered, better one that answered.
+	var again *core.Endpoint
+	againReached := false
 	for range maxPicks {
 		ep = cl.balancer.Pick(info)
 		if ep == nil {
@@ -62,8 +65,8 @@ func (u *upstream) pickAvoiding(w http.ResponseWriter, r *http.Request, tried []
 			continue
 		}
 		if slices.Contains(tried, ep) {
-			if again == nil {
-				again = ep
+			if reached := !slices.Contains(unreachable, ep); again == nil || (reached && !againReached) {
+				again, againReached = ep, reached
 			}
 			continue
 		}

@@ -97,8 +97,8 @@ func (u *upstream) serveRetrying(w http.ResponseWriter, r *http.Request) {
 	} else {
 		attempts = 0
 	}
-	var triedBuf [8]*core.Endpoint
-	tried := triedBuf[:0]
+	var triedBuf, unreachableBuf [8]*core.Endpoint
+	tried, unreachable := triedBuf[:0], unreachableBuf[:0]
 	for n := 0; ; n++ {
 		last := n == attempts
 		rr := r
@@ -111,7 +111,7 @@ func (u *upstream) serveRetrying(w http.ResponseWriter, r *http.Request) {
 			tw = newTryWriter(w, r.Context(), p)
 			cw = tw
 		}
-		ep, out, picked := u.try(cw, rr, tried)
+		ep, out, picked := u.try(cw, rr, tried, unreachable)
 		if !picked {
 			// No endpoint, or every breaker open: nothing a retry would change. Whatever
 			// the try wrote is the answer.
@@ -137,6 +137,9 @@ func (u *upstream) serveRetrying(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p.count.inc(reason)
+		if reason == reasonConnect {
+			unreachable = append(unreachable, ep)
+		}
 		if !sleepCtx(r.Context(), p.delay(n+1)) {
 			// The route's request timeout passed during the backoff (or the client left): the
 			// timeout error, as the spec says, not the held-back answer.
@@ -151,8 +154,8 @@ func (u *upstream) serveRetrying(w http.ResponseWriter, r *http.Request) {
 // try is one attempt: pick an endpoint (avoiding those tried), forward under the backend
 // timeout, and report the outcome to the endpoint's breaker and the balancer. picked is false
 // when no endpoint could be chosen (then the answer is written).
-func (u *upstream) try(w http.ResponseWriter, r *http.Request, tried []*core.Endpoint) (ep *core.Endpoint, out outcome, picked bool) {
-	ep, br, rejected := u.pickAvoiding(w, r, tried)
+func (u *upstream) try(w http.ResponseWriter, r *http.Request, tried, unreachable []*core.Endpoint) (ep *core.Endpoint, out outcome, picked bool) {
+	ep, br, rejected := u.pickAvoiding(w, r, tried, unreachable)
 	if ep == nil {
 		msg := "no endpoint available"
 		if rejected {
