@@ -289,3 +289,34 @@ func TestRetryTimeouts(t *testing.T) {
 		}
 	})
 }
+
+// A connection lost before any answer is retried for an idempotent request only: a POST may
+// have been processed, so it is answered 502 and not sent again.
+func TestRetryResetIdempotentOnly(t *testing.T) {
+	var hangups atomic.Int64
+	dropper, _ := rawBackend(t, func(int64, *http.Request) (string, bool) {
+		hangups.Add(1)
+		return "", true // read the request, close without a byte
+	})
+	good := newCountingBackend(t, "good", false, nil)
+	c, count := retrySetup(t, &irv1.Retry{Attempts: 1}, nil, irv1.Cluster_HTTP1, dropper, good.testBackend)
+	for i := range 4 {
+		if r := must(t, c.get("http://x/")); r.status != http.StatusOK {
+			t.Fatalf("GET %d: %d, want 200 from the retry", i, r.status)
+		}
+	}
+	if hangups.Load() == 0 {
+		t.Fatal("no GET reached the endpoint that hangs up: nothing was retried")
+	}
+	if got := count("reset"); got != float64(hangups.Load()) {
+		t.Errorf("retries{reason=reset} = %v, want %d", got, hangups.Load())
+	}
+	before, statuses := hangups.Load(), map[int]int{}
+	for range 4 {
+		req, _ := http.NewRequest(http.MethodPost, "http://x/", strings.NewReader("order=1"))
+		statuses[must(t, c.do(req)).status]++
+	}
+	if hangups.Load() == before || statuses[http.StatusBadGateway] != int(hangups.Load()-before) {
+		t.Errorf("POSTs: %v with %d hang-ups, want a 502 for each hang-up (no retry)", statuses, hangups.Load()-before)
+	}
+}
