@@ -113,10 +113,7 @@ func (u *upstream) serveRetrying(w http.ResponseWriter, r *http.Request) {
 		}
 		ep, out, picked := u.try(cw, rr, tried, unreachable)
 		if !picked {
-			// No endpoint, or every breaker open: nothing a retry would change. Whatever
-			// the try wrote is the answer.
-			tw.commit()
-			return
+			return // no endpoint, or every breaker open: try answered 503
 		}
 		tried = append(tried, ep)
 		if last {
@@ -160,6 +157,9 @@ func (u *upstream) try(w http.ResponseWriter, r *http.Request, tried, unreachabl
 		msg := "no endpoint available"
 		if rejected {
 			msg = "circuit breaker open"
+		}
+		if tw, ok := w.(*tryWriter); ok {
+			tw.commit() // a retry would change nothing: this is the answer, even if 503 is a listed code
 		}
 		u.errw.WriteError(w, r, http.StatusServiceUnavailable, msg)
 		return nil, outcomeOK, false

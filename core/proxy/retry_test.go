@@ -320,3 +320,16 @@ func TestRetryResetIdempotentOnly(t *testing.T) {
 		t.Errorf("POSTs: %v with %d hang-ups, want a 502 for each hang-up (no retry)", statuses, hangups.Load()-before)
 	}
 }
+
+// A cluster without endpoints is answered 503 at once, listed code or not: a retry would find
+// none either.
+func TestRetryNoEndpoint(t *testing.T) {
+	c, count := retrySetup(t, &irv1.Retry{Codes: []uint32{503}, Attempts: 3}, nil, irv1.Cluster_HTTP1)
+	r := must(t, c.get("http://x/"))
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, "no endpoint available") {
+		t.Fatalf("%d %q, want 503 no endpoint available", r.status, r.body)
+	}
+	if got := count("status"); got != 0 {
+		t.Errorf("retries{reason=status} = %v, want 0", got)
+	}
+}
