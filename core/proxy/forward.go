@@ -311,9 +311,13 @@ func rewrite(pr *httputil.ProxyRequest) {
 	pr.SetXForwarded()
 }
 
-// handleError answers an upstream failure that came before the response header.
+// handleError answers an upstream failure that came before the response header, unless a retry
+// takes it (absorbed).
 func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err error) {
 	exchangeOf(r).out = errOutcome(r, err)
+	if absorbed(w, r, err) {
+		return
+	}
 	status, ok := upstreamStatus(r, err)
 	if !ok {
 		// The client went away; nobody reads the answer.

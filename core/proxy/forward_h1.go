@@ -320,8 +320,11 @@ func bodyDeadline(ctx context.Context, c *h1Conn, x *h1Exchange, method string) 
 var aLongTimeAgo = time.Unix(1, 0)
 
 // fail answers an exchange that produced no response (upstreamStatus: 504 past a deadline, 502
-// otherwise). A client that went away gets nothing.
+// otherwise), unless a retry takes the failure (absorbed). A client that went away gets nothing.
 func (f *h1Forwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) outcome {
+	if absorbed(w, r, err) {
+		return errOutcome(r, err)
+	}
 	log := f.fwds.log
 	status, ok := upstreamStatus(r, err)
 	if !ok {

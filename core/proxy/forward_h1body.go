@@ -39,15 +39,19 @@ const (
 // body timeout, a filter's status when its body reader refused the body (core.StatusError), 400
 // otherwise (malformed or cut short). The connection then closes (h1Body.drain).
 func (f *h1Forwarder) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := bodyErrorStatus(err)
+	f.errw.WriteError(w, r, status, msg)
+}
+
+// bodyErrorStatus is the answer to a request whose body could not be read (see refuseBody).
+func bodyErrorStatus(err error) (int, string) {
 	if st, ok := core.ErrorStatus(err); ok {
-		f.errw.WriteError(w, r, st, http.StatusText(st))
-		return
+		return st, http.StatusText(st)
 	}
 	if isTimeout(err) {
-		f.errw.WriteError(w, r, http.StatusRequestTimeout, "request body timeout")
-		return
+		return http.StatusRequestTimeout, "request body timeout"
 	}
-	f.errw.WriteError(w, r, http.StatusBadRequest, "malformed request body")
+	return http.StatusBadRequest, "malformed request body"
 }
 
 // readBody reads r's body into x. A body of declared length (at most maxBufferedBody, see

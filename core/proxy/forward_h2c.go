@@ -143,8 +143,12 @@ func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core
 	return out
 }
 
-// fail answers an upstream failure that came before the response header.
+// fail answers an upstream failure that came before the response header, unless a retry takes it
+// (absorbed).
 func (f *h2cForwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) outcome {
+	if absorbed(w, r, err) {
+		return errOutcome(r, err)
+	}
 	status, ok := upstreamStatus(r, err)
 	if !ok {
 		f.fwds.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))

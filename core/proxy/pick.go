@@ -24,13 +24,20 @@ var pickInfos = sync.Pool{New: func() any { return new(core.PickInfo) }}
 // session's pin. It returns the endpoint's breaker (nil when the route's cluster has none);
 // rejected reports that every endpoint tried had its breaker open (ep is nil then).
 func (u *upstream) pick(w http.ResponseWriter, r *http.Request) (ep *core.Endpoint, br *breaker, rejected bool) {
+	return u.pickAvoiding(w, r, nil, nil)
+}
+
+// pickAvoiding is pick for a retry: it passes over the endpoints already tried, and comes back to
+// one of them only when the balancer offers nothing else (a cluster of one endpoint, a hash),
+// preferring one that answered to one that could not be reached (unreachable).
+func (u *upstream) pickAvoiding(w http.ResponseWriter, r *http.Request, tried, unreachable []*core.Endpoint) (ep *core.Endpoint, br *breaker, rejected bool) {
 	cl := u.cluster
 	// Each breaker is asked once per request, so that one counts one rejection per request it
 	// refused (a balancer may return the same endpoint again).
 	var refused [maxPicks + 1]*core.Endpoint
 	n := 0
 	if cl.sticky != nil {
-		if ep = cl.sticky.pinned(r); ep != nil {
+		if ep = cl.sticky.pinned(r); ep != nil && !slices.Contains(tried, ep) {
 			if br, ok := u.breakers.admit(ep); ok {
 				return ep, br, false
 			}
@@ -43,23 +50,47 @@ func (u *upstream) pick(w http.ResponseWriter, r *http.Request) (ep *core.Endpoi
 		*info = core.PickInfo{}
 		pickInfos.Put(info)
 	}()
+	// again is the first tried endpoint the balancer offered, better one that answered.
+	var again *core.Endpoint
+	againReached := false
 	for range maxPicks {
 		ep = cl.balancer.Pick(info)
 		if ep == nil {
-			return nil, nil, rejected
+			if again == nil {
+				return nil, nil, rejected
+			}
+			break
 		}
 		if slices.Contains(refused[:n], ep) {
 			continue
 		}
-		br, ok := u.breakers.admit(ep)
-		if !ok {
-			refused[n], n, rejected = ep, n+1, true
+		if slices.Contains(tried, ep) {
+			if reached := !slices.Contains(unreachable, ep); again == nil || (reached && !againReached) {
+				again, againReached = ep, reached
+			}
 			continue
 		}
-		if cl.sticky != nil {
-			cl.sticky.pin(w, r, ep)
+		if br, ok := u.admit(w, r, ep); ok {
+			return ep, br, false
 		}
-		return ep, br, false
+		refused[n], n, rejected = ep, n+1, true
+	}
+	if again != nil {
+		if br, ok := u.admit(w, r, again); ok {
+			return again, br, false
+		}
 	}
 	return nil, nil, true
+}
+
+// admit asks ep's breaker and, when it lets the request through, pins the session to ep.
+func (u *upstream) admit(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) (*breaker, bool) {
+	br, ok := u.breakers.admit(ep)
+	if !ok {
+		return nil, false
+	}
+	if cl := u.cluster; cl.sticky != nil {
+		cl.sticky.pin(w, r, ep)
+	}
+	return br, true
 }

@@ -69,7 +69,8 @@ type Proxy struct {
 	shared   *core.SharedState // module state that outlives tables
 	settings map[string]string
 	metrics  *core.Metrics
-	breakers *breakerSeries // made by the first build with a circuit breaker (breakerSeriesOf)
+	breakers *breakerSeries         // made by the first build with a circuit breaker (breakerSeriesOf)
+	retries  *prometheus.CounterVec // coxswain_proxy_retries_total, made by the first build with a retry (retryCountersOf)
 }
 
 // New returns a Proxy that serves nothing until the first Apply.

@@ -149,8 +149,12 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	choice := &backendChoice{errw: rt.errw, backends: make([]http.Handler, 0, len(backends))}
 	weights := make([]uint32, len(backends))
 	backendTimeout := time.Duration(r.GetTimeouts().GetBackendRequestMs()) * time.Millisecond
+	retry, err := b.retryOf(rt.name, r.GetRetry())
+	if err != nil {
+		return nil, err
+	}
 	for i, be := range backends {
-		h, err := b.backend(rt.name, be, ruleFilters, rt.errw, backendTimeout)
+		h, err := b.backend(rt.name, be, ruleFilters, rt.errw, backendTimeout, retry)
 		if err != nil {
 			return nil, fmt.Errorf("backend %d (%s): %w", i, be.GetCluster(), err)
 		}
@@ -171,7 +175,7 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 // backend compiles one weighted backend of the IR route named route: its filters, then the
 // forwarder. The response filters of the rule and then of the backend run, in that order, on the
 // upstream response header.
-func (b *builder) backend(route string, be *irv1.Backend, rule []loadedFilter, errw core.HTTPErrorWriter, timeout time.Duration) (http.Handler, error) {
+func (b *builder) backend(route string, be *irv1.Backend, rule []loadedFilter, errw core.HTTPErrorWriter, timeout time.Duration, retry *retryPolicy) (http.Handler, error) {
 	own, err := b.filters(be.GetFilters())
 	if err != nil {
 		return nil, err
@@ -201,10 +205,10 @@ func (b *builder) backend(route string, be *irv1.Backend, rule []loadedFilter, e
 	if err != nil {
 		return nil, err
 	}
-	if _, plain := errw.(plainErrors); plain && len(own) == 0 && len(resp) == 0 && timeout == 0 && breakers == nil {
+	if _, plain := errw.(plainErrors); plain && len(own) == 0 && len(resp) == 0 && timeout == 0 && breakers == nil && retry == nil {
 		return b.plainUpstream(cl), nil
 	}
-	up := &upstream{cluster: cl, errw: errw, timeout: timeout, fwd: b.forwarder(cl, resp, errw), breakers: breakers}
+	up := &upstream{cluster: cl, errw: errw, timeout: timeout, fwd: b.forwarder(cl, resp, errw), breakers: breakers, retry: retry}
 	return chain(own, up), nil
 }
 
@@ -322,11 +326,17 @@ type upstream struct {
 	// breakers are the circuit breakers of the cluster's endpoints for this backend's route; nil
 	// when the cluster has none.
 	breakers *breakerSet
+	// retry is the route's retry policy (retry.go), nil for none.
+	retry *retryPolicy
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if u.cluster == nil {
 		u.errw.WriteError(w, r, http.StatusInternalServerError, "backend not resolved")
+		return
+	}
+	if u.retry != nil {
+		u.serveRetrying(w, r)
 		return
 	}
 	ep, br, rejected := u.pick(w, r)

@@ -128,7 +128,7 @@ func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Cluster_Protocol.Descriptor instead.
 func (Cluster_Protocol) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type SessionPersistence_Type int32
@@ -177,7 +177,7 @@ func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionPersistence_Type.Descriptor instead.
 func (SessionPersistence_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15, 0}
 }
 
 type Snapshot struct {
@@ -772,8 +772,10 @@ type Route struct {
 	// Filters applied in order before a backend is chosen ("filter.http.*" modules).
 	Filters []*ModuleConfig `protobuf:"bytes,3,rep,name=filters,proto3" json:"filters,omitempty"`
 	// Weighted backends. Empty means the rule has no backend: answer 500 unless a filter responded.
-	Backends      []*Backend `protobuf:"bytes,4,rep,name=backends,proto3" json:"backends,omitempty"`
-	Timeouts      *Timeouts  `protobuf:"bytes,5,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
+	Backends []*Backend `protobuf:"bytes,4,rep,name=backends,proto3" json:"backends,omitempty"`
+	Timeouts *Timeouts  `protobuf:"bytes,5,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
+	// Retries of a failed upstream attempt; unset means none.
+	Retry         *Retry `protobuf:"bytes,6,opt,name=retry,proto3" json:"retry,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -843,6 +845,80 @@ func (x *Route) GetTimeouts() *Timeouts {
 	return nil
 }
 
+func (x *Route) GetRetry() *Retry {
+	if x != nil {
+		return x.Retry
+	}
+	return nil
+}
+
+// Retry is when and how often the engine sends a request again, to another endpoint when the
+// balancer has one (HTTPRoute retry, GEP-1731).
+type Retry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Response statuses that are retried (400-599). Connection failures before any response byte
+	// are retried whatever this lists.
+	Codes []uint32 `protobuf:"varint,1,rep,packed,name=codes,proto3" json:"codes,omitempty"`
+	// Retries after the first attempt; 0 means none.
+	Attempts uint32 `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// Base interval of the exponential backoff between attempts, in milliseconds; 0 means the
+	// engine's default.
+	BackoffMs     uint32 `protobuf:"varint,3,opt,name=backoff_ms,json=backoffMs,proto3" json:"backoff_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Retry) Reset() {
+	*x = Retry{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Retry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Retry) ProtoMessage() {}
+
+func (x *Retry) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Retry.ProtoReflect.Descriptor instead.
+func (*Retry) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Retry) GetCodes() []uint32 {
+	if x != nil {
+		return x.Codes
+	}
+	return nil
+}
+
+func (x *Retry) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *Retry) GetBackoffMs() uint32 {
+	if x != nil {
+		return x.BackoffMs
+	}
+	return 0
+}
+
 type Timeouts struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whole-request deadline, in milliseconds; 0 means none.
@@ -855,7 +931,7 @@ type Timeouts struct {
 
 func (x *Timeouts) Reset() {
 	*x = Timeouts{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +943,7 @@ func (x *Timeouts) String() string {
 func (*Timeouts) ProtoMessage() {}
 
 func (x *Timeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +956,7 @@ func (x *Timeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timeouts.ProtoReflect.Descriptor instead.
 func (*Timeouts) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Timeouts) GetRequestMs() uint32 {
@@ -913,7 +989,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1001,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1014,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Backend) GetCluster() string {
@@ -999,7 +1075,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1087,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1100,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Cluster) GetName() string {
@@ -1103,7 +1179,7 @@ type CircuitBreaker struct {
 
 func (x *CircuitBreaker) Reset() {
 	*x = CircuitBreaker{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1191,7 @@ func (x *CircuitBreaker) String() string {
 func (*CircuitBreaker) ProtoMessage() {}
 
 func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1204,7 @@ func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
 func (*CircuitBreaker) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CircuitBreaker) GetThresholdPercent() uint32 {
@@ -1182,7 +1258,7 @@ type SessionPersistence struct {
 
 func (x *SessionPersistence) Reset() {
 	*x = SessionPersistence{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1270,7 @@ func (x *SessionPersistence) String() string {
 func (*SessionPersistence) ProtoMessage() {}
 
 func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1283,7 @@ func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionPersistence.ProtoReflect.Descriptor instead.
 func (*SessionPersistence) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SessionPersistence) GetType() SessionPersistence_Type {
@@ -1243,7 +1319,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1331,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1344,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -1305,7 +1381,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1393,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1406,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Secret) GetName() string {
@@ -1400,13 +1476,19 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\vPASSTHROUGH\x10\x01\"X\n" +
 	"\vVirtualHost\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12-\n" +
-	"\x06routes\x18\x02 \x03(\v2\x15.coxswain.ir.v1.RouteR\x06routes\"\xf2\x01\n" +
+	"\x06routes\x18\x02 \x03(\v2\x15.coxswain.ir.v1.RouteR\x06routes\"\x9f\x02\n" +
 	"\x05Route\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
 	"\x05match\x18\x02 \x01(\v2\x1c.coxswain.ir.v1.ModuleConfigR\x05match\x126\n" +
 	"\afilters\x18\x03 \x03(\v2\x1c.coxswain.ir.v1.ModuleConfigR\afilters\x123\n" +
 	"\bbackends\x18\x04 \x03(\v2\x17.coxswain.ir.v1.BackendR\bbackends\x124\n" +
-	"\btimeouts\x18\x05 \x01(\v2\x18.coxswain.ir.v1.TimeoutsR\btimeouts\"W\n" +
+	"\btimeouts\x18\x05 \x01(\v2\x18.coxswain.ir.v1.TimeoutsR\btimeouts\x12+\n" +
+	"\x05retry\x18\x06 \x01(\v2\x15.coxswain.ir.v1.RetryR\x05retry\"X\n" +
+	"\x05Retry\x12\x14\n" +
+	"\x05codes\x18\x01 \x03(\rR\x05codes\x12\x1a\n" +
+	"\battempts\x18\x02 \x01(\rR\battempts\x12\x1d\n" +
+	"\n" +
+	"backoff_ms\x18\x03 \x01(\rR\tbackoffMs\"W\n" +
 	"\bTimeouts\x12\x1d\n" +
 	"\n" +
 	"request_ms\x18\x01 \x01(\rR\trequestMs\x12,\n" +
@@ -1467,7 +1549,7 @@ func file_core_ir_v1_ir_proto_rawDescGZIP() []byte {
 }
 
 var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_core_ir_v1_ir_proto_goTypes = []any{
 	(TLS_Mode)(0),                // 0: coxswain.ir.v1.TLS.Mode
 	(Cluster_Protocol)(0),        // 1: coxswain.ir.v1.Cluster.Protocol
@@ -1482,18 +1564,19 @@ var file_core_ir_v1_ir_proto_goTypes = []any{
 	(*TLS)(nil),                  // 10: coxswain.ir.v1.TLS
 	(*VirtualHost)(nil),          // 11: coxswain.ir.v1.VirtualHost
 	(*Route)(nil),                // 12: coxswain.ir.v1.Route
-	(*Timeouts)(nil),             // 13: coxswain.ir.v1.Timeouts
-	(*Backend)(nil),              // 14: coxswain.ir.v1.Backend
-	(*Cluster)(nil),              // 15: coxswain.ir.v1.Cluster
-	(*CircuitBreaker)(nil),       // 16: coxswain.ir.v1.CircuitBreaker
-	(*SessionPersistence)(nil),   // 17: coxswain.ir.v1.SessionPersistence
-	(*Endpoint)(nil),             // 18: coxswain.ir.v1.Endpoint
-	(*Secret)(nil),               // 19: coxswain.ir.v1.Secret
+	(*Retry)(nil),                // 13: coxswain.ir.v1.Retry
+	(*Timeouts)(nil),             // 14: coxswain.ir.v1.Timeouts
+	(*Backend)(nil),              // 15: coxswain.ir.v1.Backend
+	(*Cluster)(nil),              // 16: coxswain.ir.v1.Cluster
+	(*CircuitBreaker)(nil),       // 17: coxswain.ir.v1.CircuitBreaker
+	(*SessionPersistence)(nil),   // 18: coxswain.ir.v1.SessionPersistence
+	(*Endpoint)(nil),             // 19: coxswain.ir.v1.Endpoint
+	(*Secret)(nil),               // 20: coxswain.ir.v1.Secret
 }
 var file_core_ir_v1_ir_proto_depIdxs = []int32{
 	6,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
-	15, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
-	19, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
+	16, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
+	20, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
 	4,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
 	9,  // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
 	7,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
@@ -1504,20 +1587,21 @@ var file_core_ir_v1_ir_proto_depIdxs = []int32{
 	12, // 10: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
 	5,  // 11: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
 	5,  // 12: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	14, // 13: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	13, // 14: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	5,  // 15: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	1,  // 16: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	5,  // 17: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	18, // 18: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	16, // 19: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
-	17, // 20: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
-	2,  // 21: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	15, // 13: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	14, // 14: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	13, // 15: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
+	5,  // 16: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	1,  // 17: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
+	5,  // 18: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	19, // 19: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	17, // 20: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	18, // 21: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	2,  // 22: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }
@@ -1531,7 +1615,7 @@ func file_core_ir_v1_ir_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_ir_v1_ir_proto_rawDesc), len(file_core_ir_v1_ir_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

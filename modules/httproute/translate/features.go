@@ -11,7 +11,7 @@ import (
 var _ translation.FeatureProvider = Kind{}
 
 // GatewayAPIFeatures lists the HTTPRoute features of the route kind itself: matches, timeouts,
-// backend protocols. Each filter's features are claimed by its own translator (e.g.
+// retries, backend protocols. Each filter's features are claimed by its own translator (e.g.
 // modules/filters/redirect/translate), so a distribution without a filter does not advertise it.
 func (Kind) GatewayAPIFeatures() []translation.Feature {
 	req := []core.ModuleID{httproute.ModuleID}
@@ -24,6 +24,9 @@ func (Kind) GatewayAPIFeatures() []translation.Feature {
 		gwfeatures.SupportHTTPRouteParentRefPort,
 		gwfeatures.SupportHTTPRouteRequestTimeout,
 		gwfeatures.SupportHTTPRouteBackendTimeout,
+		gwfeatures.SupportHTTPRouteRetryCodes,
+		gwfeatures.SupportHTTPRouteRetryConnectionError,
+		gwfeatures.SupportHTTPRouteDestinationPortMatching,
 		gwfeatures.SupportHTTPRouteBackendProtocolH2C,
 		gwfeatures.SupportHTTPRouteBackendProtocolWebSocket,
 	} {

@@ -64,13 +64,14 @@ func buildRule(rc translation.RouteContext, i int, rule *gwapiv1.HTTPRouteRule) 
 				Filters:  action.Filters,
 				Backends: action.Backends,
 				Timeouts: action.Timeouts,
+				Retry:    action.Retry,
 			},
 		})
 	}
 	return out
 }
 
-// ruleAction fills what the rule does (filters, backends, timeouts) into r, or says why the
+// ruleAction fills what the rule does (filters, backends, timeouts, retry) into r, or says why the
 // rule cannot be served. Every backendRef is resolved even then, so ResolvedRefs is complete.
 func ruleAction(rc translation.RouteContext, base string, rule *gwapiv1.HTTPRouteRule, env translation.FilterEnv, r *irv1.Route) *translation.Failure {
 	var failure *translation.Failure
@@ -83,6 +84,11 @@ func ruleAction(rc translation.RouteContext, base string, rule *gwapiv1.HTTPRout
 		keep(f)
 	} else {
 		r.Timeouts = to
+	}
+	if rt, f := retry(rule.Retry, base+".retry"); f != nil {
+		keep(f)
+	} else {
+		r.Retry = rt
 	}
 	filters, f := rc.Filters(base+".filters", rule.Filters, env)
 	if f != nil {
