@@ -130,7 +130,9 @@ func TestUpstreamTLS(t *testing.T) {
 	dns := func(v string) *irv1.SubjectAltName {
 		return &irv1.SubjectAltName{Type: irv1.SubjectAltName_HOSTNAME, Value: v}
 	}
-	uri := func(v string) *irv1.SubjectAltName { return &irv1.SubjectAltName{Type: irv1.SubjectAltName_URI, Value: v} }
+	uri := func(v string) *irv1.SubjectAltName {
+		return &irv1.SubjectAltName{Type: irv1.SubjectAltName_URI, Value: v}
+	}
 	cases := []struct {
 		name   string
 		be     *testBackend
