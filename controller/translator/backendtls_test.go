@@ -43,7 +43,7 @@ func selfSigned(t *testing.T, cn string) (certPEM, keyPEM []byte) {
 func tlsPolicy(name string, age int, caKind, caName string, targets ...string) *gwapiv1.BackendTLSPolicy {
 	p := &gwapiv1.BackendTLSPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name, Generation: 2, CreationTimestamp: metav1.NewTime(time.Unix(int64(1000+age), 0))},
-		Spec: gwapiv1.BackendTLSPolicySpec{Validation: gwapiv1.BackendTLSPolicyValidation{Hostname: "pg.example.com"}},
+		Spec:       gwapiv1.BackendTLSPolicySpec{Validation: gwapiv1.BackendTLSPolicyValidation{Hostname: "pg.example.com"}},
 	}
 	if caKind != "" {
 		p.Spec.Validation.CACertificateRefs = []gwapiv1.LocalObjectReference{{Kind: gwapiv1.Kind(caKind), Name: gwapiv1.ObjectName(caName)}}
