@@ -39,7 +39,7 @@ func policyKinds(cfg *rest.Config, ev events) ([]*moduleKind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", policyv1a1.ClientTrafficPolicyKind, err)
 	}
-	backendTLS, err := policyWatch(cfg, ev, gwapiv1.SchemeGroupVersion, gwapiv1.Install, "backendtlspolicies", translator.BackendTLSPolicyKind,
+	backendTLS, err := policyWatch(cfg, ev, schema.GroupVersion(gwapiv1.GroupVersion), gwapiv1.Install, "backendtlspolicies", translator.BackendTLSPolicyKind,
 		func(s *translator.Store, p *gwapiv1.BackendTLSPolicy) {
 			s.BackendTLSPolicies = append(s.BackendTLSPolicies, p)
 		},

@@ -67,7 +67,7 @@ type watch struct {
 	spaces    corelisters.NamespaceLister
 	// configMaps hold BackendTLSPolicies' CA certificates.
 	configMaps corelisters.ConfigMapLister
-	informers []cache.SharedIndexInformer
+	informers  []cache.SharedIndexInformer
 }
 
 // events is what the watch tells the controller.
