@@ -90,6 +90,11 @@ func newTLSBackend(t *testing.T, name string, ca *testCA, clientCA *testCA, h2 b
 			tunnel(t, w)
 			return
 		}
+		if r.Method == http.MethodPost { // echoes the body back, once it has all of it
+			b, _ := io.ReadAll(r.Body)
+			_, _ = w.Write(b)
+			return
+		}
 		w.Header().Set("X-Got-SNI", r.TLS.ServerName)
 		if len(r.TLS.PeerCertificates) > 0 {
 			w.Header().Set("X-Got-Client", r.TLS.PeerCertificates[0].Subject.CommonName)
@@ -177,6 +182,21 @@ func TestUpstreamTLS(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("bodies both ways over TLS", func(t *testing.T) {
+		body := strings.Repeat("0123456789abcdef", 64<<10) // 1 MiB, streamed in both directions
+		for _, chunked := range []bool{false, true} {
+			var rd io.Reader = strings.NewReader(body)
+			if chunked {
+				rd = io.MultiReader(rd) // no length: sent chunked
+			}
+			req, _ := http.NewRequest(http.MethodPost, hostURL("http", "front.example.com", "/ca/post"), rd)
+			r := must(t, c.do(req))
+			if r.status != 200 || r.body != body {
+				t.Fatalf("chunked=%v: status %d, %d of %d bytes back", chunked, r.status, len(r.body), len(body))
+			}
+		}
+	})
 
 	t.Run("websocket upgrade over TLS", func(t *testing.T) {
 		conn, err := net.DialTimeout("tcp", addrOf(t, p, l.Name), 5*time.Second)
