@@ -30,7 +30,7 @@ type testCA struct {
 	pem  []byte
 }
 
-func newTestCA(t *testing.T, cn string) *testCA {
+func newTestCA(t testing.TB, cn string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -48,7 +48,7 @@ func newTestCA(t *testing.T, cn string) *testCA {
 }
 
 // issue signs a leaf for dns names and URIs with the given usage; it returns the PEM pair.
-func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage, dns []string, uris ...string) (certPEM, keyPEM []byte) {
+func (ca *testCA) issue(t testing.TB, cn string, usage x509.ExtKeyUsage, dns []string, uris ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
