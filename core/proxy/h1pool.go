@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"net"
 	"sync"
 	"syscall"
@@ -230,10 +231,16 @@ func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A TLS connection is not peeked (alive): the raw socket carries records the server may send
-	// at any time (TLS 1.3 session tickets), which are not a response.
 	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), bw: bufio.NewWriterSize(nc, h1WriteBuf), pool: p}
-	if sc, ok := nc.(syscall.Conn); ok {
+	// A TLS connection is peeked (alive) on its socket: by the time it is reused, the records the
+	// server sends unasked after the handshake (TLS 1.3 session tickets) came before its first
+	// response and were read with it, so anything on the socket of an idle one is its close_notify
+	// or its end. A rarer record there (a late ticket) costs a redial, never a request.
+	raw := nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	if sc, ok := raw.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.peek.init(rc)
 		}

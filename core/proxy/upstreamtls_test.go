@@ -79,6 +79,12 @@ func (ca *testCA) issue(t testing.TB, cn string, usage x509.ExtKeyUsage, dns []s
 // X-Got-Client. clientCA, when set, makes a client certificate of it mandatory.
 func newTLSBackend(t *testing.T, name string, ca *testCA, clientCA *testCA, h2 bool, dns []string, uris ...string) *testBackend {
 	t.Helper()
+	return newTLSBackendWith(t, name, ca, clientCA, h2, dns, uris, nil)
+}
+
+// newTLSBackendWith is newTLSBackend with configure run on the server before it starts.
+func newTLSBackendWith(t *testing.T, name string, ca *testCA, clientCA *testCA, h2 bool, dns, uris []string, configure func(*http.Server)) *testBackend {
+	t.Helper()
 	c, k := ca.issue(t, name, x509.ExtKeyUsageServerAuth, dns, uris...)
 	pair, err := tls.X509KeyPair(c, k)
 	if err != nil {
@@ -109,6 +115,9 @@ func newTLSBackend(t *testing.T, name string, ca *testCA, clientCA *testCA, h2 b
 	}
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are what some tests expect
 	srv.EnableHTTP2 = h2
+	if configure != nil {
+		configure(srv.Config)
+	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return &testBackend{name: name, srv: srv, port: portOf(t, srv.Listener.Addr().String())}
@@ -273,5 +282,39 @@ func TestUpstreamTLSH2(t *testing.T) {
 	}
 	if r := must(t, priorKnowledge.get(hostURL("http", "grpc.front", "/bad"))); r.status != 502 {
 		t.Fatalf("wrong hostname: status %d, want 502", r.status)
+	}
+}
+
+// A pooled TLS connection the backend closed while it was idle is noticed before a request that
+// cannot be replayed (a POST) is risked on it: the POST gets a fresh connection, not a 502.
+func TestUpstreamTLSStaleConnection(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	closed := make(chan struct{}, 8)
+	be := newTLSBackendWith(t, "stale", ca, nil, false, []string{"abc.example.com"}, nil, func(s *http.Server) {
+		s.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				closed <- struct{}{}
+			}
+		}
+	})
+	l := httpListener(0, server("", vhost("", route("r", "/", backend("c", 1)))))
+	p := newProxy(t)
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{tlsCluster("c", be, &irv1.UpstreamTLS{ServerName: "abc.example.com", CaPem: ca.pem})}))
+	c := newClient(addrOf(t, p, l.Name), nil)
+	for range 2 { // the second reuses the pooled connection: tickets were read with the first answer
+		if r := must(t, c.get(hostURL("http", "x", "/"))); r.status != 200 {
+			t.Fatalf("GET: status %d", r.status)
+		}
+	}
+	be.srv.Config.SetKeepAlivesEnabled(false) // closes the idle connections, the proxy's among them
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the backend did not close the idle connection")
+	}
+	be.srv.Config.SetKeepAlivesEnabled(true)
+	req, _ := http.NewRequest(http.MethodPost, hostURL("http", "x", "/"), strings.NewReader("once"))
+	if r := must(t, c.do(req)); r.status != 200 || r.body != "once" {
+		t.Fatalf("POST after the backend closed the pooled connection: status %d body %q", r.status, r.body)
 	}
 }
