@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
@@ -28,7 +29,7 @@ func TestErrorAnswers(t *testing.T) {
 // Store.ClientTrafficPolicies, typed, and the writer's access names the kind.
 func TestPolicyWatchesFillTheStore(t *testing.T) {
 	kinds, err := policyKinds(&rest.Config{Host: "https://127.0.0.1:1"}, events{changed: func(change) {}, touched: func(status.Key) {}})
-	if err != nil || len(kinds) != 2 {
+	if err != nil || len(kinds) != 3 {
 		t.Fatal(kinds, err)
 	}
 	bp := &policyv1a1.CoxswainBackendPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
@@ -39,19 +40,27 @@ func TestPolicyWatchesFillTheStore(t *testing.T) {
 	if err := kinds[1].informer.GetIndexer().Add(cp); err != nil {
 		t.Fatal(err)
 	}
+	tp := &gwapiv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t"}}
+	if err := kinds[2].informer.GetIndexer().Add(tp); err != nil {
+		t.Fatal(err)
+	}
 	var s translator.Store
 	for _, mk := range kinds {
 		if err := mk.fill(&s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(s.BackendPolicies) != 1 || s.BackendPolicies[0] != bp || len(s.ClientTrafficPolicies) != 1 || s.ClientTrafficPolicies[0] != cp || len(s.Objects) != 0 {
+	if len(s.BackendPolicies) != 1 || s.BackendPolicies[0] != bp || len(s.ClientTrafficPolicies) != 1 || s.ClientTrafficPolicies[0] != cp ||
+		len(s.BackendTLSPolicies) != 1 || s.BackendTLSPolicies[0] != tp || len(s.Objects) != 0 {
 		t.Errorf("store %+v", s)
 	}
 	if mk := kinds[0]; mk.policy == nil || mk.policy.Kind() != "CoxswainBackendPolicy" || mk.gvr.Resource != "coxswainbackendpolicies" {
 		t.Errorf("kind %+v", mk)
 	}
 	if mk := kinds[1]; mk.policy == nil || mk.policy.Kind() != "ClientTrafficPolicy" || mk.gvr.Resource != "clienttrafficpolicies" {
+		t.Errorf("kind %+v", mk)
+	}
+	if mk := kinds[2]; mk.policy == nil || mk.policy.Kind() != "BackendTLSPolicy" || mk.gvr.String() != "gateway.networking.k8s.io/v1, Resource=backendtlspolicies" {
 		t.Errorf("kind %+v", mk)
 	}
 }

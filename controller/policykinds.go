@@ -6,6 +6,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -18,10 +20,10 @@ import (
 )
 
 // policyKinds are the typed informers and status access of the policy kinds the core translates
-// (Store.BackendPolicies, Store.ClientTrafficPolicies). Like a module kind each starts once its
+// (Store.BackendPolicies, Store.ClientTrafficPolicies, Store.BackendTLSPolicies). Like a module kind each starts once its
 // CRD is served, at start-up or later: a cluster without the CRD runs without that policy.
 func policyKinds(cfg *rest.Config, ev events) ([]*moduleKind, error) {
-	backend, err := policyWatch(cfg, ev, policyv1a1.BackendPolicyResource, policyv1a1.BackendPolicyKind,
+	backend, err := policyWatch(cfg, ev, policyv1a1.SchemeGroupVersion, policyv1a1.AddToScheme, policyv1a1.BackendPolicyResource, policyv1a1.BackendPolicyKind,
 		func(s *translator.Store, p *policyv1a1.CoxswainBackendPolicy) {
 			s.BackendPolicies = append(s.BackendPolicies, p)
 		},
@@ -29,7 +31,7 @@ func policyKinds(cfg *rest.Config, ev events) ([]*moduleKind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", policyv1a1.BackendPolicyKind, err)
 	}
-	client, err := policyWatch(cfg, ev, policyv1a1.ClientTrafficPolicyResource, policyv1a1.ClientTrafficPolicyKind,
+	client, err := policyWatch(cfg, ev, policyv1a1.SchemeGroupVersion, policyv1a1.AddToScheme, policyv1a1.ClientTrafficPolicyResource, policyv1a1.ClientTrafficPolicyKind,
 		func(s *translator.Store, p *policyv1a1.ClientTrafficPolicy) {
 			s.ClientTrafficPolicies = append(s.ClientTrafficPolicies, p)
 		},
@@ -37,16 +39,23 @@ func policyKinds(cfg *rest.Config, ev events) ([]*moduleKind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", policyv1a1.ClientTrafficPolicyKind, err)
 	}
-	return []*moduleKind{backend, client}, nil
+	backendTLS, err := policyWatch(cfg, ev, schema.GroupVersion(gwapiv1.GroupVersion), gwapiv1.Install, "backendtlspolicies", translator.BackendTLSPolicyKind,
+		func(s *translator.Store, p *gwapiv1.BackendTLSPolicy) {
+			s.BackendTLSPolicies = append(s.BackendTLSPolicies, p)
+		},
+		func(p *gwapiv1.BackendTLSPolicy) *gwapiv1.PolicyStatus { return &p.Status })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", translator.BackendTLSPolicyKind, err)
+	}
+	return []*moduleKind{backend, client, backendTLS}, nil
 }
 
-// policyWatch is the typed informer and status access of one policy kind of policyv1a1.
+// policyWatch is the typed informer and status access of one policy kind of group version gv.
 func policyWatch[T any, PT interface {
 	*T
 	translation.Object
-}](cfg *rest.Config, ev events, resource, kind string, add func(*translator.Store, PT), statusOf func(PT) *gwapiv1.PolicyStatus) (*moduleKind, error) {
-	gv := policyv1a1.SchemeGroupVersion
-	rc, err := restClientFor(gv, policyv1a1.AddToScheme, cfg)
+}](cfg *rest.Config, ev events, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error, resource, kind string, add func(*translator.Store, PT), statusOf func(PT) *gwapiv1.PolicyStatus) (*moduleKind, error) {
+	rc, err := restClientFor(gv, addToScheme, cfg)
 	if err != nil {
 		return nil, err
 	}

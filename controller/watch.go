@@ -65,7 +65,9 @@ type watch struct {
 	slices    discoverylisters.EndpointSliceLister
 	secrets   corelisters.SecretLister
 	spaces    corelisters.NamespaceLister
-	informers []cache.SharedIndexInformer
+	// configMaps hold BackendTLSPolicies' CA certificates.
+	configMaps corelisters.ConfigMapLister
+	informers  []cache.SharedIndexInformer
 }
 
 // events is what the watch tells the controller.
@@ -97,6 +99,8 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 	w.classes, w.gateways, w.grants = classes.Lister(), gateways.Lister(), grants.Lister()
 	w.services, w.slices = services.Lister(), slices.Lister()
 	w.spaces, w.secrets = spaces.Lister(), secrets.Lister()
+	configMaps := w.kube.Core().V1().ConfigMaps()
+	w.configMaps = configMaps.Lister()
 
 	type handler struct {
 		inf cache.SharedIndexInformer
@@ -110,6 +114,7 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 		{slices.Informer(), changeHandler(changeEndpoints, ev, resourceVersionChanged)},
 		{spaces.Informer(), changeHandler(changeConfig, ev, labelsChanged)},
 		{secrets.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)},
+		{configMaps.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)},
 	}
 	for _, sel := range secretSelectors(reg) {
 		f := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip,
@@ -225,6 +230,9 @@ func (w *watch) store() (*translator.Store, error) {
 	s.EndpointSlices, errs[4] = w.slices.List(all)
 	s.Secrets, errs[5] = w.secrets.List(all)
 	s.Namespaces, errs[6] = w.spaces.List(all)
+	var cmErr error
+	s.ConfigMaps, cmErr = w.configMaps.List(all)
+	errs = append(errs, cmErr)
 	for _, l := range w.extra {
 		more, err := l.List(all)
 		errs = append(errs, err)

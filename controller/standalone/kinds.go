@@ -72,6 +72,12 @@ var coreKinds = []kind{
 	{"v1", "v1", "Secret", true, decodeAs[corev1.Secret], func(s *translator.Store, o object) {
 		s.Secrets = append(s.Secrets, o.(*corev1.Secret))
 	}, applyDefaults},
+	{"v1", "v1", "ConfigMap", true, decodeAs[corev1.ConfigMap], func(s *translator.Store, o object) {
+		s.ConfigMaps = append(s.ConfigMaps, o.(*corev1.ConfigMap))
+	}, nil},
+	{gatewayV1, gatewayV1, translator.BackendTLSPolicyKind, true, decodeAs[gwapiv1.BackendTLSPolicy], func(s *translator.Store, o object) {
+		s.BackendTLSPolicies = append(s.BackendTLSPolicies, o.(*gwapiv1.BackendTLSPolicy))
+	}, nil},
 	{"v1", "v1", "Service", true, decodeAs[corev1.Service], func(s *translator.Store, o object) {
 		s.Services = append(s.Services, o.(*corev1.Service))
 	}, applyDefaults},

@@ -79,6 +79,11 @@ func (t *session) snapshot() *irv1.Snapshot {
 		return a.Protocol < b.Protocol
 	})
 	snap.Clusters = t.usedClusters(snap)
+	for _, c := range snap.Clusters {
+		if name := c.GetTls().GetClientCertificate(); name != "" {
+			used[name] = true // the client certificate a Gateway presents to TLS backends
+		}
+	}
 	for name := range used {
 		snap.Secrets = append(snap.Secrets, t.secretsOut[name])
 	}

@@ -284,7 +284,7 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 	if !l.programmed() {
 		return
 	}
-	rc := &routeContext{t: t, st: st, emit: true, listener: translation.ListenerInfo{
+	rc := &routeContext{t: t, st: st, emit: true, ls: l, listener: translation.ListenerInfo{
 		Gateway:  l.gw.key.String(),
 		Name:     l.spec.Name,
 		Protocol: l.spec.Protocol,

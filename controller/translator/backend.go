@@ -54,7 +54,9 @@ func backendErr(reason gwapiv1.RouteConditionReason, format string, args ...any)
 
 // resolveBackend resolves a backendRef of route key to a Cluster name. With emit, the cluster
 // (the Service port's ready endpoints) is recorded for the snapshot.
-func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, proto irv1.Cluster_Protocol, emit bool) (string, *backendError) {
+// l is the listener whose build asks (nil when none does): its Gateway is an ancestor of the
+// BackendTLSPolicies on the Service, and presents its client certificate to it.
+func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, proto irv1.Cluster_Protocol, emit bool, l *listenerState) (string, *backendError) {
 	group, kind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -107,9 +109,21 @@ func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReferenc
 	if suffix := clusterSuffix(proto, sp); suffix != "" {
 		name += "/" + suffix
 	}
+	var ut *irv1.UpstreamTLS
+	if emit {
+		ut = t.backendTLSFor(l, svc, sp, proto)
+	}
+	if ut != nil && proto == irv1.Cluster_TCP {
+		name += "/tls" // TLSRoute Terminate re-encrypts; a TCPRoute or passthrough to the port does not
+	}
+	ut, client := withClientCert(ut, l)
+	if client != "" {
+		name += "/" + client
+	}
 	if emit {
 		if _, ok := t.clusters[name]; !ok {
 			c := t.cluster(name, svc, sp, proto)
+			c.Tls = ut
 			t.applyBackendPolicy(c, nn(svc.Namespace, svc.Name))
 			t.clusters[name] = c
 		}

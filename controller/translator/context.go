@@ -15,6 +15,8 @@ type routeContext struct {
 	t        *session
 	st       *routeState
 	listener translation.ListenerInfo
+	// ls is the listener being built (nil in the validation pass).
+	ls *listenerState
 	// emit is false for the validation pass, which must not add clusters to the snapshot.
 	emit bool
 }
@@ -45,7 +47,7 @@ func (rc *routeContext) Backend(field string, ref gwapiv1.BackendRef, filters []
 		weight = uint32(*ref.Weight)
 	}
 	be := &irv1.Backend{Weight: weight, Filters: filters}
-	cluster, err := rc.t.resolveBackend(rc.st.key, ref.BackendObjectReference, clusterProtocol(rc.st.kind), rc.emit)
+	cluster, err := rc.t.resolveBackend(rc.st.key, ref.BackendObjectReference, clusterProtocol(rc.st.kind), rc.emit, rc.ls)
 	if err != nil {
 		rc.Unresolved(field, err.reason, "%s", err.msg)
 		be.Error = err.msg

@@ -50,6 +50,7 @@ func (t *session) refreshCluster(c *irv1.Cluster) *irv1.Cluster {
 // was made of.
 func (t *session) servicePort(name string, proto irv1.Cluster_Protocol) (*corev1.Service, *corev1.ServicePort) {
 	transport := corev1.ProtocolTCP
+	name = trimTLSSuffixes(name)
 	if suffix := protocolSuffix(proto); suffix != "" {
 		name = strings.TrimSuffix(name, "/"+suffix)
 		if proto == irv1.Cluster_UDP {

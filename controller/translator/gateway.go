@@ -29,6 +29,10 @@ type gatewayState struct {
 	addrReason gwapiv1.GatewayConditionReason
 	addrMsg    string
 	listeners  []*listenerState
+	// clientCert is the Secret (IR name) presented to TLS backends, "" for none; backendTLS is
+	// why spec.tls.backend does not resolve (ok when it does, or is not set).
+	clientCert string
+	backendTLS condState
 }
 
 // condState is one condition being decided: ok is its status, reason and msg explain it.
@@ -113,6 +117,8 @@ func (t *session) translateGateways() {
 			g.reject(gwapiv1.GatewayReasonInvalidParameters, msg)
 			t.gatewayProblem(g, "spec.infrastructure.parametersRef", string(gwapiv1.GatewayReasonInvalidParameters), msg)
 		}
+		g.backendTLS.ok = true
+		t.gatewayBackendTLS(g)
 		for i := range gw.Spec.Listeners {
 			g.listeners = append(g.listeners, t.translateListener(g, i))
 		}

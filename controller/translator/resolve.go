@@ -35,7 +35,11 @@ func (rc *resolveContext) Backend(ref gwapiv1.BackendObjectReference, h2c bool) 
 	}
 	// The filter object is the referrer: its group and kind are what a ReferenceGrant names.
 	from := RouteKey{Group: rc.from.Group, Kind: rc.from.Kind, Namespace: rc.namespace}
-	name, berr := rc.t.resolveBackend(from, ref, proto, true)
+	var l *listenerState
+	if rc.rc != nil {
+		l = rc.rc.ls
+	}
+	name, berr := rc.t.resolveBackend(from, ref, proto, true, l)
 	if berr != nil {
 		return "", translation.Fail("", berr.reason, "%s", berr.msg) // the route shows its reason
 	}

@@ -41,6 +41,7 @@ func (t *session) result() *Result {
 		res.Routes[st.key] = rs
 	}
 	t.backendPolicyStatuses(res)
+	t.backendTLSStatuses(res)
 	t.clientTrafficStatuses(res)
 	t.gatewayFilterStatuses(res)
 	res.Problems = sortProblems(t.problems)
@@ -120,6 +121,9 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	res := condState{ok: true, reason: string(gwapiv1.GatewayReasonResolvedRefs), msg: "All references are resolved"}
 	if len(unresolved) > 0 {
 		res = condState{reason: string(gwapiv1.GatewayReasonListenersNotResolved), msg: "listeners with unresolved references: " + strings.Join(unresolved, ", ")}
+	}
+	if !g.backendTLS.ok {
+		res = g.backendTLS // a Gateway-level reference: its reason says more than the summary
 	}
 	st.Conditions = []metav1.Condition{
 		t.cond(string(gwapiv1.GatewayConditionAccepted), acc.ok, acc.reason, acc.msg, gen),

@@ -28,6 +28,10 @@ type Store struct {
 	Namespaces      []*corev1.Namespace
 	// BackendPolicies configure the clusters of the Services they target.
 	BackendPolicies []*policyv1a1.CoxswainBackendPolicy
+	// BackendTLSPolicies make the connections to the Services they target TLS; ConfigMaps hold
+	// their CA certificates.
+	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
+	ConfigMaps         []*corev1.ConfigMap
 	// ClientTrafficPolicies configure the sockets of the Gateway listeners they target.
 	ClientTrafficPolicies []*policyv1a1.ClientTrafficPolicy
 	// Objects holds route objects (typed, as their kind's RouteAPI.New makes them) and

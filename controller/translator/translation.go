@@ -53,6 +53,11 @@ type session struct {
 	// that applies to each Service.
 	backendPolicies []*backendPolicy
 	servicePolicies map[types.NamespacedName]*backendPolicy
+	// tlsPolicies are the BackendTLSPolicies, oldest first; tlsTargets the one that applies to
+	// each target (backendtls.go); configMaps index the store's ConfigMaps.
+	tlsPolicies []*backendTLSPolicy
+	tlsTargets  map[tlsTarget]*backendTLSPolicy
+	configMaps  map[types.NamespacedName]*corev1.ConfigMap
 	// clientTrafficPolicies are the ClientTrafficPolicies, oldest first.
 	clientTrafficPolicies []*clientTrafficPolicy
 	// gatewayFilters are the extension objects that target each Gateway (GatewayFilterKinds),
@@ -127,6 +132,7 @@ func (t *session) run() *Result {
 	}
 	t.index()
 	t.translateBackendPolicies()
+	t.translateBackendTLSPolicies()
 	t.translateClasses()
 	t.translateGateways()
 	t.translateClientTrafficPolicies()

@@ -155,6 +155,7 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket, failed map[sockKey]*
 	retainBreakers(t)
 	old := p.cur.Swap(t)
 	p.certs.retain(t.certKeys)
+	p.upTLS.retain(t.tlsKeys)
 	p.fwd.sweep()
 	if old != nil {
 		p.retired[old] = struct{}{}

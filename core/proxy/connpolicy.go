@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -24,6 +25,9 @@ import (
 type connPolicy struct {
 	connect time.Duration // bounds a connect to an endpoint
 	idle    time.Duration // closes a pooled connection idle this long
+	// tls, when set, makes every connection TLS (upstreamtls.go); interned by content, so equal
+	// policies compare equal across tables.
+	tls *upstreamTLS
 }
 
 func defaultPolicy(l Limits) connPolicy {
@@ -40,6 +44,12 @@ func (f *forwarders) policyOf(c *irv1.Cluster) connPolicy {
 		p.idle = time.Duration(ms) * time.Millisecond
 	}
 	return p
+}
+
+// dial connects to addr under p: within its connect timeout, and through its TLS handshake when
+// it has one.
+func (p connPolicy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return p.tls.dial(ctx, p.dialer(), addr)
 }
 
 // dialer is the upstream dialer of a connect timeout.

@@ -105,6 +105,7 @@ func newForwarders(log *zap.Logger, l Limits) *forwarders {
 func newTransport(l Limits, pol connPolicy, h2c bool) *http.Transport {
 	t := &http.Transport{
 		DialContext:           pol.dialer().DialContext,
+		DialTLSContext:        pol.dialTLS(),
 		MaxIdleConnsPerHost:   l.UpstreamMaxIdleConnsPerHost,
 		IdleConnTimeout:       pol.idle,
 		TLSHandshakeTimeout:   10 * time.Second,
@@ -114,7 +115,9 @@ func newTransport(l Limits, pol connPolicy, h2c bool) *http.Transport {
 		ReadBufferSize:        32 << 10,
 	}
 	var p http.Protocols
-	if h2c {
+	if h2c && pol.tls != nil {
+		p.SetHTTP2(true) // HTTP/2 over TLS, agreed by ALPN
+	} else if h2c {
 		// Cleartext HTTP/2 with prior knowledge (appProtocol kubernetes.io/h2c, gRPC). No
 		// response-header timeout: a gRPC server may send its header only with its first message,
 		// which a watch or a quiet stream sends whenever it has one. The route's timeouts, and the
@@ -155,7 +158,10 @@ func (f *forwarders) newForwarder(cl *cluster, resp []core.HTTPResponseFilter, e
 }
 
 func (f *forwarders) reverseProxy(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) *reverseProxy {
-	rp := &reverseProxy{log: f.log, errw: errw, resp: resp}
+	rp := &reverseProxy{log: f.log, errw: errw, resp: resp, cluster: cl.name, scheme: "http"}
+	if cl.conn.tls != nil {
+		rp.scheme = "https" // the transport's DialTLSContext runs the cluster's handshake
+	}
 	rp.rp = httputil.ReverseProxy{
 		Rewrite:        rewrite,
 		Transport:      cl.transport,
@@ -178,6 +184,8 @@ type reverseProxy struct {
 	resp []core.HTTPResponseFilter
 	// trailers is errw when it can report a failure after the response header (gRPC).
 	trailers core.HTTPTrailerErrorWriter
+	cluster  string
+	scheme   string // of the outbound URL: "https" for a TLS cluster
 }
 
 // rpExchange is the per-request state of the reverse proxy path: how the exchange went, which
@@ -202,7 +210,7 @@ func exchangeOf(r *http.Request) *rpExchange {
 func (f *reverseProxy) forward(w http.ResponseWriter, r *http.Request, ep *core.Endpoint) (out outcome) {
 	x := &rpExchange{}
 	scheme, host := r.URL.Scheme, r.URL.Host
-	r.URL.Scheme, r.URL.Host = "http", ep.HostPort
+	r.URL.Scheme, r.URL.Host = f.scheme, ep.HostPort
 	defer func() { r.URL.Scheme, r.URL.Host = scheme, host }()
 	if h := w.Header(); len(h) > 0 {
 		w = &keepHeader{ResponseWriter: w, pre: h.Clone()}
@@ -324,8 +332,7 @@ func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err e
 		f.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
 		return
 	}
-	f.log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", r.URL.Host),
-		zap.Int("status", status), zap.Error(err))
+	logUpstreamError(f.log, f.cluster, r, r.URL.Host, status, err)
 	f.errw.WriteError(w, r, status, http.StatusText(status))
 }
 

@@ -331,8 +331,7 @@ func (f *h1Forwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endp
 		log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
 		return outcomeOK
 	}
-	log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
-		zap.Int("status", status), zap.Error(err))
+	logUpstreamError(log, f.cl.name, r, ep.HostPort, status, err)
 	f.errw.WriteError(w, r, status, http.StatusText(status))
 	return errOutcome(r, err)
 }

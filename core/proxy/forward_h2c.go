@@ -33,6 +33,14 @@ type h2cForwarder struct {
 
 var _ forwarder = (*h2cForwarder)(nil)
 
+// scheme is the :scheme of the upstream request: "https" when the cluster's connections are TLS.
+func (f *h2cForwarder) scheme() string {
+	if f.cl.conn.tls != nil {
+		return "https"
+	}
+	return "http"
+}
+
 func (f *forwarders) newH2CForwarder(cl *cluster, resp []core.HTTPResponseFilter, errw core.HTTPErrorWriter) *h2cForwarder {
 	fw := &h2cForwarder{fwds: f, cl: cl, resp: resp, errw: errw}
 	fw.terrw, _ = errw.(core.HTTPTrailerErrorWriter)
@@ -90,7 +98,7 @@ func (f *h2cForwarder) open(r *http.Request, pool *h2cPool, endStream bool) (*h2
 			return nil, err
 		}
 		var s *h2cStream
-		if s, err = c.open(func(add func(string, string)) { requestFields(r, add) }, endStream); err == nil {
+		if s, err = c.open(func(add func(string, string)) { requestFields(r, f.scheme(), add) }, endStream); err == nil {
 			return s, nil
 		}
 		c.release()
@@ -154,8 +162,7 @@ func (f *h2cForwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.End
 		f.fwds.log.Debug("client canceled", zap.String("host", r.Host), zap.Error(err))
 		return outcomeOK
 	}
-	f.fwds.log.Debug("upstream error", zap.String("host", r.Host), zap.String("upstream", ep.HostPort),
-		zap.Int("status", status), zap.Error(err))
+	logUpstreamError(f.fwds.log, f.cl.name, r, ep.HostPort, status, err)
 	f.errw.WriteError(w, r, status, http.StatusText(status))
 	return errOutcome(r, err)
 }
@@ -185,13 +192,13 @@ func (f *h2cForwarder) failMidStream(w http.ResponseWriter, r *http.Request, ep 
 // requestFields are the request's HTTP/2 fields: pseudo-headers, the client's headers minus the
 // connection-specific ones, TE only as "trailers", and X-Forwarded-For (the client's address
 // appended to any chain it sent), -Host and -Proto, as the HTTP/1.1 path sets them.
-func requestFields(r *http.Request, add func(name, value string)) {
+func requestFields(r *http.Request, scheme string, add func(name, value string)) {
 	host := r.Host
 	if host == "" {
 		host = r.URL.Host
 	}
 	add(":method", r.Method)
-	add(":scheme", "http")
+	add(":scheme", scheme)
 	add(":authority", host)
 	add(":path", r.URL.RequestURI())
 	for k, vv := range r.Header {

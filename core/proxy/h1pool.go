@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"net"
 	"sync"
 	"syscall"
@@ -58,7 +59,7 @@ func (ps *h1Pools) pool(addr string, pol connPolicy) *h1Pool {
 	ps.asked[k] = struct{}{}
 	p, ok := ps.pools[k]
 	if !ok {
-		p = &h1Pool{addr: addr, dialer: pol.dialer(), maxIdle: ps.maxIdle, idleFor: pol.idle}
+		p = &h1Pool{addr: addr, dialer: pol.dialer(), tls: pol.tls, maxIdle: ps.maxIdle, idleFor: pol.idle}
 		ps.pools[k] = p
 		ps.reapFor(pol.idle)
 	}
@@ -165,7 +166,8 @@ func (ps *h1Pools) reap() {
 // connections in use and lets the reaper close the cold ones at the bottom.
 type h1Pool struct {
 	addr    string
-	dialer  *net.Dialer // bounded by the policy's connect timeout
+	dialer  *net.Dialer  // bounded by the policy's connect timeout
+	tls     *upstreamTLS // the policy's, nil for cleartext
 	maxIdle int
 	idleFor time.Duration // the policy's idle timeout; 0 keeps idle connections
 
@@ -225,12 +227,20 @@ func (p *h1Pool) get(ctx context.Context) (*h1Conn, error) {
 }
 
 func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
-	nc, err := p.dialer.DialContext(ctx, "tcp", p.addr)
+	nc, err := p.tls.dial(ctx, p.dialer, p.addr)
 	if err != nil {
 		return nil, err
 	}
 	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), bw: bufio.NewWriterSize(nc, h1WriteBuf), pool: p}
-	if sc, ok := nc.(syscall.Conn); ok {
+	// A TLS connection is peeked (alive) on its socket: by the time it is reused, the records the
+	// server sends unasked after the handshake (TLS 1.3 session tickets) came before its first
+	// response and were read with it, so anything on the socket of an idle one is its close_notify
+	// or its end. A rarer record there (a late ticket) costs a redial, never a request.
+	raw := nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	if sc, ok := raw.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.peek.init(rc)
 		}

@@ -59,7 +59,7 @@ func (ps *h2cPools) pool(addr string, pol connPolicy) *h2cPool {
 	k := poolKey{addr: addr, pol: pol}
 	p := ps.m[k]
 	if p == nil {
-		p = &h2cPool{addr: addr, pol: pol, dialer: pol.dialer().DialContext, ps: ps}
+		p = &h2cPool{addr: addr, pol: pol, dialer: pol.dial, ps: ps}
 		ps.m[k] = p
 	}
 	return p

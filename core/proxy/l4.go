@@ -144,7 +144,7 @@ func (b *builder) l4Route(r *irv1.Route, m core.Module) (rt *route, ok bool, err
 			if cl.protocol != want {
 				return nil, true, fmt.Errorf("backend %d: cluster %s speaks %s, not %s", i, name, cl.protocol, want)
 			}
-			ub = l4Backend{cluster: cl, dialer: b.p.dialer}
+			ub = l4Backend{cluster: cl, dialer: b.p.dialer, tls: cl.conn.tls}
 			if cl.conn.connect != b.p.fwd.defaults.connect {
 				ub.dialer = cl.conn.dialer() // the cluster's connect timeout
 			}
@@ -168,6 +168,7 @@ type l4Upstream struct {
 type l4Backend struct {
 	cluster *cluster
 	dialer  *net.Dialer
+	tls     *upstreamTLS // re-encryption to the endpoint (TLSRoute Terminate with a BackendTLSPolicy)
 	err     error
 }
 
@@ -201,6 +202,9 @@ func (u *l4Upstream) Dial(ctx context.Context, client net.Addr) (net.Conn, func(
 		start = time.Now()
 	}
 	c, err := be.dialer.DialContext(ctx, u.network, ep.HostPort)
+	if err == nil && be.tls != nil {
+		c, err = be.tls.handshake(ctx, c)
+	}
 	if fb != nil {
 		fb.Done(ep, time.Since(start), err != nil)
 	}

@@ -63,6 +63,7 @@ type Proxy struct {
 	fwd    *forwarders
 	dialer *net.Dialer // layer-4 upstream connections
 	certs  certCache
+	upTLS  upstreamTLSCache // the clusters' compiled upstream TLS, by content
 
 	retryMin, retryMax time.Duration
 

@@ -81,6 +81,14 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 		return errors.New("listed twice")
 	}
 	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c)}
+	ut, key, err := b.p.upTLS.get(c, b.secrets, &b.p.certs)
+	if err != nil {
+		return fmt.Errorf("upstream TLS: %w", err)
+	}
+	if ut != nil {
+		cl.conn.tls = ut
+		b.t.tlsKeys[key] = struct{}{}
+	}
 	if cl.protocol == irv1.Cluster_HTTP1 || cl.protocol == irv1.Cluster_H2C {
 		cl.transport = b.p.fwd.transports.get(cl.protocol == irv1.Cluster_H2C, cl.conn)
 		if cb := c.GetCircuitBreaker(); cb != nil {
@@ -90,10 +98,11 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	}
 	eps, _ := endpointsOf(c, b.previousEndpoints(c.GetName()))
 	mc := c.GetBalancer()
+	var bal core.Balancer
 	if mc.GetId() == "" {
 		mc = &irv1.ModuleConfig{Id: string(core.DefaultBalancer), Json: mc.GetJson()}
 	}
-	bal, err := core.Load[core.Balancer](b.bc, mc)
+	bal, err = core.Load[core.Balancer](b.bc, mc)
 	if err != nil {
 		return fmt.Errorf("balancer: %w", err)
 	}

@@ -60,7 +60,7 @@ var shapeBufs = sync.Pool{New: func() any { return new([]byte) }}
 func clusterHead(c *irv1.Cluster) *irv1.Cluster {
 	return &irv1.Cluster{Name: c.GetName(), Protocol: c.GetProtocol(), Balancer: c.GetBalancer(),
 		ConnectTimeoutMs: c.GetConnectTimeoutMs(), IdleTimeoutMs: c.GetIdleTimeoutMs(),
-		CircuitBreaker: c.GetCircuitBreaker(), SessionPersistence: c.GetSessionPersistence()}
+		CircuitBreaker: c.GetCircuitBreaker(), SessionPersistence: c.GetSessionPersistence(), Tls: c.GetTls()}
 }
 
 func writeChunk(h hash.Hash, tag byte, b []byte) {

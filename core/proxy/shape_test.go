@@ -13,7 +13,7 @@ import (
 func TestClusterHeadCoversFields(t *testing.T) {
 	fields := (&irv1.Cluster{}).ProtoReflect().Descriptor().Fields()
 	want := map[string]bool{"name": true, "protocol": true, "balancer": true, "endpoints": true,
-		"connect_timeout_ms": true, "idle_timeout_ms": true, "circuit_breaker": true, "session_persistence": true}
+		"connect_timeout_ms": true, "idle_timeout_ms": true, "circuit_breaker": true, "session_persistence": true, "tls": true}
 	if fields.Len() != len(want) {
 		t.Fatalf("Cluster has %d fields, clusterHead knows %d: update clusterHead", fields.Len(), len(want))
 	}
@@ -54,6 +54,7 @@ func TestShapeIgnoresOnlyEndpointsAndVersion(t *testing.T) {
 		{"session persistence", func(s *irv1.Snapshot) {
 			s.Clusters[0].SessionPersistence = &irv1.SessionPersistence{Name: "s"}
 		}, false},
+		{"upstream TLS", func(s *irv1.Snapshot) { s.Clusters[0].Tls = &irv1.UpstreamTLS{ServerName: "a"} }, false},
 		{"another cluster", func(s *irv1.Snapshot) { s.Clusters = append(s.Clusters, &irv1.Cluster{Name: "e"}) }, false},
 		{"route", func(s *irv1.Snapshot) { s.Listeners[0].Servers[0].VirtualHosts[0].Routes[0].Name = "q" }, false},
 		{"listener port", func(s *irv1.Snapshot) { s.Listeners[0].Port = 81 }, false},

@@ -27,6 +27,7 @@ type table struct {
 	listeners []*builtListener // in snapshot order
 	clusters  []*cluster       // in snapshot order
 	certKeys  map[certKey]struct{}
+	tlsKeys   map[certKey]struct{} // of the clusters' upstreamTLS
 	// noRoute answers, in their own protocol, the unrouted requests they claim (gRPC); one per
 	// route module ID the table loaded that implements core.HTTPProtocolErrorWriter.
 	noRoute    []core.HTTPProtocolErrorWriter
@@ -80,7 +81,7 @@ func (t *table) close() {
 		// Nothing serves from a closed table, but the Proxy lists it among the retired until its
 		// next Apply: let its routes go now, not one snapshot later (a second table's worth of
 		// memory on an idle proxy).
-		t.listeners, t.clusters, t.noRoute, t.noRouteIDs, t.certKeys = nil, nil, nil, nil, nil
+		t.listeners, t.clusters, t.noRoute, t.noRouteIDs, t.certKeys, t.tlsKeys = nil, nil, nil, nil, nil, nil
 		t.closed.Store(true)
 	})
 }
@@ -124,7 +125,7 @@ func (b *builder) previousEndpoints(name string) []*core.Endpoint {
 func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot) (*table, error) {
 	bc := core.NewBuildContext(ctx, p.log, p.reg, snap)
 	bc.Shared, bc.Settings, bc.Metrics = p.shared, p.settings, p.metrics
-	t := &table{log: p.log, bc: bc, certKeys: map[certKey]struct{}{}}
+	t := &table{log: p.log, bc: bc, certKeys: map[certKey]struct{}{}, tlsKeys: map[certKey]struct{}{}}
 	v := snap.GetVersion()
 	t.version.Store(&v)
 	t.refs.Store(1)

@@ -315,7 +315,13 @@ func checkAccess(t *testing.T, e *env.Env) {
 		access{controllerNS, "coordination.k8s.io", "leases", "", "delete", false},
 		access{"default", "coordination.k8s.io", "leases", "", "update", false},
 		access{"", "", "pods", "", "list", false},
-		access{"", "", "configmaps", "", "list", false},
+		// BackendTLSPolicy CA bundles: ConfigMaps are listed and watched, never read one by one or written
+		// outside the controller's namespace.
+		access{"", "", "configmaps", "", "list", true}, access{"", "", "configmaps", "", "watch", true},
+		access{"default", "", "configmaps", "", "update", false},
+		access{"", gw, "backendtlspolicies", "", "list", true}, access{"", gw, "backendtlspolicies", "", "watch", true},
+		access{"", gw, "backendtlspolicies", "", "get", true}, access{"", gw, "backendtlspolicies", "status", "update", true},
+		access{"", gw, "backendtlspolicies", "", "update", false},
 	)
 	for _, c := range checks {
 		sar, err := e.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctxFor(t), &authorizationv1.SubjectAccessReview{

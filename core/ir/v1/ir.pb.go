@@ -131,6 +131,52 @@ func (Cluster_Protocol) EnumDescriptor() ([]byte, []int) {
 	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13, 0}
 }
 
+type SubjectAltName_Type int32
+
+const (
+	SubjectAltName_HOSTNAME SubjectAltName_Type = 0
+	SubjectAltName_URI      SubjectAltName_Type = 1
+)
+
+// Enum value maps for SubjectAltName_Type.
+var (
+	SubjectAltName_Type_name = map[int32]string{
+		0: "HOSTNAME",
+		1: "URI",
+	}
+	SubjectAltName_Type_value = map[string]int32{
+		"HOSTNAME": 0,
+		"URI":      1,
+	}
+)
+
+func (x SubjectAltName_Type) Enum() *SubjectAltName_Type {
+	p := new(SubjectAltName_Type)
+	*p = x
+	return p
+}
+
+func (x SubjectAltName_Type) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SubjectAltName_Type) Descriptor() protoreflect.EnumDescriptor {
+	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
+}
+
+func (SubjectAltName_Type) Type() protoreflect.EnumType {
+	return &file_core_ir_v1_ir_proto_enumTypes[2]
+}
+
+func (x SubjectAltName_Type) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SubjectAltName_Type.Descriptor instead.
+func (SubjectAltName_Type) EnumDescriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15, 0}
+}
+
 type SessionPersistence_Type int32
 
 const (
@@ -164,11 +210,11 @@ func (x SessionPersistence_Type) String() string {
 }
 
 func (SessionPersistence_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[3].Descriptor()
 }
 
 func (SessionPersistence_Type) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[2]
+	return &file_core_ir_v1_ir_proto_enumTypes[3]
 }
 
 func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
@@ -177,7 +223,7 @@ func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionPersistence_Type.Descriptor instead.
 func (SessionPersistence_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type Snapshot struct {
@@ -1069,8 +1115,12 @@ type Cluster struct {
 	CircuitBreaker *CircuitBreaker `protobuf:"bytes,7,opt,name=circuit_breaker,json=circuitBreaker,proto3" json:"circuit_breaker,omitempty"`
 	// Unset: no session persistence. HTTP and gRPC routes only.
 	SessionPersistence *SessionPersistence `protobuf:"bytes,8,opt,name=session_persistence,json=sessionPersistence,proto3" json:"session_persistence,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Unset: cleartext. Set: every connection to an endpoint is TLS (a BackendTLSPolicy on the
+	// Service port, with the Gateway's backend client certificate). ALPN follows protocol: HTTP1
+	// offers http/1.1, H2C offers h2 (HTTP/2 over TLS), TCP offers none.
+	Tls           *UpstreamTLS `protobuf:"bytes,9,opt,name=tls,proto3" json:"tls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -1159,6 +1209,150 @@ func (x *Cluster) GetSessionPersistence() *SessionPersistence {
 	return nil
 }
 
+func (x *Cluster) GetTls() *UpstreamTLS {
+	if x != nil {
+		return x.Tls
+	}
+	return nil
+}
+
+// UpstreamTLS is how the proxy authenticates a cluster's endpoints and itself to them. One
+// description for every source of upstream TLS, so a new policy fills these fields, not new ones.
+type UpstreamTLS struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sent as SNI, and the name the certificate must match when subject_alt_names is empty.
+	ServerName string `protobuf:"bytes,1,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	// PEM CA certificates the endpoint's chain must lead to. With system_roots false and no CA,
+	// nothing verifies: every handshake fails (a policy without a usable CA must not fall back).
+	CaPem []byte `protobuf:"bytes,2,opt,name=ca_pem,json=caPem,proto3" json:"ca_pem,omitempty"`
+	// Verify against the proxy host's system roots (wellKnownCACertificates: System), in addition to ca_pem.
+	SystemRoots bool `protobuf:"varint,3,opt,name=system_roots,json=systemRoots,proto3" json:"system_roots,omitempty"`
+	// When set, the certificate must carry one of these (and server_name is only SNI).
+	SubjectAltNames []*SubjectAltName `protobuf:"bytes,4,rep,name=subject_alt_names,json=subjectAltNames,proto3" json:"subject_alt_names,omitempty"`
+	// Name of a Snapshot.secrets entry presented as the client certificate; empty presents none.
+	ClientCertificate string `protobuf:"bytes,5,opt,name=client_certificate,json=clientCertificate,proto3" json:"client_certificate,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *UpstreamTLS) Reset() {
+	*x = UpstreamTLS{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpstreamTLS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpstreamTLS) ProtoMessage() {}
+
+func (x *UpstreamTLS) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpstreamTLS.ProtoReflect.Descriptor instead.
+func (*UpstreamTLS) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UpstreamTLS) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *UpstreamTLS) GetCaPem() []byte {
+	if x != nil {
+		return x.CaPem
+	}
+	return nil
+}
+
+func (x *UpstreamTLS) GetSystemRoots() bool {
+	if x != nil {
+		return x.SystemRoots
+	}
+	return false
+}
+
+func (x *UpstreamTLS) GetSubjectAltNames() []*SubjectAltName {
+	if x != nil {
+		return x.SubjectAltNames
+	}
+	return nil
+}
+
+func (x *UpstreamTLS) GetClientCertificate() string {
+	if x != nil {
+		return x.ClientCertificate
+	}
+	return ""
+}
+
+type SubjectAltName struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  SubjectAltName_Type    `protobuf:"varint,1,opt,name=type,proto3,enum=coxswain.ir.v1.SubjectAltName_Type" json:"type,omitempty"`
+	// A DNS name (wildcards as in a certificate, matched by the certificate's own wildcards too) or an exact URI.
+	Value         string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubjectAltName) Reset() {
+	*x = SubjectAltName{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubjectAltName) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubjectAltName) ProtoMessage() {}
+
+func (x *SubjectAltName) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubjectAltName.ProtoReflect.Descriptor instead.
+func (*SubjectAltName) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SubjectAltName) GetType() SubjectAltName_Type {
+	if x != nil {
+		return x.Type
+	}
+	return SubjectAltName_HOSTNAME
+}
+
+func (x *SubjectAltName) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // CircuitBreaker opens, per (route, endpoint), when the endpoint's error rate reaches
 // threshold_percent over the last window_ms with at least min_requests requests in it. An error
 // is a 5xx answer from the endpoint, a connect failure or a timeout. Open answers 503 without
@@ -1179,7 +1373,7 @@ type CircuitBreaker struct {
 
 func (x *CircuitBreaker) Reset() {
 	*x = CircuitBreaker{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1385,7 @@ func (x *CircuitBreaker) String() string {
 func (*CircuitBreaker) ProtoMessage() {}
 
 func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1398,7 @@ func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
 func (*CircuitBreaker) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CircuitBreaker) GetThresholdPercent() uint32 {
@@ -1258,7 +1452,7 @@ type SessionPersistence struct {
 
 func (x *SessionPersistence) Reset() {
 	*x = SessionPersistence{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1464,7 @@ func (x *SessionPersistence) String() string {
 func (*SessionPersistence) ProtoMessage() {}
 
 func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1477,7 @@ func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionPersistence.ProtoReflect.Descriptor instead.
 func (*SessionPersistence) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SessionPersistence) GetType() SessionPersistence_Type {
@@ -1319,7 +1513,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1525,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1538,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -1381,7 +1575,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1587,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1600,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Secret) GetName() string {
@@ -1497,7 +1691,7 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\rR\x06weight\x126\n" +
 	"\afilters\x18\x03 \x03(\v2\x1c.coxswain.ir.v1.ModuleConfigR\afilters\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"\xf3\x03\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xa2\x04\n" +
 	"\aCluster\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
 	"\bprotocol\x18\x02 \x01(\x0e2 .coxswain.ir.v1.Cluster.ProtocolR\bprotocol\x128\n" +
@@ -1506,12 +1700,26 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\x12connect_timeout_ms\x18\x05 \x01(\rR\x10connectTimeoutMs\x12&\n" +
 	"\x0fidle_timeout_ms\x18\x06 \x01(\rR\ridleTimeoutMs\x12G\n" +
 	"\x0fcircuit_breaker\x18\a \x01(\v2\x1e.coxswain.ir.v1.CircuitBreakerR\x0ecircuitBreaker\x12S\n" +
-	"\x13session_persistence\x18\b \x01(\v2\".coxswain.ir.v1.SessionPersistenceR\x12sessionPersistence\"0\n" +
+	"\x13session_persistence\x18\b \x01(\v2\".coxswain.ir.v1.SessionPersistenceR\x12sessionPersistence\x12-\n" +
+	"\x03tls\x18\t \x01(\v2\x1b.coxswain.ir.v1.UpstreamTLSR\x03tls\"0\n" +
 	"\bProtocol\x12\t\n" +
 	"\x05HTTP1\x10\x00\x12\a\n" +
 	"\x03H2C\x10\x01\x12\a\n" +
 	"\x03TCP\x10\x02\x12\a\n" +
-	"\x03UDP\x10\x03\"\xb6\x01\n" +
+	"\x03UDP\x10\x03\"\xe3\x01\n" +
+	"\vUpstreamTLS\x12\x1f\n" +
+	"\vserver_name\x18\x01 \x01(\tR\n" +
+	"serverName\x12\x15\n" +
+	"\x06ca_pem\x18\x02 \x01(\fR\x05caPem\x12!\n" +
+	"\fsystem_roots\x18\x03 \x01(\bR\vsystemRoots\x12J\n" +
+	"\x11subject_alt_names\x18\x04 \x03(\v2\x1e.coxswain.ir.v1.SubjectAltNameR\x0fsubjectAltNames\x12-\n" +
+	"\x12client_certificate\x18\x05 \x01(\tR\x11clientCertificate\"~\n" +
+	"\x0eSubjectAltName\x127\n" +
+	"\x04type\x18\x01 \x01(\x0e2#.coxswain.ir.v1.SubjectAltName.TypeR\x04type\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x1d\n" +
+	"\x04Type\x12\f\n" +
+	"\bHOSTNAME\x10\x00\x12\a\n" +
+	"\x03URI\x10\x01\"\xb6\x01\n" +
 	"\x0eCircuitBreaker\x12+\n" +
 	"\x11threshold_percent\x18\x01 \x01(\rR\x10thresholdPercent\x12\x1b\n" +
 	"\twindow_ms\x18\x02 \x01(\rR\bwindowMs\x12\x17\n" +
@@ -1548,60 +1756,66 @@ func file_core_ir_v1_ir_proto_rawDescGZIP() []byte {
 	return file_core_ir_v1_ir_proto_rawDescData
 }
 
-var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_core_ir_v1_ir_proto_goTypes = []any{
 	(TLS_Mode)(0),                // 0: coxswain.ir.v1.TLS.Mode
 	(Cluster_Protocol)(0),        // 1: coxswain.ir.v1.Cluster.Protocol
-	(SessionPersistence_Type)(0), // 2: coxswain.ir.v1.SessionPersistence.Type
-	(*Snapshot)(nil),             // 3: coxswain.ir.v1.Snapshot
-	(*GatewayGeneration)(nil),    // 4: coxswain.ir.v1.GatewayGeneration
-	(*ModuleConfig)(nil),         // 5: coxswain.ir.v1.ModuleConfig
-	(*Listener)(nil),             // 6: coxswain.ir.v1.Listener
-	(*ProxyProtocol)(nil),        // 7: coxswain.ir.v1.ProxyProtocol
-	(*ClientIPDetection)(nil),    // 8: coxswain.ir.v1.ClientIPDetection
-	(*Server)(nil),               // 9: coxswain.ir.v1.Server
-	(*TLS)(nil),                  // 10: coxswain.ir.v1.TLS
-	(*VirtualHost)(nil),          // 11: coxswain.ir.v1.VirtualHost
-	(*Route)(nil),                // 12: coxswain.ir.v1.Route
-	(*Retry)(nil),                // 13: coxswain.ir.v1.Retry
-	(*Timeouts)(nil),             // 14: coxswain.ir.v1.Timeouts
-	(*Backend)(nil),              // 15: coxswain.ir.v1.Backend
-	(*Cluster)(nil),              // 16: coxswain.ir.v1.Cluster
-	(*CircuitBreaker)(nil),       // 17: coxswain.ir.v1.CircuitBreaker
-	(*SessionPersistence)(nil),   // 18: coxswain.ir.v1.SessionPersistence
-	(*Endpoint)(nil),             // 19: coxswain.ir.v1.Endpoint
-	(*Secret)(nil),               // 20: coxswain.ir.v1.Secret
+	(SubjectAltName_Type)(0),     // 2: coxswain.ir.v1.SubjectAltName.Type
+	(SessionPersistence_Type)(0), // 3: coxswain.ir.v1.SessionPersistence.Type
+	(*Snapshot)(nil),             // 4: coxswain.ir.v1.Snapshot
+	(*GatewayGeneration)(nil),    // 5: coxswain.ir.v1.GatewayGeneration
+	(*ModuleConfig)(nil),         // 6: coxswain.ir.v1.ModuleConfig
+	(*Listener)(nil),             // 7: coxswain.ir.v1.Listener
+	(*ProxyProtocol)(nil),        // 8: coxswain.ir.v1.ProxyProtocol
+	(*ClientIPDetection)(nil),    // 9: coxswain.ir.v1.ClientIPDetection
+	(*Server)(nil),               // 10: coxswain.ir.v1.Server
+	(*TLS)(nil),                  // 11: coxswain.ir.v1.TLS
+	(*VirtualHost)(nil),          // 12: coxswain.ir.v1.VirtualHost
+	(*Route)(nil),                // 13: coxswain.ir.v1.Route
+	(*Retry)(nil),                // 14: coxswain.ir.v1.Retry
+	(*Timeouts)(nil),             // 15: coxswain.ir.v1.Timeouts
+	(*Backend)(nil),              // 16: coxswain.ir.v1.Backend
+	(*Cluster)(nil),              // 17: coxswain.ir.v1.Cluster
+	(*UpstreamTLS)(nil),          // 18: coxswain.ir.v1.UpstreamTLS
+	(*SubjectAltName)(nil),       // 19: coxswain.ir.v1.SubjectAltName
+	(*CircuitBreaker)(nil),       // 20: coxswain.ir.v1.CircuitBreaker
+	(*SessionPersistence)(nil),   // 21: coxswain.ir.v1.SessionPersistence
+	(*Endpoint)(nil),             // 22: coxswain.ir.v1.Endpoint
+	(*Secret)(nil),               // 23: coxswain.ir.v1.Secret
 }
 var file_core_ir_v1_ir_proto_depIdxs = []int32{
-	6,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
-	16, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
-	20, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
-	4,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
-	9,  // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
-	7,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
-	8,  // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
-	10, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
-	11, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
+	7,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
+	17, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
+	23, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
+	5,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
+	10, // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
+	8,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
+	9,  // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
+	11, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
+	12, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
 	0,  // 9: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
-	12, // 10: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
-	5,  // 11: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
-	5,  // 12: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	15, // 13: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	14, // 14: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	13, // 15: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
-	5,  // 16: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	13, // 10: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
+	6,  // 11: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
+	6,  // 12: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	16, // 13: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	15, // 14: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	14, // 15: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
+	6,  // 16: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
 	1,  // 17: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	5,  // 18: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	19, // 19: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	17, // 20: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
-	18, // 21: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
-	2,  // 22: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	6,  // 18: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	22, // 19: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	20, // 20: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	21, // 21: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	18, // 22: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
+	19, // 23: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
+	2,  // 24: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
+	3,  // 25: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }
@@ -1614,8 +1828,8 @@ func file_core_ir_v1_ir_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_ir_v1_ir_proto_rawDesc), len(file_core_ir_v1_ir_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   18,
+			NumEnums:      4,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

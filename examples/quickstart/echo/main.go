@@ -8,10 +8,16 @@
 // make a backend fail on demand (the circuit breaker's). A listen address without a name is named
 // after its port. Only loopback addresses are accepted:
 // this is a demo backend, not something to expose.
+//
+// With -tls-cert and -tls-key every address serves HTTPS instead (examples/backend-tls), and the
+// reply says which SNI the client asked for and which client certificate it showed; with
+// -client-ca as well, a client certificate signed by that CA is required.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -35,20 +41,58 @@ type reply struct {
 	Path    string            `json:"path"`
 	Query   string            `json:"query,omitempty"`
 	Headers map[string]string `json:"headers"`
+	TLS     *tlsInfo          `json:"tls,omitempty"`
+}
+
+// tlsInfo is what a TLS backend saw of the handshake.
+type tlsInfo struct {
+	SNI    string `json:"sni"`
+	Client string `json:"clientCertificate,omitempty"` // the subject CN
 }
 
 func main() {
 	listen := flag.String("listen", "app-v1=127.0.0.1:9001,app-v2=127.0.0.1:9002,web=127.0.0.1:9003",
 		"comma-separated [name=]address list of loopback addresses to serve")
+	certFile := flag.String("tls-cert", "", "PEM certificate chain: serve HTTPS")
+	keyFile := flag.String("tls-key", "", "PEM private key of -tls-cert")
+	clientCA := flag.String("client-ca", "", "PEM CA bundle: require a client certificate it signed")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *listen); err != nil {
+	tlsCfg, err := serverTLS(*certFile, *keyFile, *clientCA)
+	if err != nil {
+		log.Fatalf("echo: %v", err)
+	}
+	if err := run(ctx, *listen, tlsCfg); err != nil {
 		log.Fatalf("echo: %v", err)
 	}
 }
 
-func run(ctx context.Context, spec string) error {
+// serverTLS is the TLS configuration of the flags, nil for cleartext.
+func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	if certFile == "" {
+		return nil, nil
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if clientCA != "" {
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", clientCA)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+func run(ctx context.Context, spec string, tlsCfg *tls.Config) error {
 	var servers []*http.Server
 	for _, item := range strings.Split(spec, ",") {
 		name, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
@@ -67,7 +111,11 @@ func run(ctx context.Context, spec string) error {
 		}
 		srv := &http.Server{Handler: handler(name), ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, srv)
-		log.Printf("echo backend %q listening on http://%s", name, ln.Addr())
+		scheme := "http"
+		if tlsCfg != nil {
+			ln, scheme = tls.NewListener(ln, tlsCfg), "https"
+		}
+		log.Printf("echo backend %q listening on %s://%s", name, scheme, ln.Addr())
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Printf("echo backend %q: %v", name, err)
@@ -103,6 +151,12 @@ func handler(name string) http.Handler {
 			Headers: make(map[string]string, len(r.Header))}
 		for k, v := range r.Header {
 			rep.Headers[strings.ToLower(k)] = strings.Join(v, ", ")
+		}
+		if r.TLS != nil {
+			rep.TLS = &tlsInfo{SNI: r.TLS.ServerName}
+			if len(r.TLS.PeerCertificates) > 0 {
+				rep.TLS.Client = r.TLS.PeerCertificates[0].Subject.CommonName
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Echo-Backend", name)

@@ -29,6 +29,12 @@ func (Kind) GatewayAPIFeatures() []translation.Feature {
 		gwfeatures.SupportHTTPRouteDestinationPortMatching,
 		gwfeatures.SupportHTTPRouteBackendProtocolH2C,
 		gwfeatures.SupportHTTPRouteBackendProtocolWebSocket,
+		// BackendTLSPolicy and the Gateway's backend client certificate are translated by the
+		// core (controller/translator/backendtls.go) and served by the proxy's forwarders; the
+		// HTTP route kind claims them as the first kind whose backends they make TLS.
+		gwfeatures.SupportBackendTLSPolicy,
+		gwfeatures.SupportBackendTLSPolicySANValidation,
+		gwfeatures.SupportGatewayBackendClientCertificate,
 	} {
 		out = append(out, translation.Feature{Name: f, Requires: req})
 	}
