@@ -21,6 +21,8 @@ import (
 type Store struct {
 	GatewayClasses  []*gwapiv1.GatewayClass
 	Gateways        []*gwapiv1.Gateway
+	// ListenerSets add listeners to Gateways that admit them (spec.allowedListeners).
+	ListenerSets    []*gwapiv1.ListenerSet
 	ReferenceGrants []*gwapiv1b1.ReferenceGrant
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice
