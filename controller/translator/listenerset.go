@@ -207,9 +207,12 @@ func (s *listenerSetState) acceptance() condState {
 	if g := s.gw; g.rejectReason != "" {
 		return condState{reason: string(gwapiv1.ListenerSetReasonParentNotAccepted), msg: fmt.Sprintf("Gateway %s is not accepted: %s", g.key, g.rejectMsg)}
 	}
+	// A listener with unresolved references (a certificate it may not use, route kinds it
+	// cannot take) counts as invalid here: a ListenerSet of nothing but such listeners attaches
+	// nothing, and the spec reports it ListenersNotValid.
 	var invalid []string
 	for _, l := range s.listeners {
-		if !l.accepted.ok {
+		if !l.accepted.ok || !l.resolved.ok {
 			invalid = append(invalid, string(l.spec.Name))
 		}
 	}
