@@ -19,7 +19,7 @@ import (
 // listenerSetGVR is the resource of ListenerSets (Gateway API v1.7, standard channel). A cluster
 // with older CRDs does not serve it: the kind then starts only once its CRD appears, and until
 // then the GatewayClass does not claim the ListenerSet feature.
-var listenerSetGVR = gwapiv1.SchemeGroupVersion.WithResource("listenersets")
+var listenerSetGVR = schema.GroupVersionResource{Group: gwapiv1.GroupName, Version: "v1", Resource: "listenersets"}
 
 // listenerSetKind is the typed informer of ListenerSets, started like a module kind once the
 // resource is served, so a controller on v1.6 CRDs runs as before.

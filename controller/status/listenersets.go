@@ -99,7 +99,7 @@ func listenerSetStatus(live gwapiv1.ListenerSetStatus, desired *gwapiv1.Listener
 	asGW := func(s *gwapiv1.ListenerSetStatus) *gwapiv1.GatewayStatus {
 		out := &gwapiv1.GatewayStatus{Conditions: s.Conditions}
 		for _, l := range s.Listeners {
-			out.Listeners = append(out.Listeners, gwapiv1.ListenerStatus{Name: l.Name, SupportedKinds: l.SupportedKinds, AttachedRoutes: l.AttachedRoutes, Conditions: l.Conditions})
+			out.Listeners = append(out.Listeners, gwapiv1.ListenerStatus(l))
 		}
 		return out
 	}
@@ -119,7 +119,7 @@ func listenerSetStatus(live gwapiv1.ListenerSetStatus, desired *gwapiv1.Listener
 	applyUnbound(&out, *l, d, g, true)
 	st := gwapiv1.ListenerSetStatus{Conditions: out.Conditions}
 	for _, ol := range out.Listeners {
-		st.Listeners = append(st.Listeners, gwapiv1.ListenerEntryStatus{Name: ol.Name, SupportedKinds: ol.SupportedKinds, AttachedRoutes: ol.AttachedRoutes, Conditions: ol.Conditions})
+		st.Listeners = append(st.Listeners, gwapiv1.ListenerEntryStatus(ol))
 	}
 	return st
 }
@@ -133,4 +133,15 @@ func (w *Writer) gated(nn types.NamespacedName) bool {
 	}
 	_, desired := w.gateways[nn]
 	return desired
+}
+
+// ListenerSetWithUnbound returns a copy of a translated ListenerSet status with what proxies
+// cannot bind marked as the writer marks it (standalone `serve` uses it for its report).
+func ListenerSetWithUnbound(desired *gwapiv1.ListenerSetStatus, failures []ListenerFailure, now metav1.Time) *gwapiv1.ListenerSetStatus {
+	if desired == nil || len(failures) == 0 {
+		return desired
+	}
+	gen := generationOf(desired.Conditions)
+	st := listenerSetStatus(*desired, desired, gate{Generation: gen, Applied: gen, Unbound: failures, Now: now})
+	return &st
 }

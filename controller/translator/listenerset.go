@@ -130,8 +130,7 @@ func (t *session) translateListenerSets(g *gatewayState) {
 		s.allowed = true
 		s.specs = make([]gwapiv1.Listener, len(ls.Spec.Listeners))
 		for i, e := range ls.Spec.Listeners {
-			s.specs[i] = gwapiv1.Listener{Name: e.Name, Hostname: e.Hostname, Port: e.Port, Protocol: e.Protocol,
-				TLS: e.TLS, AllowedRoutes: e.AllowedRoutes, Filters: e.Filters}
+			s.specs[i] = gwapiv1.Listener(e) // the same fields: a ListenerSet listener is a Gateway listener
 			l := t.translateListener(g, s, &s.specs[i], i)
 			if l.accepted.ok {
 				t.precedenceConflict(l, g.listeners)

@@ -25,10 +25,7 @@ func (t *session) listenerSetStatus(s *listenerSetState) *gwapiv1.ListenerSetSta
 	st := &gwapiv1.ListenerSetStatus{}
 	programmed := 0
 	for _, l := range s.listeners {
-		ls := t.listenerStatus(l)
-		st.Listeners = append(st.Listeners, gwapiv1.ListenerEntryStatus{
-			Name: ls.Name, SupportedKinds: ls.SupportedKinds, AttachedRoutes: ls.AttachedRoutes, Conditions: ls.Conditions,
-		})
+		st.Listeners = append(st.Listeners, gwapiv1.ListenerEntryStatus(t.listenerStatus(l)))
 		if l.programmed() {
 			programmed++
 		}

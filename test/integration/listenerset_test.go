@@ -156,4 +156,3 @@ func entryConds(ls *gwapiv1.ListenerSet, name string, wants ...cond) error {
 	}
 	return fmt.Errorf("no listener %s in status %v", name, ls.Status.Listeners)
 }
-
