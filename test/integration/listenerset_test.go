@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -155,4 +156,53 @@ func entryConds(ls *gwapiv1.ListenerSet, name string, wants ...cond) error {
 		}
 	}
 	return fmt.Errorf("no listener %s in status %v", name, ls.Status.Listeners)
+}
+
+// TestListenerSetNotServed runs the controller on an API server without the ListenerSet CRD (as
+// on Gateway API CRDs older than v1.6): it serves Gateways as before and its GatewayClass does
+// not claim the ListenerSet feature.
+func TestListenerSetNotServed(t *testing.T) {
+	e := env.Start(t)
+	ext := apiextensionsclient.NewForConfigOrDie(e.Config)
+	const crd = "listenersets.gateway.networking.k8s.io"
+	if err := ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctxFor(t), crd, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ListenerSet resource gone", func() error {
+		res, err := e.Kube.Discovery().ServerResourcesForGroupVersion(gwapiv1.GroupVersion.String())
+		if err != nil {
+			return err
+		}
+		for _, r := range res.APIResources {
+			if r.Name == "listenersets" {
+				return fmt.Errorf("still served")
+			}
+		}
+		return nil
+	})
+	startController(t, e, controllerOpts{})
+	ns := namespace(t, e, "ls-none", nil)
+	createClass(t, e, "coxswain", "")
+	createGateway(t, e, ns, "gw", "coxswain", httpListener("http", 18791))
+	waitGateway(t, e, ns, "gw", func(gw *gwapiv1.Gateway) error {
+		if gw.Status.AttachedListenerSets != nil {
+			return fmt.Errorf("attachedListenerSets = %d, want unset", *gw.Status.AttachedListenerSets)
+		}
+		return checkConds(gw.Status.Conditions, gw.Generation, accepted, programmed)
+	})
+	eventually(t, "GatewayClass features", func() error {
+		gc, err := e.Gateway.GatewayV1().GatewayClasses().Get(ctxFor(t), "coxswain", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(gc.Status.SupportedFeatures) == 0 {
+			return fmt.Errorf("no supportedFeatures yet")
+		}
+		for _, f := range gc.Status.SupportedFeatures {
+			if f.Name == "ListenerSet" {
+				return fmt.Errorf("supportedFeatures claims ListenerSet without the resource: %v", gc.Status.SupportedFeatures)
+			}
+		}
+		return nil
+	})
 }
