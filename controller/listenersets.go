@@ -16,8 +16,8 @@ import (
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
-// listenerSetGVR is the resource of ListenerSets (Gateway API v1.7, standard channel). A cluster
-// with older CRDs does not serve it: the kind then starts only once its CRD appears, and until
+// listenerSetGVR is the resource of ListenerSets (gateway.networking.k8s.io/v1, standard channel
+// since v1.6). A cluster with older CRDs does not serve it: the kind then starts only once its CRD appears, and until
 // then the GatewayClass does not claim the ListenerSet feature.
 var listenerSetGVR = schema.GroupVersionResource{Group: gwapiv1.GroupName, Version: "v1", Resource: "listenersets"}
 

@@ -40,6 +40,7 @@ func TestStockFeatures(t *testing.T) {
 		"HTTPRouteRequestTimeout",
 		"HTTPRouteResponseHeaderModification",
 		"HTTPRouteSchemeRedirect",
+		"ListenerSet",
 		"ReferenceGrant",
 		"TCPRoute",
 		"TLSRoute",
