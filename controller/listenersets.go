@@ -17,12 +17,12 @@ import (
 )
 
 // listenerSetGVR is the resource of ListenerSets (gateway.networking.k8s.io/v1, standard channel
-// since v1.6). A cluster with older CRDs does not serve it: the kind then starts only once its CRD appears, and until
-// then the GatewayClass does not claim the ListenerSet feature.
+// since v1.5). A cluster with older CRDs does not serve it: the kind then starts once its CRD
+// appears, and the GatewayClass claims the ListenerSet feature only after the next restart.
 var listenerSetGVR = schema.GroupVersionResource{Group: gwapiv1.GroupName, Version: "v1", Resource: "listenersets"}
 
 // listenerSetKind is the typed informer of ListenerSets, started like a module kind once the
-// resource is served, so a controller on v1.6 CRDs runs as before.
+// resource is served, so a controller on older CRDs runs as before.
 func listenerSetKind(gw gwclientset.Interface, ev events) (*moduleKind, error) {
 	inf := gwinformersv1.NewListenerSetInformer(gw, "", 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	if err := inf.SetTransform(stripManagedFields); err != nil {

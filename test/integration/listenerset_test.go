@@ -159,7 +159,7 @@ func entryConds(ls *gwapiv1.ListenerSet, name string, wants ...cond) error {
 }
 
 // TestListenerSetNotServed runs the controller on an API server without the ListenerSet CRD (as
-// on Gateway API CRDs before v1.6): it serves Gateways as before and its GatewayClass does
+// on Gateway API CRDs before v1.5): it serves Gateways as before and its GatewayClass does
 // not claim the ListenerSet feature.
 func TestListenerSetNotServed(t *testing.T) {
 	e := env.Start(t)
