@@ -133,6 +133,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		// still a clean stop, as it is at any later point.
 		return nil
 	}
+	c.features = c.watch.servedFeatures(c.features)
 	c.synced.Store(true)
 	c.log.Info("caches synced", zap.Strings("watching", c.watch.watchedKinds()))
 	if c.opts.LeaderElection.Disabled {
@@ -155,7 +156,8 @@ func (c *Controller) lead(ctx context.Context) {
 		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
 		Addresses:      c.opts.StatusAddresses, Features: c.features,
 		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(), Policies: c.watch.policyStatus(),
-		Workers: c.opts.StatusWorkers, ErrorAnswers: errorAnswersOf(c.opts.Registry),
+		ListenerSets: c.watch.listenerSetStatus(c.opts.Gateway),
+		Workers:      c.opts.StatusWorkers, ErrorAnswers: errorAnswersOf(c.opts.Registry),
 	})
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(ctx) })
@@ -279,7 +281,7 @@ func desired(res *translator.Result) status.Desired {
 	for k, st := range res.Policies {
 		policies[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
 	}
-	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes, Policies: policies}
+	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes, Policies: policies, ListenerSets: res.ListenerSets}
 }
 
 // checkGatewayAPI fails when the API server does not serve the Gateway API kinds the core reads.

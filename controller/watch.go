@@ -132,6 +132,11 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 		return nil, err
 	}
 	kinds = append(kinds, policies...)
+	listenerSets, err := listenerSetKind(gw, ev)
+	if err != nil {
+		return nil, fmt.Errorf("ListenerSet: %w", err)
+	}
+	kinds = append(kinds, listenerSets)
 	w.kinds, w.discovery = kinds, kube.Discovery()
 	w.crds = newCRDWatch(cfg, ev)
 	for _, h := range handlers {

@@ -47,6 +47,7 @@ func TestStockFeatures(t *testing.T) {
 		"HTTPRouteRetryCodes",
 		"HTTPRouteRetryConnectionError",
 		"HTTPRouteSchemeRedirect",
+		"ListenerSet",
 		"ReferenceGrant",
 		"TCPRoute",
 		"TLSRoute",

@@ -93,7 +93,13 @@ func (s *session) notify() {
 }
 
 // serves reports whether the proxy serves Gateway k: a shared proxy serves them all.
-func (s *session) serves(k gwKey) bool { return s.gw == nil || *s.gw == k }
+func (s *session) serves(k gwKey) bool {
+	if s.gw == nil || *s.gw == k {
+		return true
+	}
+	p, ok := s.t.latestParents()[k] // a ListenerSet of the proxy's Gateway
+	return ok && p == *s.gw
+}
 
 // missingFor is what of p's modules the proxy lacks (t.mu held). A change is logged: the
 // rules needing them answer an error on this proxy (500, or gRPC UNAVAILABLE) and their routes

@@ -113,8 +113,10 @@ func tailor(snap *irv1.Snapshot, gw *gwKey, missing []string) (*irv1.Snapshot, e
 	out.Listeners = listeners
 	if gw != nil {
 		var gws []*irv1.GatewayGeneration
+		parents := listenerSetParents(snap)
 		for _, g := range out.GetGateways() {
-			if g.GetNamespace() == gw.namespace && g.GetName() == gw.name {
+			k := gwKey{g.GetNamespace(), g.GetName()}
+			if p, ok := parents[k]; k == *gw || ok && p == *gw {
 				gws = append(gws, g)
 			}
 		}

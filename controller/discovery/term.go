@@ -48,6 +48,15 @@ type published struct {
 	modules   map[string]bool
 	listeners map[gwKey][]string
 	sections  map[gwKey]map[string][]string // per Gateway: snapshot listener name → its Gateway listeners
+	parents   map[gwKey]gwKey               // per ListenerSet entry: the Gateway it belongs to
+}
+
+// latestParents are the ListenerSet parents of the latest snapshot (t.mu held).
+func (t *term) latestParents() map[gwKey]gwKey {
+	if t.latest == nil {
+		return nil
+	}
+	return t.latest.parents
 }
 
 // gwState is what the gate knows of one Gateway's current generation.
@@ -80,7 +89,7 @@ var errTermEnded = errors.New("leadership ended")
 // Publish makes snap the snapshot every proxy converges to. It returns at once: sessions send it
 // as soon as their previous push is answered.
 func (t *term) Publish(_ context.Context, snap *irv1.Snapshot) error {
-	p := &published{at: time.Now(), snap: snap, modules: modulesOf(snap), listeners: gatewayListeners(snap), sections: gatewaySections(snap)}
+	p := &published{at: time.Now(), snap: snap, modules: modulesOf(snap), listeners: gatewayListeners(snap), sections: gatewaySections(snap), parents: listenerSetParents(snap)}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {

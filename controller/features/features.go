@@ -36,6 +36,8 @@ var Core = []translation.Feature{
 	// An HTTPS request whose Host belongs to another listener than its TLS server name gets 421.
 	{Name: gwfeatures.SupportGatewayHTTPSListenerDetectMisdirectedRequests, Requires: []core.ModuleID{"listener.https"}},
 	{Name: gwfeatures.SupportReferenceGrant, Requires: []core.ModuleID{"listener.http"}},
+	// ListenerSet listeners are the Gateway's listeners with an owner (translator/listenerset.go).
+	{Name: gwfeatures.SupportListenerSet, Requires: []core.ModuleID{"listener.http"}},
 }
 
 // Supported returns the features reg can serve, sorted by name and without duplicates: the Core

@@ -63,6 +63,9 @@ var coreKinds = []kind{
 	{gatewayV1beta1, gatewayV1, "Gateway", true, decodeAs[gwapiv1.Gateway], func(s *translator.Store, o object) {
 		s.Gateways = append(s.Gateways, o.(*gwapiv1.Gateway))
 	}, applyDefaults},
+	{gatewayV1, gatewayV1, "ListenerSet", true, decodeAs[gwapiv1.ListenerSet], func(s *translator.Store, o object) {
+		s.ListenerSets = append(s.ListenerSets, o.(*gwapiv1.ListenerSet))
+	}, nil},
 	{gatewayV1beta1, gatewayV1beta1, "ReferenceGrant", true, decodeAs[gwapiv1b1.ReferenceGrant], func(s *translator.Store, o object) {
 		s.ReferenceGrants = append(s.ReferenceGrants, o.(*gwapiv1b1.ReferenceGrant))
 	}, nil},

@@ -19,6 +19,8 @@ type Report struct {
 	Version        string         `json:"version,omitempty"`
 	GatewayClasses []ObjectStatus `json:"gatewayClasses,omitempty"`
 	Gateways       []ObjectStatus `json:"gateways,omitempty"`
+	// ListenerSets are the ListenerSets of our Gateways, by namespace and name.
+	ListenerSets []ObjectStatus `json:"listenerSets,omitempty"`
 	// Routes are the routes of every kind, by kind, namespace and name.
 	Routes []ObjectStatus `json:"routes,omitempty"`
 	// Policies are the policies of every kind (CoxswainBackendPolicy, ClientTrafficPolicy, Gateway-targeting CoxswainExternalAuth), by kind, namespace and
@@ -85,6 +87,15 @@ func BuildReport(res *Result, tr *translator.Result, controllerName string) *Rep
 		st := tr.Gateways[nn]
 		rep.Gateways = append(rep.Gateways, ObjectStatus{Namespace: nn.Namespace, Name: nn.Name, Source: src("Gateway", nn), Status: st})
 		obj := "Gateway " + nn.String()
+		rep.failed(obj, st.Conditions)
+		for _, l := range st.Listeners {
+			rep.failed(fmt.Sprintf("%s listener %s", obj, l.Name), l.Conditions)
+		}
+	}
+	for _, nn := range sortedKeys(tr.ListenerSets) {
+		st := tr.ListenerSets[nn]
+		rep.ListenerSets = append(rep.ListenerSets, ObjectStatus{Namespace: nn.Namespace, Name: nn.Name, Source: src("ListenerSet", nn), Status: st})
+		obj := "ListenerSet " + nn.String()
 		rep.failed(obj, st.Conditions)
 		for _, l := range st.Listeners {
 			rep.failed(fmt.Sprintf("%s listener %s", obj, l.Name), l.Conditions)

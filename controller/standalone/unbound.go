@@ -11,6 +11,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/status"
+	"github.com/coxswain-labs/coxswain/controller/translator"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
 )
@@ -112,6 +113,18 @@ func withUnbound(rep *Report, unbound []UnboundListener, now time.Time) *Report 
 			out.Failures = append(out.Failures, programmedFailures("Gateway "+o.Namespace+"/"+o.Name, st)...)
 		}
 		out.Gateways[i] = o
+	}
+	out.ListenerSets = make([]ObjectStatus, len(rep.ListenerSets))
+	for i, o := range rep.ListenerSets {
+		st, ok := o.Status.(*gwapiv1.ListenerSetStatus)
+		fs := byGateway[o.Namespace+"/"+translator.ListenerSetGatewayName(o.Name)]
+		if ok && len(fs) > 0 {
+			st = status.ListenerSetWithUnbound(st, fs, metav1.NewTime(now.Truncate(time.Second)))
+			o.Status = st
+			out.Failures = append(out.Failures, programmedFailures("ListenerSet "+o.Namespace+"/"+o.Name,
+				&gwapiv1.GatewayStatus{Conditions: st.Conditions})...)
+		}
+		out.ListenerSets[i] = o
 	}
 	return &out
 }

@@ -77,8 +77,9 @@ func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g
 		addrs = g.Addresses
 	}
 	out := gwapiv1.GatewayStatus{
-		Addresses:  addrs,
-		Conditions: mergeConditions(live.Conditions, desired.Conditions),
+		Addresses:            addrs,
+		Conditions:           mergeConditions(live.Conditions, desired.Conditions),
+		AttachedListenerSets: desired.AttachedListenerSets,
 	}
 	hold := g.Applied < g.Generation || !Equal(live.Addresses, addrs)
 	switch {

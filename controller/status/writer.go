@@ -52,6 +52,8 @@ type Options struct {
 	Routes []Routes
 	// Policies are the policy kinds whose status the writer owns.
 	Policies []Policies
+	// ListenerSets reaches the ListenerSets; nil, or a nil Indexer, when none are watched.
+	ListenerSets *ListenerSets
 	// Workers is the number of objects written concurrently; 1 when zero.
 	Workers int
 	// Now stamps the conditions the writer makes up itself; metav1.Now when nil.
@@ -81,11 +83,14 @@ type Writer struct {
 	gateways map[types.NamespacedName]*gwapiv1.GatewayStatus
 	routes   map[Key]*gwapiv1.RouteStatus
 	policies map[Key]*gwapiv1.PolicyStatus
-	applied  map[types.NamespacedName]int64
-	awaiting map[types.NamespacedName]awaited // what a pending generation waits for
-	unbound  map[types.NamespacedName][]ListenerFailure
-	gaps     map[Key][]RouteModuleGap // route rules proxies cannot serve as written
-	desired  bool                     // Desire has run once
+	// listenerSets are desired like Gateways; their gate state (applied, awaiting, unbound) is
+	// recorded under their snapshot name (gateNN).
+	listenerSets map[types.NamespacedName]*gwapiv1.ListenerSetStatus
+	applied      map[types.NamespacedName]int64
+	awaiting     map[types.NamespacedName]awaited // what a pending generation waits for
+	unbound      map[types.NamespacedName][]ListenerFailure
+	gaps         map[Key][]RouteModuleGap // route rules proxies cannot serve as written
+	desired      bool                     // Desire has run once
 
 	writes atomic.Int64
 }
@@ -112,14 +117,15 @@ func NewWriter(opts Options) *Writer {
 		policyKinds: policyKinds,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
-		classes:  map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
-		gateways: map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-		routes:   map[Key]*gwapiv1.RouteStatus{},
-		policies: map[Key]*gwapiv1.PolicyStatus{},
-		applied:  map[types.NamespacedName]int64{},
-		awaiting: map[types.NamespacedName]awaited{},
-		unbound:  map[types.NamespacedName][]ListenerFailure{},
-		gaps:     map[Key][]RouteModuleGap{},
+		classes:      map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
+		gateways:     map[types.NamespacedName]*gwapiv1.GatewayStatus{},
+		routes:       map[Key]*gwapiv1.RouteStatus{},
+		policies:     map[Key]*gwapiv1.PolicyStatus{},
+		listenerSets: map[types.NamespacedName]*gwapiv1.ListenerSetStatus{},
+		applied:      map[types.NamespacedName]int64{},
+		awaiting:     map[types.NamespacedName]awaited{},
+		unbound:      map[types.NamespacedName][]ListenerFailure{},
+		gaps:         map[Key][]RouteModuleGap{},
 	}
 }
 
@@ -140,6 +146,7 @@ type Desired struct {
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
 	Routes         map[Key]*gwapiv1.RouteStatus
 	Policies       map[Key]*gwapiv1.PolicyStatus
+	ListenerSets   map[types.NamespacedName]*gwapiv1.ListenerSetStatus
 }
 
 // Desire records the status a translation computed and queues every object whose desired status
@@ -154,19 +161,24 @@ func (w *Writer) Desire(res Desired) {
 	diff(w.gateways, res.Gateways, func(nn types.NamespacedName) Key { return Key{GatewayKind, nn} }, w.queue.Add)
 	diff(w.routes, res.Routes, func(k Key) Key { return k }, w.queue.Add)
 	diff(w.policies, res.Policies, func(k Key) Key { return k }, w.queue.Add)
+	diff(w.listenerSets, res.ListenerSets, func(nn types.NamespacedName) Key { return Key{ListenerSetKind, nn} }, w.queue.Add)
 	w.classes, w.gateways, w.routes, w.policies = res.GatewayClasses, res.Gateways, res.Routes, res.Policies
+	w.listenerSets = res.ListenerSets
+	if w.listenerSets == nil {
+		w.listenerSets = map[types.NamespacedName]*gwapiv1.ListenerSetStatus{}
+	}
 	for nn := range w.applied {
-		if _, ok := w.gateways[nn]; !ok {
+		if !w.gated(nn) {
 			delete(w.applied, nn) // a Gateway that is gone, or no longer ours
 		}
 	}
 	for nn := range w.awaiting {
-		if _, ok := w.gateways[nn]; !ok {
+		if !w.gated(nn) {
 			delete(w.awaiting, nn)
 		}
 	}
 	for nn := range w.unbound {
-		if _, ok := w.gateways[nn]; !ok {
+		if !w.gated(nn) {
 			delete(w.unbound, nn)
 		}
 	}
@@ -228,7 +240,7 @@ func (w *Writer) Applied(gateways []*irv1.GatewayGeneration) {
 		nn := types.NamespacedName{Namespace: g.GetNamespace(), Name: g.GetName()}
 		if w.applied[nn] < g.GetGeneration() {
 			w.applied[nn] = g.GetGeneration()
-			w.queue.Add(Key{GatewayKind, nn})
+			w.queue.Add(gateKey(g))
 		}
 	}
 }
@@ -244,7 +256,7 @@ func (w *Writer) Pending(g *irv1.GatewayGeneration, what string) {
 		return
 	}
 	w.awaiting[nn] = a
-	w.queue.Add(Key{GatewayKind, nn})
+	w.queue.Add(gateKey(g))
 }
 
 // Unbound records the listeners of a Gateway that proxies cannot bind now (none clears them); they
@@ -262,7 +274,7 @@ func (w *Writer) Unbound(g *irv1.GatewayGeneration, failures []ListenerFailure) 
 	} else {
 		w.unbound[nn] = append([]ListenerFailure(nil), failures...)
 	}
-	w.queue.Add(Key{GatewayKind, nn})
+	w.queue.Add(gateKey(g))
 }
 
 // Touch queues an object whose live copy changed, so a status someone else changed (or an address
@@ -308,6 +320,8 @@ func (w *Writer) sync(ctx context.Context, key Key) error {
 		return w.syncClass(ctx, key.Name)
 	case GatewayKind:
 		return w.syncGateway(ctx, key.NamespacedName)
+	case ListenerSetKind:
+		return w.syncListenerSet(ctx, key)
 	}
 	if pk := w.policyKinds[key.Kind]; pk != nil {
 		w.mu.Lock()

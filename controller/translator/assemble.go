@@ -41,6 +41,7 @@ func (t *session) snapshot() *irv1.Snapshot {
 		snap.Gateways = append(snap.Gateways, &irv1.GatewayGeneration{
 			Namespace: g.key.Namespace, Name: g.key.Name, Generation: g.gw.Generation,
 		})
+		snap.Gateways = append(snap.Gateways, t.listenerSetGenerations(g)...)
 		for _, l := range g.listeners {
 			if !l.programmed() {
 				continue
@@ -114,8 +115,10 @@ func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState)
 		}
 		servers[l.hostname] = sb
 	}
-	if !slices.Contains(sb.server.Sources, l.name) {
-		sb.server.Sources = append(sb.server.Sources, l.name)
+	for _, src := range l.sources() {
+		if !slices.Contains(sb.server.Sources, src) {
+			sb.server.Sources = append(sb.server.Sources, src)
+		}
 	}
 	for _, a := range l.routes {
 		for _, h := range a.hostnames {

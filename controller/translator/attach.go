@@ -191,33 +191,52 @@ func (t *session) validateRoute(st *routeState) {
 // hostname with it. References to anything but our Gateways are another controller's business.
 func (t *session) attach(st *routeState, index int, ref gwapiv1.ParentReference) {
 	ref = defaultParentRef(ref)
-	if *ref.Group != gwapiv1.GroupName || *ref.Kind != "Gateway" {
+	if *ref.Group != gwapiv1.GroupName {
 		return
 	}
 	ns := st.key.Namespace
 	if ref.Namespace != nil && *ref.Namespace != "" {
 		ns = string(*ref.Namespace)
 	}
-	g := t.gwByKey[nn(ns, string(ref.Name))]
-	if g == nil {
+	var parent string
+	var candidates []*listenerState
+	ps := &parentStatus{ref: ref}
+	switch *ref.Kind {
+	case "Gateway":
+		g := t.gwByKey[nn(ns, string(ref.Name))]
+		if g == nil {
+			return
+		}
+		parent, candidates = "Gateway "+g.key.String(), g.ownListeners()
+	case listenerSetKind:
+		ls := t.lsByKey[nn(ns, string(ref.Name))]
+		if ls == nil {
+			return // not a ListenerSet of our Gateways
+		}
+		parent, candidates = "ListenerSet "+ls.key.String(), ls.listeners
+		if !ls.accepted.ok {
+			ps.accepted = condState{reason: string(gwapiv1.RouteReasonNoMatchingParent), msg: "the ListenerSet is not accepted: " + ls.accepted.msg}
+		}
+	default:
 		return
 	}
-	ps := &parentStatus{ref: ref}
 	st.parents = append(st.parents, ps)
-	t.attachParent(st, ps, g)
+	if ps.accepted.reason == "" {
+		t.attachParent(st, ps, candidates)
+	}
 	if !ps.accepted.ok && !st.noValidRule() { // invalid rules are reported each by itself
 		st.problem(fmt.Sprintf("spec.parentRefs[%d]", index), gwapiv1.RouteConditionReason(ps.accepted.reason),
-			fmt.Sprintf("not accepted by Gateway %s: %s", g.key, ps.accepted.msg))
+			fmt.Sprintf("not accepted by %s: %s", parent, ps.accepted.msg))
 	}
 }
 
 // attachParent decides the Accepted condition of one parentRef and places the route on the
-// listeners that take it.
-func (t *session) attachParent(st *routeState, ps *parentStatus, g *gatewayState) {
+// listeners that take it, among the parent's listeners: a Gateway's own, or a ListenerSet's.
+func (t *session) attachParent(st *routeState, ps *parentStatus, listeners []*listenerState) {
 	ref := ps.ref
 
 	var selected []*listenerState
-	for _, l := range g.listeners {
+	for _, l := range listeners {
 		if ref.SectionName != nil && *ref.SectionName != l.spec.Name {
 			continue
 		}
@@ -334,7 +353,7 @@ func (t *session) namespaceAllowed(l *listenerState, routeNS string) bool {
 	case gwapiv1.NamespacesFromAll:
 		return true
 	case gwapiv1.NamespacesFromSame:
-		return routeNS == l.gw.key.Namespace
+		return routeNS == l.namespace()
 	case gwapiv1.NamespacesFromSelector:
 		if sel == nil {
 			return false
@@ -343,7 +362,7 @@ func (t *session) namespaceAllowed(l *listenerState, routeNS string) bool {
 			s, err := metav1.LabelSelectorAsSelector(sel)
 			if err != nil {
 				l.selectorErr = true
-				t.gatewayProblem(l.gw, l.field("allowedRoutes.namespaces.selector"), string(gwapiv1.ListenerReasonUnsupportedValue), err.Error())
+				t.listenerProblem(l, "allowedRoutes.namespaces.selector", gwapiv1.ListenerReasonUnsupportedValue, err.Error())
 				return false
 			}
 			l.selector = s

@@ -158,8 +158,8 @@ func (tg *ctpTarget) describe() string {
 // claim gives the target's listeners the policy, unless a listener policy holds one already.
 func (tg *ctpTarget) claim() {
 	for _, l := range tg.gw.listeners {
-		if tg.section != "" && l.spec.Name != tg.section {
-			continue
+		if tg.section != "" && (l.spec.Name != tg.section || l.owner != nil) {
+			continue // a sectionName names one of the Gateway's own listeners
 		}
 		if l.clientPolicy != nil {
 			other := l.clientPolicy.p.key
@@ -174,7 +174,7 @@ func (tg *ctpTarget) claim() {
 
 func (g *gatewayState) listener(name gwapiv1.SectionName) *listenerState {
 	for _, l := range g.listeners {
-		if l.spec.Name == name {
+		if l.spec.Name == name && l.owner == nil {
 			return l
 		}
 	}

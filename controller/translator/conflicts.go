@@ -46,8 +46,8 @@ type portKey struct {
 func (t *session) gatewayConflicts(g *gatewayState) {
 	byPort := map[portKey][]*listenerState{}
 	for _, l := range g.listeners {
-		if !l.accepted.ok {
-			continue // unsupported or invalid listeners take part in nothing
+		if !l.accepted.ok || l.owner != nil {
+			continue // unsupported or invalid listeners take part in nothing; ListenerSets' come later
 		}
 		k := portKey{int32(l.spec.Port), transport(l.spec.Protocol)}
 		byPort[k] = append(byPort[k], l)
@@ -97,7 +97,12 @@ func (t *session) conflict(l *listenerState, reason gwapiv1.ListenerConditionRea
 	}
 	l.conflicted = condState{ok: true, reason: string(reason), msg: msg}
 	l.accepted = condState{reason: string(gwapiv1.ListenerReasonInvalid), msg: "Listener is conflicted: " + msg}
-	t.gatewayProblem(l.gw, l.field(""), string(reason), msg)
+	if l.owner != nil {
+		// A ListenerSet listener loses to the listeners before it (listenerset.go): its
+		// conditions say which conflict, as the spec asks.
+		l.accepted = condState{reason: string(reason), msg: "Listener is conflicted: " + msg}
+	}
+	t.listenerProblem(l, "", reason, msg)
 }
 
 // portClaim is a socket a programmed listener of an earlier Gateway will bind.

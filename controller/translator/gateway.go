@@ -70,6 +70,8 @@ type listenerState struct {
 	// sockets that took it.
 	clientPolicy *ctpTarget
 	appliedOn    map[string]bool
+	// owner is the ListenerSet the listener comes from; nil for the Gateway's own listeners.
+	owner *listenerSetState
 }
 
 // programmed reports whether the listener goes into the snapshot.
@@ -120,9 +122,10 @@ func (t *session) translateGateways() {
 		g.backendTLS.ok = true
 		t.gatewayBackendTLS(g)
 		for i := range gw.Spec.Listeners {
-			g.listeners = append(g.listeners, t.translateListener(g, i))
+			g.listeners = append(g.listeners, t.translateListener(g, nil, &gw.Spec.Listeners[i], i))
 		}
 		t.gatewayConflicts(g)
+		t.translateListenerSets(g)
 	}
 	t.crossGatewayConflicts()
 }
@@ -234,11 +237,11 @@ func staticAddress(v string) (netip.Addr, string) {
 	return ip, ""
 }
 
-func (t *session) translateListener(g *gatewayState, i int) *listenerState {
-	spec := &g.gw.Spec.Listeners[i]
+// translateListener validates listener i of the Gateway, or of its ListenerSet owner.
+func (t *session) translateListener(g *gatewayState, owner *listenerSetState, spec *gwapiv1.Listener, i int) *listenerState {
 	l := &listenerState{
-		gw: g, index: i, spec: spec,
-		name:       g.key.Namespace + "/" + g.key.Name + "/" + string(spec.Name),
+		gw: g, owner: owner, index: i, spec: spec,
+		name:       g.key.Namespace + "/" + g.key.Name + "/" + owner.sectionPrefix() + string(spec.Name),
 		accepted:   condState{ok: true, reason: string(gwapiv1.ListenerReasonAccepted), msg: "Listener is accepted"},
 		resolved:   condState{ok: true, reason: string(gwapiv1.ListenerReasonResolvedRefs), msg: "All references are resolved"},
 		conflicted: condState{reason: string(gwapiv1.ListenerReasonNoConflicts), msg: "No conflicts"},
@@ -271,12 +274,21 @@ func (t *session) rejectListener(l *listenerState, field string, reason gwapiv1.
 	if l.accepted.ok {
 		l.accepted = condState{reason: string(reason), msg: msg}
 	}
-	t.gatewayProblem(l.gw, l.field(field), string(reason), msg)
+	t.listenerProblem(l, field, reason, msg)
 }
 
 func (t *session) unresolvedListener(l *listenerState, field string, reason gwapiv1.ListenerConditionReason, msg string) {
 	if l.resolved.ok {
 		l.resolved = condState{reason: string(reason), msg: msg}
+	}
+	t.listenerProblem(l, field, reason, msg)
+}
+
+// listenerProblem reports a problem of listener l on the object that declares it.
+func (t *session) listenerProblem(l *listenerState, field string, reason gwapiv1.ListenerConditionReason, msg string) {
+	if l.owner != nil {
+		t.problem(listenerSetKind, l.owner.key.Namespace, l.owner.key.Name, l.field(field), string(reason), msg)
+		return
 	}
 	t.gatewayProblem(l.gw, l.field(field), string(reason), msg)
 }

@@ -18,7 +18,8 @@ func (t *session) gatewayBackendTLS(g *gatewayState) {
 	if tc == nil || tc.Backend == nil || tc.Backend.ClientCertificateRef == nil {
 		return
 	}
-	name, reason, err := t.resolveCertificate(g, *tc.Backend.ClientCertificateRef)
+	// The Gateway itself refers (no ListenerSet owner): grants are judged from the Gateway.
+	name, reason, err := t.resolveCertificate(&listenerState{gw: g}, *tc.Backend.ClientCertificateRef)
 	if err != nil {
 		r := gwapiv1.GatewayReasonInvalidClientCertificateRef
 		if reason == gwapiv1.ListenerReasonRefNotPermitted {

@@ -36,6 +36,7 @@ func (t *session) result() *Result {
 	for _, g := range t.gateways {
 		res.Gateways[g.key] = t.gatewayStatus(g)
 	}
+	res.ListenerSets = t.listenerSetStatuses()
 	for _, st := range t.routes {
 		rs := t.routeStatus(st)
 		res.Routes[st.key] = rs
@@ -74,7 +75,7 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	st := &gwapiv1.GatewayStatus{}
 	var notValid, unresolved []string
 	accepted, programmed := 0, 0
-	for _, l := range g.listeners {
+	for _, l := range g.ownListeners() {
 		st.Listeners = append(st.Listeners, t.listenerStatus(l))
 		if !l.resolved.ok {
 			unresolved = append(unresolved, string(l.spec.Name))
@@ -125,6 +126,7 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	if !g.backendTLS.ok {
 		res = g.backendTLS // a Gateway-level reference: its reason says more than the summary
 	}
+	st.AttachedListenerSets = t.attachedListenerSets(g)
 	st.Conditions = []metav1.Condition{
 		t.cond(string(gwapiv1.GatewayConditionAccepted), acc.ok, acc.reason, acc.msg, gen),
 		t.cond(string(gwapiv1.GatewayConditionProgrammed), prog.ok, prog.reason, prog.msg, gen),
@@ -135,9 +137,15 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 
 func (t *session) listenerStatus(l *listenerState) gwapiv1.ListenerStatus {
 	gen := l.gw.gw.Generation
+	if l.owner != nil {
+		gen = l.owner.ls.Generation
+	}
 	prog := condState{ok: true, reason: string(gwapiv1.ListenerReasonProgrammed), msg: "Listener is translated into the snapshot"}
 	if !l.programmed() {
 		prog = condState{reason: string(gwapiv1.ListenerReasonInvalid), msg: "Listener is not programmed: " + l.notProgrammedWhy()}
+		if l.owner != nil && l.conflicted.ok {
+			prog.reason = l.conflicted.reason // the spec's reason for a ListenerSet listener that lost
+		}
 	}
 	return gwapiv1.ListenerStatus{
 		Name:           l.spec.Name,

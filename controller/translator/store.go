@@ -19,8 +19,10 @@ import (
 // the registered route kinds and the objects ExtensionRef filters refer to — is in Objects by
 // group and kind, so that a new kind needs no field here.
 type Store struct {
-	GatewayClasses  []*gwapiv1.GatewayClass
-	Gateways        []*gwapiv1.Gateway
+	GatewayClasses []*gwapiv1.GatewayClass
+	Gateways       []*gwapiv1.Gateway
+	// ListenerSets add listeners to Gateways that admit them (spec.allowedListeners).
+	ListenerSets    []*gwapiv1.ListenerSet
 	ReferenceGrants []*gwapiv1b1.ReferenceGrant
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice

@@ -49,7 +49,7 @@ func (t *session) listenerTLS(l *listenerState) {
 	}
 	for i, ref := range spec.TLS.CertificateRefs {
 		field := fmt.Sprintf("tls.certificateRefs[%d]", i)
-		name, reason, err := t.resolveCertificate(l.gw, ref)
+		name, reason, err := t.resolveCertificate(l, ref)
 		if err != nil {
 			t.unresolvedListener(l, field, reason, err.Error())
 			continue
@@ -59,7 +59,12 @@ func (t *session) listenerTLS(l *listenerState) {
 }
 
 // resolveCertificate checks one certificateRef and records its key pair, returning its IR name.
-func (t *session) resolveCertificate(g *gatewayState, ref gwapiv1.SecretObjectReference) (string, gwapiv1.ListenerConditionReason, error) {
+// A ListenerSet listener's references are the ListenerSet's: its namespace, its ReferenceGrants.
+func (t *session) resolveCertificate(l *listenerState, ref gwapiv1.SecretObjectReference) (string, gwapiv1.ListenerConditionReason, error) {
+	from, fromNS := "Gateway", l.gw.key.Namespace
+	if l.owner != nil {
+		from, fromNS = listenerSetKind, l.owner.key.Namespace
+	}
 	group, kind := "", "Secret"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -67,7 +72,7 @@ func (t *session) resolveCertificate(g *gatewayState, ref gwapiv1.SecretObjectRe
 	if ref.Kind != nil {
 		kind = string(*ref.Kind)
 	}
-	ns := g.key.Namespace
+	ns := fromNS
 	if ref.Namespace != nil && *ref.Namespace != "" {
 		ns = string(*ref.Namespace)
 	}
@@ -75,7 +80,7 @@ func (t *session) resolveCertificate(g *gatewayState, ref gwapiv1.SecretObjectRe
 		return "", gwapiv1.ListenerReasonInvalidCertificateRef,
 			fmt.Errorf("certificateRef to %s %s/%s: only core Secrets are supported", groupKind(group, kind), ns, ref.Name)
 	}
-	if ns != g.key.Namespace && !t.granted(gwapiv1.GroupName, "Gateway", g.key.Namespace, "", "Secret", ns, string(ref.Name)) {
+	if ns != fromNS && !t.granted(gwapiv1.GroupName, from, fromNS, "", "Secret", ns, string(ref.Name)) {
 		return "", gwapiv1.ListenerReasonRefNotPermitted,
 			fmt.Errorf("certificateRef to Secret %s/%s is not permitted by any ReferenceGrant", ns, ref.Name)
 	}

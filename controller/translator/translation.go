@@ -48,7 +48,12 @@ type session struct {
 	classRejected map[string]string
 	gateways      []*gatewayState // ours, oldest first
 	gwByKey       map[types.NamespacedName]*gatewayState
-	routes        []*routeState
+	// listenerSets are the ListenerSets of our Gateways (listenerset.go), by Gateway and
+	// precedence; lsByKey indexes them, listenerSetsByGateway is the store's by parent.
+	listenerSets          []*listenerSetState
+	lsByKey               map[types.NamespacedName]*listenerSetState
+	listenerSetsByGateway map[types.NamespacedName][]*gwapiv1.ListenerSet
+	routes                []*routeState
 	// backendPolicies are the CoxswainBackendPolicies, oldest first; servicePolicies the one
 	// that applies to each Service.
 	backendPolicies []*backendPolicy
@@ -110,6 +115,7 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 		aliases:           aliases,
 		extIndex:          map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
 		gwByKey:           map[types.NamespacedName]*gatewayState{},
+		lsByKey:           map[types.NamespacedName]*listenerSetState{},
 		clusters:          map[string]*irv1.Cluster{},
 		filterClusters:    map[string]bool{},
 		secretsOut:        map[string]*irv1.Secret{},

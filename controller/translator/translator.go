@@ -57,6 +57,8 @@ type Result struct {
 	// entries whose controllerName is ours: the writer merges them with other controllers' entries.
 	GatewayClasses map[types.NamespacedName]*gwapiv1.GatewayClassStatus
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
+	// ListenerSets holds the status of the ListenerSets whose parent is one of our Gateways.
+	ListenerSets map[types.NamespacedName]*gwapiv1.ListenerSetStatus
 	// Routes holds the parent statuses of routes of every kind.
 	Routes map[RouteKey]*gwapiv1.RouteStatus
 	// Policies holds the ancestor statuses of policies of every kind (CoxswainBackendPolicy):

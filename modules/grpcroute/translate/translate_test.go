@@ -221,7 +221,7 @@ func TestFeatures(t *testing.T) {
 	for _, f := range features.Supported(full) {
 		names = append(names, string(f.Name))
 	}
-	want := []string{"GRPCRoute", "GRPCRouteNamedRouteRule", "Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}
+	want := []string{"GRPCRoute", "GRPCRouteNamedRouteRule", "Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}
 	if !slices.Equal(names, want) {
 		t.Errorf("features %v, want %v", names, want)
 	}

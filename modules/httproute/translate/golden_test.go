@@ -108,6 +108,7 @@ type golden struct {
 	Snapshot       any      `json:"snapshot"`
 	GatewayClasses any      `json:"gatewayClasses,omitempty"`
 	Gateways       any      `json:"gateways,omitempty"`
+	ListenerSets   any      `json:"listenerSets,omitempty"`
 	HTTPRoutes     any      `json:"httpRoutes,omitempty"`
 	Problems       []string `json:"problems,omitempty"`
 }
@@ -131,6 +132,13 @@ func render(t *testing.T, res *translator.Result) []byte {
 	for k, v := range res.Gateways {
 		gateways[k.String()] = v
 	}
+	var listenerSets map[string]*gwapiv1.ListenerSetStatus
+	for k, v := range res.ListenerSets {
+		if listenerSets == nil {
+			listenerSets = map[string]*gwapiv1.ListenerSetStatus{}
+		}
+		listenerSets[k.String()] = v
+	}
 	routes := map[string]*gwapiv1.RouteStatus{}
 	for k, v := range res.Routes {
 		routes[k.Namespace+"/"+k.Name] = v
@@ -139,6 +147,7 @@ func render(t *testing.T, res *translator.Result) []byte {
 		Snapshot:       readable(snap),
 		GatewayClasses: compactConditions(t, classes),
 		Gateways:       compactConditions(t, gateways),
+		ListenerSets:   compactConditions(t, listenerSets),
 		HTTPRoutes:     compactConditions(t, routes),
 	}
 	for _, p := range res.Problems {

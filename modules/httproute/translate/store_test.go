@@ -67,6 +67,10 @@ func decodeInto(s *translator.Store, doc []byte) error {
 		o := &gwapiv1.Gateway{}
 		s.Gateways = append(s.Gateways, o)
 		return strict(o)
+	case "ListenerSet":
+		o := &gwapiv1.ListenerSet{}
+		s.ListenerSets = append(s.ListenerSets, o)
+		return strict(o)
 	case "HTTPRoute":
 		o := &gwapiv1.HTTPRoute{}
 		s.Add(translatortest.HTTPRoute, o)
