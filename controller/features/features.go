@@ -36,6 +36,9 @@ var Core = []translation.Feature{
 	// An HTTPS request whose Host belongs to another listener than its TLS server name gets 421.
 	{Name: gwfeatures.SupportGatewayHTTPSListenerDetectMisdirectedRequests, Requires: []core.ModuleID{"listener.https"}},
 	{Name: gwfeatures.SupportReferenceGrant, Requires: []core.ModuleID{"listener.http"}},
+	// Routes yielding one intersected hostname are ordered by their own hostname's specificity
+	// before their rules' precedence (controller/translator/intersection.go), for every kind.
+	{Name: gwfeatures.SupportGatewayRouteHostnameIntersectionPrecedence, Requires: []core.ModuleID{"listener.http"}},
 }
 
 // Supported returns the features reg can serve, sorted by name and without duplicates: the Core
