@@ -102,7 +102,7 @@ func (g *gatewayState) anyProgrammed() bool {
 func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState) {
 	sb := servers[l.hostname]
 	if sb == nil {
-		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname}, vhosts: map[string][]*placed{}}
+		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname, Filters: l.filters}, vhosts: map[string][]*placed{}}
 		switch {
 		case l.passthrough:
 			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_PASSTHROUGH}
