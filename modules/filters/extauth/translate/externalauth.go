@@ -94,7 +94,8 @@ func (Filter) TranslateResolved(rc translation.ResolveContext, _ translation.Fil
 	}
 	mc := &irv1.ModuleConfig{Id: extauth.ModuleID, Json: out}
 	var check extauth.ExternalAuth
-	if err := core.DecodeStrict(out, &check); err == nil {
+	err = core.DecodeStrict(out, &check)
+	if err == nil {
 		err = check.CheckConfig()
 	}
 	if err != nil {
