@@ -56,7 +56,7 @@ func (t *session) listenerFilters(l *listenerState, spec *gwapiv1.ListenerFilter
 	}
 	// The listener's filters are judged as a route's are, in the listener owner's namespace; a
 	// synthetic route state collects what the shared filter path reports.
-	owner := &routeState{key: RouteKey{Group: gwapiv1.GroupName, Kind: "Gateway", Namespace: l.gw.key.Namespace, Name: l.gw.key.Name}}
+	owner := &routeState{key: l.filterOwner()}
 	rc := &routeContext{t: t, st: owner, emit: true, listener: translation.ListenerInfo{
 		Gateway: l.gw.key.String(), Name: l.spec.Name, Protocol: l.spec.Protocol, Port: uint32(l.spec.Port), Hostname: l.hostname,
 	}}
@@ -91,6 +91,13 @@ func (t *session) listenerFilters(l *listenerState, spec *gwapiv1.ListenerFilter
 		t.gatewayProblem(l.gw, w.Field, w.Reason, w.Message)
 	}
 	l.filters = out
+}
+
+// filterOwner is the object whose listener this is: its namespace is where ExtensionRefs are
+// looked up, its kind what a ReferenceGrant for the filters' own references names. A ListenerSet
+// listener's owner is the ListenerSet (the one place that changes when ListenerSets merge).
+func (l *listenerState) filterOwner() RouteKey {
+	return RouteKey{Group: gwapiv1.GroupName, Kind: "Gateway", Namespace: l.gw.key.Namespace, Name: l.gw.key.Name}
 }
 
 // httpRequests reports whether l sees HTTP requests: HTTP, or HTTPS terminating TLS.
