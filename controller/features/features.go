@@ -38,6 +38,13 @@ var Core = []translation.Feature{
 	{Name: gwfeatures.SupportReferenceGrant, Requires: []core.ModuleID{"listener.http"}},
 	// ListenerSet listeners are the Gateway's listeners with an owner (translator/listenerset.go).
 	{Name: gwfeatures.SupportListenerSet, Requires: []core.ModuleID{"listener.http"}},
+	// Routes yielding one intersected hostname are ordered by their own hostname's specificity
+	// before their rules' precedence (controller/translator/intersection.go), for every kind.
+	{Name: gwfeatures.SupportGatewayRouteHostnameIntersectionPrecedence, Requires: []core.ModuleID{"listener.http"}},
+	// listeners[].filters.requests (GEP-5224): the route filters' own translators and modules,
+	// run by the proxy before routing (controller/translator/listenerfilters.go,
+	// core/proxy/listenerfilters.go).
+	{Name: gwfeatures.SupportGatewayListenerFilters, Requires: []core.ModuleID{"listener.http"}},
 }
 
 // Supported returns the features reg can serve, sorted by name and without duplicates: the Core

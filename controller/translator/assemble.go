@@ -27,6 +27,8 @@ type placed struct {
 	entry  *translation.Entry
 	route  *routeState
 	parent *parentStatus
+	// origin is the route's own hostname that yields this virtual host (intersection.go).
+	origin string
 }
 
 // snapshot assembles the IR from the programmed listeners and their attachments.
@@ -106,7 +108,7 @@ func (g *gatewayState) anyProgrammed() bool {
 func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState) {
 	sb := servers[l.hostname]
 	if sb == nil {
-		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname}, vhosts: map[string][]*placed{}}
+		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname, Filters: l.filters}, vhosts: map[string][]*placed{}}
 		switch {
 		case l.passthrough:
 			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_PASSTHROUGH}
@@ -122,8 +124,9 @@ func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState)
 	}
 	for _, a := range l.routes {
 		for _, h := range a.hostnames {
+			origin := hostnameOrigin(l.hostname, a.route.hostnames, h)
 			for _, e := range a.entries {
-				sb.vhosts[h] = append(sb.vhosts[h], &placed{entry: e, route: a.route, parent: a.parent})
+				sb.vhosts[h] = append(sb.vhosts[h], &placed{entry: e, route: a.route, parent: a.parent, origin: origin})
 			}
 		}
 	}
@@ -163,14 +166,17 @@ func (t *session) finishServer(sb *serverBuild, usedSecrets map[string]bool) *ir
 	return s
 }
 
-// sortPlaced orders the entries of one virtual host: Precedence (larger first, element-wise),
-// then the oldest route, then "<namespace>/<name>", then rule index, then match index. Kind
+// sortPlaced orders the entries of one virtual host: the route's own hostname (more specific
+// first, intersection.go), then Precedence (larger first, element-wise), then the oldest route, then "<namespace>/<name>", then rule index, then match index. Kind
 // breaks the last ties so the order is total across route kinds.
 func sortPlaced(ps []*placed) {
 	sort.SliceStable(ps, func(i, j int) bool { return placedLess(ps[i], ps[j]) })
 }
 
 func placedLess(a, b *placed) bool {
+	if c := compareOrigin(a.origin, b.origin); c != 0 {
+		return c > 0
+	}
 	if c := comparePrecedence(a.entry.Precedence, b.entry.Precedence); c != 0 {
 		return c > 0
 	}

@@ -168,6 +168,10 @@ func (t *session) claimConflicts(l *listenerState, claims []portClaim) bool {
 				t.conflict(l, gwapiv1.ListenerReasonHostnameConflict,
 					fmt.Sprintf("port %d and hostname %q are served with other certificates by Gateway %s", l.spec.Port, l.hostname, owner))
 				return true
+			case !sameListenerFilters(o, l):
+				t.conflict(l, gwapiv1.ListenerReasonHostnameConflict,
+					fmt.Sprintf("port %d and hostname %q are served with other listener filters by Gateway %s", l.spec.Port, l.hostname, owner))
+				return true
 			}
 		}
 	}

@@ -19,8 +19,9 @@
 // translation.RouteContext for them and never names a route kind or filter type itself: the
 // Store holds route and extension objects by GroupKind (Store.Objects).
 //
-// The core sorts the entries of a virtual host by Precedence (larger first, element-wise), then
-// by the spec's cross-route tie-breaks: oldest creationTimestamp, then "<namespace>/<name>",
+// The core sorts the entries of a virtual host first by the route's own hostname that yields it
+// (more specific first: GatewayRouteHostnameIntersectionPrecedence, intersection.go), then by
+// Precedence (larger first, element-wise), then by the spec's cross-route tie-breaks: oldest creationTimestamp, then "<namespace>/<name>",
 // then rule index, then match index.
 //
 // A build without any route kind is reported as a Problem, since every listener would be

@@ -108,6 +108,12 @@ func (t *session) filter(rc *routeContext, f gwapiv1.HTTPRouteFilter, field stri
 		return t.extensionFilter(rc, *f.ExtensionRef, field+".extensionRef", env)
 	}
 	if ft, ok := t.filterKinds[f.Type]; ok {
+		if rft, ok := ft.(translation.ResolvingFilterTranslator); ok {
+			owner := rc.st.key
+			rsc := &resolveContext{t: t, namespace: owner.Namespace, from: schema.GroupKind{Group: owner.Group, Kind: owner.Kind},
+				rc: rc, field: field, what: fmt.Sprintf("%s filter", f.Type)}
+			return rft.TranslateResolved(rsc, env, f, field)
+		}
 		return ft.TranslateFilter(env, f, field)
 	}
 	if slices.Contains(standardFilterTypes, f.Type) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -72,11 +73,15 @@ type listenerState struct {
 	appliedOn    map[string]bool
 	// owner is the ListenerSet the listener comes from; nil for the Gateway's own listeners.
 	owner *listenerSetState
+	// filters are the listener filters (listenerfilters.go); filtersFailed says one cannot be
+	// served, and then neither is the listener.
+	filters       []*irv1.ModuleConfig
+	filtersFailed bool
 }
 
 // programmed reports whether the listener goes into the snapshot.
 func (l *listenerState) programmed() bool {
-	if l.gw.rejectReason != "" || l.gw.addrMsg != "" || !l.accepted.ok || l.conflicted.ok {
+	if l.gw.rejectReason != "" || l.gw.addrMsg != "" || !l.accepted.ok || l.conflicted.ok || l.filtersFailed {
 		return false
 	}
 	switch l.spec.Protocol {
@@ -267,6 +272,7 @@ func (t *session) translateListener(g *gatewayState, owner *listenerSetState, sp
 		t.rejectListener(l, "tls", gwapiv1.ListenerReasonUnsupportedValue,
 			"client certificate validation (Gateway spec.tls.frontend) is not supported yet")
 	}
+	t.listenerFilters(l, spec.Filters)
 	return l
 }
 

@@ -17,7 +17,21 @@ func (ls *ListenerState) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			"this connection's TLS server name belongs to another listener than the request's host")
 		return
 	}
-	rt := ls.route(r)
+	srv, ok := ls.servers.lookup(normalizeHost(r.Host))
+	if !ok {
+		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusNotFound, "no route for this request")
+		return
+	}
+	if srv.listenerFilters != nil {
+		srv.listenerFilters.ServeHTTP(w, r) // ends in srv.routeStage (listenerfilters.go)
+		return
+	}
+	ls.serveRoute(srv, w, r)
+}
+
+// serveRoute serves r on the routes of srv, the Server its Host selected.
+func (ls *ListenerState) serveRoute(srv *server, w http.ResponseWriter, r *http.Request) {
+	rt := srv.route(r)
 	if rt == nil {
 		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusNotFound, "no route for this request")
 		return
@@ -77,6 +91,12 @@ func (ls *ListenerState) route(r *http.Request) *route {
 	if !ok {
 		return nil
 	}
+	return srv.route(r)
+}
+
+// route finds the route for r among the virtual hosts of srv.
+func (srv *server) route(r *http.Request) *route {
+	host := normalizeHost(r.Host)
 	for vh, pos, ok := srv.vhosts.next(host, 0); ok; vh, pos, ok = srv.vhosts.next(host, pos) {
 		for _, rt := range vh.routes {
 			if rt.matcher.Match(r) {

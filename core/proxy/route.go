@@ -18,6 +18,9 @@ type server struct {
 	hostname string
 	tls      *irv1.TLS // nil for cleartext
 	vhosts   hostIndex[*vhost]
+	// listenerFilters is the chain of the Server's listener filters ending in the route
+	// lookup; nil without any (listenerfilters.go).
+	listenerFilters http.Handler
 }
 
 // vhost is one effective hostname and its routes in precedence order.

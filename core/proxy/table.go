@@ -186,6 +186,9 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 		xffHops:       l.GetClientIpDetection().GetXffNumTrustedHops()}
 	for _, s := range l.GetServers() {
 		srv, err := b.server(s)
+		if err == nil {
+			err = b.listenerFilters(ls, srv, s)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w", s.GetHostname(), err)
 		}

@@ -270,3 +270,34 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("%v %v", resp, err)
 	}
 }
+
+// TestHeaderModifierMetadataCase checks GRPCRouteRequestHeaderModifier's case rules: gRPC clients
+// send lowercase metadata keys while the filter names headers in canonical case, so set replaces,
+// add appends to and remove drops the client's lowercase keys; and a backendRef's own modifier
+// runs after the rule's, on the backend it belongs to.
+func TestHeaderModifierMetadataCase(t *testing.T) {
+	be := grpctest.Start(t, "a")
+	ruleMod := core.MustConfig(headers.RequestModuleID, headers.Config{
+		Set:    []headers.Header{{Name: "X-Header-Set-1", Value: "set-overwrites"}},
+		Add:    []headers.Header{{Name: "X-Header-Add-1", Value: "appended"}},
+		Remove: []string{"X-Header-Remove-1"}})
+	backendMod := core.MustConfig(headers.RequestModuleID, headers.Config{
+		Set: []headers.Header{{Name: "X-Backend", Value: "a"}, {Name: "X-Header-Set-1", Value: "backend-wins"}}})
+	rt := grpcRoute("m", grpcroute.Match{}, backend("a", 1, backendMod))
+	rt.Filters = []*irv1.ModuleConfig{ruleMod}
+	addrs := startProxy(t, []*irv1.Listener{plainListener("l", server("", vhost("", rt)))}, []*irv1.Cluster{h2cCluster("a", be)})
+	c := grpctest.Dial(t, addrs[0])
+	ctx := metadata.AppendToOutgoingContext(ctxTimeout(t),
+		"x-header-set-1", "original", "x-header-add-1", "existing", "x-header-remove-1", "gone")
+	var hdr metadata.MD
+	if _, err := c.UnaryCall(ctx, &testgrpc.SimpleRequest{}, grpc.Header(&hdr)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"x-header-set-1": "backend-wins", "x-header-add-1": "existing,appended",
+		"x-header-remove-1": "", "x-backend": "a"}
+	for k, v := range want {
+		if got := strings.Join(hdr.Get(grpctest.EchoPrefix+k), ","); got != v {
+			t.Errorf("backend saw %s=%q, want %q", k, got, v)
+		}
+	}
+}

@@ -101,3 +101,13 @@ const RouteReasonSecretNotFound gwapiv1.RouteConditionReason = "SecretNotFound"
 type Documents interface {
 	Document(uri string, refresh time.Duration) ([]byte, error)
 }
+
+// ResolvingFilterTranslator is a FilterTranslator whose filter refers to other objects (the
+// Service an ExternalAuth filter calls). The core calls TranslateResolved instead of
+// TranslateFilter, with a ResolveContext whose references are judged from the object that holds
+// the filter (the route, or the Gateway of a listener filter): a Service in another namespace
+// needs a ReferenceGrant from that object's kind.
+type ResolvingFilterTranslator interface {
+	FilterTranslator
+	TranslateResolved(rc ResolveContext, env FilterEnv, f gwapiv1.HTTPRouteFilter, field string) (*irv1.ModuleConfig, *Failure)
+}

@@ -637,7 +637,12 @@ type Server struct {
 	Sources []string `protobuf:"bytes,2,rep,name=sources,proto3" json:"sources,omitempty"`
 	Tls     *TLS     `protobuf:"bytes,3,opt,name=tls,proto3" json:"tls,omitempty"`
 	// Sorted like Listener.servers, by hostname specificity.
-	VirtualHosts  []*VirtualHost `protobuf:"bytes,4,rep,name=virtual_hosts,json=virtualHosts,proto3" json:"virtual_hosts,omitempty"`
+	VirtualHosts []*VirtualHost `protobuf:"bytes,4,rep,name=virtual_hosts,json=virtualHosts,proto3" json:"virtual_hosts,omitempty"`
+	// Listener filters (Gateway API listeners[].filters.requests, GEP-5224): "filter.http.*" and
+	// "filter.ext.*" modules run in this order on every request this server takes, before the
+	// virtual host and route lookup; a filter that answers ends the request before routing. They
+	// cannot change the request's Host.
+	Filters       []*ModuleConfig `protobuf:"bytes,5,rep,name=filters,proto3" json:"filters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -696,6 +701,13 @@ func (x *Server) GetTls() *TLS {
 func (x *Server) GetVirtualHosts() []*VirtualHost {
 	if x != nil {
 		return x.VirtualHosts
+	}
+	return nil
+}
+
+func (x *Server) GetFilters() []*ModuleConfig {
+	if x != nil {
+		return x.Filters
 	}
 	return nil
 }
@@ -1656,12 +1668,13 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\x02v1\x18\x01 \x01(\bR\x02v1\x12\x0e\n" +
 	"\x02v2\x18\x02 \x01(\bR\x02v2\"D\n" +
 	"\x11ClientIPDetection\x12/\n" +
-	"\x14xff_num_trusted_hops\x18\x01 \x01(\rR\x11xffNumTrustedHops\"\xa7\x01\n" +
+	"\x14xff_num_trusted_hops\x18\x01 \x01(\rR\x11xffNumTrustedHops\"\xdf\x01\n" +
 	"\x06Server\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x18\n" +
 	"\asources\x18\x02 \x03(\tR\asources\x12%\n" +
 	"\x03tls\x18\x03 \x01(\v2\x13.coxswain.ir.v1.TLSR\x03tls\x12@\n" +
-	"\rvirtual_hosts\x18\x04 \x03(\v2\x1b.coxswain.ir.v1.VirtualHostR\fvirtualHosts\"\x7f\n" +
+	"\rvirtual_hosts\x18\x04 \x03(\v2\x1b.coxswain.ir.v1.VirtualHostR\fvirtualHosts\x126\n" +
+	"\afilters\x18\x05 \x03(\v2\x1c.coxswain.ir.v1.ModuleConfigR\afilters\"\x7f\n" +
 	"\x03TLS\x12,\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x18.coxswain.ir.v1.TLS.ModeR\x04mode\x12\"\n" +
 	"\fcertificates\x18\x02 \x03(\tR\fcertificates\"&\n" +
@@ -1794,28 +1807,29 @@ var file_core_ir_v1_ir_proto_depIdxs = []int32{
 	9,  // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
 	11, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
 	12, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
-	0,  // 9: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
-	13, // 10: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
-	6,  // 11: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
-	6,  // 12: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	16, // 13: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	15, // 14: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	14, // 15: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
-	6,  // 16: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	1,  // 17: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	6,  // 18: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	22, // 19: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	20, // 20: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
-	21, // 21: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
-	18, // 22: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
-	19, // 23: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
-	2,  // 24: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
-	3,  // 25: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	6,  // 9: coxswain.ir.v1.Server.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	0,  // 10: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
+	13, // 11: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
+	6,  // 12: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
+	6,  // 13: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	16, // 14: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	15, // 15: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	14, // 16: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
+	6,  // 17: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	1,  // 18: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
+	6,  // 19: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	22, // 20: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	20, // 21: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	21, // 22: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	18, // 23: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
+	19, // 24: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
+	2,  // 25: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
+	3,  // 26: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }

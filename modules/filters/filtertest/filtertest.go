@@ -48,6 +48,9 @@ type Options struct {
 	// Backend answers the requests that reach the backend, after they are recorded; nil answers
 	// 200 "ok". Response filters are tested through it.
 	Backend http.HandlerFunc
+	// BackendFilters are the filters of the route's one backendRef (IR Backend.filters), run
+	// after the route's filters.
+	BackendFilters []*irv1.ModuleConfig
 	// Log receives the engine's logs; nil discards them.
 	Log *zap.Logger
 }

@@ -27,7 +27,7 @@ func Snapshot(filters []*irv1.ModuleConfig, opts Options, backendPort uint32) (*
 		Name:     RouteName,
 		Match:    core.MustConfig(httproute.ModuleID, match),
 		Filters:  filters,
-		Backends: []*irv1.Backend{{Cluster: ClusterName, Weight: 1}},
+		Backends: []*irv1.Backend{{Cluster: ClusterName, Weight: 1, Filters: opts.BackendFilters}},
 	}
 	snap := &irv1.Snapshot{
 		Listeners: []*irv1.Listener{{

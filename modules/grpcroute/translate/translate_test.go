@@ -215,13 +215,16 @@ func TestFeatures(t *testing.T) {
 	if got := features.Supported(core.NewRegistry(grpctranslate.Kind{}, module(grpcroute.ModuleID))); len(got) != 0 {
 		t.Errorf("features without listeners and header filters: %v", got)
 	}
-	full := core.NewRegistry(grpctranslate.Kind{}, module(grpcroute.ModuleID), module("listener.http"), module("listener.https"),
+	full := core.NewRegistry(grpctranslate.Kind{}, headerstr.Request{}, module(grpcroute.ModuleID), module("listener.http"), module("listener.https"),
 		module("filter.http.request_header_modifier"), module("filter.http.response_header_modifier"))
 	var names []string
 	for _, f := range features.Supported(full) {
 		names = append(names, string(f.Name))
 	}
-	want := []string{"GRPCRoute", "GRPCRouteNamedRouteRule", "Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}
+	// The request header modifier's translator claims the GRPCRoute feature, and without
+	// route.http not the HTTPRoute one.
+	want := []string{"GRPCRoute", "GRPCRouteNamedRouteRule", "GRPCRouteRequestHeaderModifier", "Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation",
+		"GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}
 	if !slices.Equal(names, want) {
 		t.Errorf("features %v, want %v", names, want)
 	}

@@ -20,7 +20,7 @@ import (
 // Modules returns one of each test module, for core.NewRegistry.
 func Modules() []core.Module {
 	return []core.Module{&PathMatcher{}, &ErrorMatcher{}, &SetRequestHeader{}, &SetResponseHeader{},
-		&Respond{}, &Wrap{}, &Inert{}, &Probe{}, &Feedback{}, &Tripwire{}, &BodyLimit{}}
+		&Respond{}, &Wrap{}, &Mutate{}, &Inert{}, &Probe{}, &Feedback{}, &Tripwire{}, &BodyLimit{}}
 }
 
 // PathMatcher ("route.testpath") matches requests whose path starts with Prefix.
@@ -141,6 +141,27 @@ func (f *Wrap) WrapHTTP(next http.Handler) http.Handler {
 		w.Header().Add(f.Header, "wrapped")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Mutate ("filter.test.mutate") rewrites the request's path and Host, where set: what a listener
+// filter may (the path, which routing then sees) and may not (the Host) do.
+type Mutate struct {
+	Path string `json:"path,omitempty"`
+	Host string `json:"host,omitempty"`
+}
+
+func (*Mutate) CoxswainModule() core.ModuleInfo {
+	return core.ModuleInfo{ID: "filter.test.mutate", New: func() core.Module { return new(Mutate) }}
+}
+
+func (f *Mutate) FilterRequest(_ http.ResponseWriter, r *http.Request) bool {
+	if f.Path != "" {
+		r.URL.Path = f.Path
+	}
+	if f.Host != "" {
+		r.Host = f.Host
+	}
+	return true
 }
 
 // Inert ("filter.test.inert") implements no filter interface: loading it as a filter must fail.

@@ -71,10 +71,15 @@ func (Response) TranslateFilter(_ translation.FilterEnv, f gwapiv1.HTTPRouteFilt
 }
 
 // GatewayAPIFeatures implements translation.FeatureProvider: a backendRef's request header
-// modifier is this filter too.
+// modifier is this filter too, and so is a GRPCRoute's (gRPC metadata is HTTP/2 headers; the
+// modifier's canonical names reach the backend lowercased, as HTTP/2 requires).
 func (Request) GatewayAPIFeatures() []translation.Feature {
-	return []translation.Feature{{Name: gwfeatures.SupportHTTPRouteBackendRequestHeaderModification,
-		Requires: []core.ModuleID{"route.http", headers.RequestModuleID}}}
+	return []translation.Feature{
+		{Name: gwfeatures.SupportHTTPRouteBackendRequestHeaderModification,
+			Requires: []core.ModuleID{"route.http", headers.RequestModuleID}},
+		{Name: gwfeatures.SupportGRPCRouteRequestHeaderModifier,
+			Requires: []core.ModuleID{"route.grpc", headers.RequestModuleID}},
+	}
 }
 
 // GatewayAPIFeatures implements translation.FeatureProvider.

@@ -38,6 +38,9 @@ func (Translator) GatewayAPIFeatures() []translation.Feature {
 	return []translation.Feature{
 		{Name: gwfeatures.SupportHTTPRouteHostRewrite, Requires: req},
 		{Name: gwfeatures.SupportHTTPRoutePathRewrite, Requires: req},
+		// A backendRef's URLRewrite is this filter in the Backend's chain, run after the rule's
+		// filters on the backend it belongs to (provisional in v1.7.0).
+		{Name: gwfeatures.SupportHTTPRouteBackendURLRewrite, Requires: req},
 	}
 }
 
