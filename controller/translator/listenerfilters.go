@@ -88,7 +88,7 @@ func (t *session) listenerFilters(l *listenerState, spec *gwapiv1.ListenerFilter
 		t.listenerFilterUnresolved(l, owner) // served: the filter answers 503 by itself
 	}
 	for _, w := range owner.warnings {
-		t.gatewayProblem(l.gw, w.Field, w.Reason, w.Message)
+		t.listenerProblem(l, w.Field, gwapiv1.ListenerConditionReason(w.Reason), w.Message)
 	}
 	l.filters = out
 }
@@ -97,6 +97,9 @@ func (t *session) listenerFilters(l *listenerState, spec *gwapiv1.ListenerFilter
 // looked up, its kind what a ReferenceGrant for the filters' own references names. A ListenerSet
 // listener's owner is the ListenerSet (the one place that changes when ListenerSets merge).
 func (l *listenerState) filterOwner() RouteKey {
+	if l.owner != nil {
+		return RouteKey{Group: gwapiv1.GroupName, Kind: listenerSetKind, Namespace: l.owner.key.Namespace, Name: l.owner.key.Name}
+	}
 	return RouteKey{Group: gwapiv1.GroupName, Kind: "Gateway", Namespace: l.gw.key.Namespace, Name: l.gw.key.Name}
 }
 
