@@ -17,7 +17,12 @@ func (ls *ListenerState) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			"this connection's TLS server name belongs to another listener than the request's host")
 		return
 	}
-	rt := ls.route(r)
+	rt, admitted := ls.route(r)
+	if !admitted {
+		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusMisdirectedRequest,
+			"this connection was not set up with the client certificate check the request's host requires")
+		return
+	}
 	if rt == nil {
 		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusNotFound, "no route for this request")
 		return
@@ -70,19 +75,22 @@ func (t *table) addNoRoute(id string, pw core.HTTPProtocolErrorWriter) {
 }
 
 // route finds the route for r; it does not allocate when the Host is lower case and the matchers
-// do not.
-func (ls *ListenerState) route(r *http.Request) *route {
+// do not. admitted is false when the Server's client certificate check refuses the request.
+func (ls *ListenerState) route(r *http.Request) (_ *route, admitted bool) {
 	host := normalizeHost(r.Host)
 	srv, ok := ls.servers.lookup(host)
 	if !ok {
-		return nil
+		return nil, true
+	}
+	if srv.cv != nil && (r.TLS == nil || !ls.admitClient(srv, r)) {
+		return nil, false
 	}
 	for vh, pos, ok := srv.vhosts.next(host, 0); ok; vh, pos, ok = srv.vhosts.next(host, pos) {
 		for _, rt := range vh.routes {
 			if rt.matcher.Match(r) {
-				return rt
+				return rt, true
 			}
 		}
 	}
-	return nil
+	return nil, true
 }

@@ -77,6 +77,52 @@ func (TLS_Mode) EnumDescriptor() ([]byte, []int) {
 	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7, 0}
 }
 
+type ClientValidation_Mode int32
+
+const (
+	ClientValidation_ALLOW_VALID_ONLY        ClientValidation_Mode = 0
+	ClientValidation_ALLOW_INSECURE_FALLBACK ClientValidation_Mode = 1
+)
+
+// Enum value maps for ClientValidation_Mode.
+var (
+	ClientValidation_Mode_name = map[int32]string{
+		0: "ALLOW_VALID_ONLY",
+		1: "ALLOW_INSECURE_FALLBACK",
+	}
+	ClientValidation_Mode_value = map[string]int32{
+		"ALLOW_VALID_ONLY":        0,
+		"ALLOW_INSECURE_FALLBACK": 1,
+	}
+)
+
+func (x ClientValidation_Mode) Enum() *ClientValidation_Mode {
+	p := new(ClientValidation_Mode)
+	*p = x
+	return p
+}
+
+func (x ClientValidation_Mode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ClientValidation_Mode) Descriptor() protoreflect.EnumDescriptor {
+	return file_core_ir_v1_ir_proto_enumTypes[1].Descriptor()
+}
+
+func (ClientValidation_Mode) Type() protoreflect.EnumType {
+	return &file_core_ir_v1_ir_proto_enumTypes[1]
+}
+
+func (x ClientValidation_Mode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ClientValidation_Mode.Descriptor instead.
+func (ClientValidation_Mode) EnumDescriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8, 0}
+}
+
 type Cluster_Protocol int32
 
 const (
@@ -115,11 +161,11 @@ func (x Cluster_Protocol) String() string {
 }
 
 func (Cluster_Protocol) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[1].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
 }
 
 func (Cluster_Protocol) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[1]
+	return &file_core_ir_v1_ir_proto_enumTypes[2]
 }
 
 func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
@@ -128,7 +174,7 @@ func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Cluster_Protocol.Descriptor instead.
 func (Cluster_Protocol) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type SessionPersistence_Type int32
@@ -164,11 +210,11 @@ func (x SessionPersistence_Type) String() string {
 }
 
 func (SessionPersistence_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[3].Descriptor()
 }
 
 func (SessionPersistence_Type) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[2]
+	return &file_core_ir_v1_ir_proto_enumTypes[3]
 }
 
 func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
@@ -177,7 +223,7 @@ func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionPersistence_Type.Descriptor instead.
 func (SessionPersistence_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15, 0}
 }
 
 type Snapshot struct {
@@ -658,9 +704,11 @@ type TLS struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Mode  TLS_Mode               `protobuf:"varint,1,opt,name=mode,proto3,enum=coxswain.ir.v1.TLS_Mode" json:"mode,omitempty"`
 	// Names of Secrets holding the certificate chains, in the order the Gateway listed them.
-	Certificates  []string `protobuf:"bytes,2,rep,name=certificates,proto3" json:"certificates,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Certificates []string `protobuf:"bytes,2,rep,name=certificates,proto3" json:"certificates,omitempty"`
+	// Client certificate validation (mutual TLS); unset: no client certificate is asked for.
+	ClientValidation *ClientValidation `protobuf:"bytes,3,opt,name=client_validation,json=clientValidation,proto3" json:"client_validation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TLS) Reset() {
@@ -707,6 +755,80 @@ func (x *TLS) GetCertificates() []string {
 	return nil
 }
 
+func (x *TLS) GetClientValidation() *ClientValidation {
+	if x != nil {
+		return x.ClientValidation
+	}
+	return nil
+}
+
+// ClientValidation is how a terminating Server checks client certificates (Gateway
+// spec.tls.frontend): against ca_pem, requiring one (ALLOW_VALID_ONLY) or letting a client
+// without a valid one through (ALLOW_INSECURE_FALLBACK).
+type ClientValidation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// PEM CA certificates the client's chain must end in. Empty: no certificate is asked for, and
+	// only subject_header applies (it is then never set, always stripped).
+	CaPem []byte                `protobuf:"bytes,1,opt,name=ca_pem,json=caPem,proto3" json:"ca_pem,omitempty"`
+	Mode  ClientValidation_Mode `protobuf:"varint,2,opt,name=mode,proto3,enum=coxswain.ir.v1.ClientValidation_Mode" json:"mode,omitempty"`
+	// Request header that carries the verified client certificate's subject (RFC 2253) to the
+	// upstream; "" for none. Any copy the client sent is removed first, verified or not.
+	SubjectHeader string `protobuf:"bytes,3,opt,name=subject_header,json=subjectHeader,proto3" json:"subject_header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClientValidation) Reset() {
+	*x = ClientValidation{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientValidation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientValidation) ProtoMessage() {}
+
+func (x *ClientValidation) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientValidation.ProtoReflect.Descriptor instead.
+func (*ClientValidation) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ClientValidation) GetCaPem() []byte {
+	if x != nil {
+		return x.CaPem
+	}
+	return nil
+}
+
+func (x *ClientValidation) GetMode() ClientValidation_Mode {
+	if x != nil {
+		return x.Mode
+	}
+	return ClientValidation_ALLOW_VALID_ONLY
+}
+
+func (x *ClientValidation) GetSubjectHeader() string {
+	if x != nil {
+		return x.SubjectHeader
+	}
+	return ""
+}
+
 // VirtualHost is one effective hostname (listener hostname ∩ route hostname) and its routes.
 type VirtualHost struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -720,7 +842,7 @@ type VirtualHost struct {
 
 func (x *VirtualHost) Reset() {
 	*x = VirtualHost{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +854,7 @@ func (x *VirtualHost) String() string {
 func (*VirtualHost) ProtoMessage() {}
 
 func (x *VirtualHost) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +867,7 @@ func (x *VirtualHost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualHost.ProtoReflect.Descriptor instead.
 func (*VirtualHost) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VirtualHost) GetHostname() string {
@@ -780,7 +902,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +914,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +927,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Route) GetName() string {
@@ -855,7 +977,7 @@ type Timeouts struct {
 
 func (x *Timeouts) Reset() {
 	*x = Timeouts{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +989,7 @@ func (x *Timeouts) String() string {
 func (*Timeouts) ProtoMessage() {}
 
 func (x *Timeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1002,7 @@ func (x *Timeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timeouts.ProtoReflect.Descriptor instead.
 func (*Timeouts) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Timeouts) GetRequestMs() uint32 {
@@ -913,7 +1035,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1047,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1060,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Backend) GetCluster() string {
@@ -999,7 +1121,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1133,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1146,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Cluster) GetName() string {
@@ -1103,7 +1225,7 @@ type CircuitBreaker struct {
 
 func (x *CircuitBreaker) Reset() {
 	*x = CircuitBreaker{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1237,7 @@ func (x *CircuitBreaker) String() string {
 func (*CircuitBreaker) ProtoMessage() {}
 
 func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1250,7 @@ func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
 func (*CircuitBreaker) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CircuitBreaker) GetThresholdPercent() uint32 {
@@ -1182,7 +1304,7 @@ type SessionPersistence struct {
 
 func (x *SessionPersistence) Reset() {
 	*x = SessionPersistence{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1316,7 @@ func (x *SessionPersistence) String() string {
 func (*SessionPersistence) ProtoMessage() {}
 
 func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1329,7 @@ func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionPersistence.ProtoReflect.Descriptor instead.
 func (*SessionPersistence) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SessionPersistence) GetType() SessionPersistence_Type {
@@ -1243,7 +1365,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1377,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1390,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -1305,7 +1427,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1439,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1452,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Secret) GetName() string {
@@ -1391,13 +1513,21 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x18\n" +
 	"\asources\x18\x02 \x03(\tR\asources\x12%\n" +
 	"\x03tls\x18\x03 \x01(\v2\x13.coxswain.ir.v1.TLSR\x03tls\x12@\n" +
-	"\rvirtual_hosts\x18\x04 \x03(\v2\x1b.coxswain.ir.v1.VirtualHostR\fvirtualHosts\"\x7f\n" +
+	"\rvirtual_hosts\x18\x04 \x03(\v2\x1b.coxswain.ir.v1.VirtualHostR\fvirtualHosts\"\xce\x01\n" +
 	"\x03TLS\x12,\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x18.coxswain.ir.v1.TLS.ModeR\x04mode\x12\"\n" +
-	"\fcertificates\x18\x02 \x03(\tR\fcertificates\"&\n" +
+	"\fcertificates\x18\x02 \x03(\tR\fcertificates\x12M\n" +
+	"\x11client_validation\x18\x03 \x01(\v2 .coxswain.ir.v1.ClientValidationR\x10clientValidation\"&\n" +
 	"\x04Mode\x12\r\n" +
 	"\tTERMINATE\x10\x00\x12\x0f\n" +
-	"\vPASSTHROUGH\x10\x01\"X\n" +
+	"\vPASSTHROUGH\x10\x01\"\xc6\x01\n" +
+	"\x10ClientValidation\x12\x15\n" +
+	"\x06ca_pem\x18\x01 \x01(\fR\x05caPem\x129\n" +
+	"\x04mode\x18\x02 \x01(\x0e2%.coxswain.ir.v1.ClientValidation.ModeR\x04mode\x12%\n" +
+	"\x0esubject_header\x18\x03 \x01(\tR\rsubjectHeader\"9\n" +
+	"\x04Mode\x12\x14\n" +
+	"\x10ALLOW_VALID_ONLY\x10\x00\x12\x1b\n" +
+	"\x17ALLOW_INSECURE_FALLBACK\x10\x01\"X\n" +
 	"\vVirtualHost\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12-\n" +
 	"\x06routes\x18\x02 \x03(\v2\x15.coxswain.ir.v1.RouteR\x06routes\"\xf2\x01\n" +
@@ -1466,58 +1596,62 @@ func file_core_ir_v1_ir_proto_rawDescGZIP() []byte {
 	return file_core_ir_v1_ir_proto_rawDescData
 }
 
-var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_core_ir_v1_ir_proto_goTypes = []any{
 	(TLS_Mode)(0),                // 0: coxswain.ir.v1.TLS.Mode
-	(Cluster_Protocol)(0),        // 1: coxswain.ir.v1.Cluster.Protocol
-	(SessionPersistence_Type)(0), // 2: coxswain.ir.v1.SessionPersistence.Type
-	(*Snapshot)(nil),             // 3: coxswain.ir.v1.Snapshot
-	(*GatewayGeneration)(nil),    // 4: coxswain.ir.v1.GatewayGeneration
-	(*ModuleConfig)(nil),         // 5: coxswain.ir.v1.ModuleConfig
-	(*Listener)(nil),             // 6: coxswain.ir.v1.Listener
-	(*ProxyProtocol)(nil),        // 7: coxswain.ir.v1.ProxyProtocol
-	(*ClientIPDetection)(nil),    // 8: coxswain.ir.v1.ClientIPDetection
-	(*Server)(nil),               // 9: coxswain.ir.v1.Server
-	(*TLS)(nil),                  // 10: coxswain.ir.v1.TLS
-	(*VirtualHost)(nil),          // 11: coxswain.ir.v1.VirtualHost
-	(*Route)(nil),                // 12: coxswain.ir.v1.Route
-	(*Timeouts)(nil),             // 13: coxswain.ir.v1.Timeouts
-	(*Backend)(nil),              // 14: coxswain.ir.v1.Backend
-	(*Cluster)(nil),              // 15: coxswain.ir.v1.Cluster
-	(*CircuitBreaker)(nil),       // 16: coxswain.ir.v1.CircuitBreaker
-	(*SessionPersistence)(nil),   // 17: coxswain.ir.v1.SessionPersistence
-	(*Endpoint)(nil),             // 18: coxswain.ir.v1.Endpoint
-	(*Secret)(nil),               // 19: coxswain.ir.v1.Secret
+	(ClientValidation_Mode)(0),   // 1: coxswain.ir.v1.ClientValidation.Mode
+	(Cluster_Protocol)(0),        // 2: coxswain.ir.v1.Cluster.Protocol
+	(SessionPersistence_Type)(0), // 3: coxswain.ir.v1.SessionPersistence.Type
+	(*Snapshot)(nil),             // 4: coxswain.ir.v1.Snapshot
+	(*GatewayGeneration)(nil),    // 5: coxswain.ir.v1.GatewayGeneration
+	(*ModuleConfig)(nil),         // 6: coxswain.ir.v1.ModuleConfig
+	(*Listener)(nil),             // 7: coxswain.ir.v1.Listener
+	(*ProxyProtocol)(nil),        // 8: coxswain.ir.v1.ProxyProtocol
+	(*ClientIPDetection)(nil),    // 9: coxswain.ir.v1.ClientIPDetection
+	(*Server)(nil),               // 10: coxswain.ir.v1.Server
+	(*TLS)(nil),                  // 11: coxswain.ir.v1.TLS
+	(*ClientValidation)(nil),     // 12: coxswain.ir.v1.ClientValidation
+	(*VirtualHost)(nil),          // 13: coxswain.ir.v1.VirtualHost
+	(*Route)(nil),                // 14: coxswain.ir.v1.Route
+	(*Timeouts)(nil),             // 15: coxswain.ir.v1.Timeouts
+	(*Backend)(nil),              // 16: coxswain.ir.v1.Backend
+	(*Cluster)(nil),              // 17: coxswain.ir.v1.Cluster
+	(*CircuitBreaker)(nil),       // 18: coxswain.ir.v1.CircuitBreaker
+	(*SessionPersistence)(nil),   // 19: coxswain.ir.v1.SessionPersistence
+	(*Endpoint)(nil),             // 20: coxswain.ir.v1.Endpoint
+	(*Secret)(nil),               // 21: coxswain.ir.v1.Secret
 }
 var file_core_ir_v1_ir_proto_depIdxs = []int32{
-	6,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
-	15, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
-	19, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
-	4,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
-	9,  // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
-	7,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
-	8,  // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
-	10, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
-	11, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
+	7,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
+	17, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
+	21, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
+	5,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
+	10, // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
+	8,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
+	9,  // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
+	11, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
+	13, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
 	0,  // 9: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
-	12, // 10: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
-	5,  // 11: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
-	5,  // 12: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	14, // 13: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	13, // 14: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	5,  // 15: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	1,  // 16: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	5,  // 17: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	18, // 18: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	16, // 19: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
-	17, // 20: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
-	2,  // 21: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	12, // 10: coxswain.ir.v1.TLS.client_validation:type_name -> coxswain.ir.v1.ClientValidation
+	1,  // 11: coxswain.ir.v1.ClientValidation.mode:type_name -> coxswain.ir.v1.ClientValidation.Mode
+	14, // 12: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
+	6,  // 13: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
+	6,  // 14: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	16, // 15: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	15, // 16: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	6,  // 17: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	2,  // 18: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
+	6,  // 19: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	20, // 20: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	18, // 21: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	19, // 22: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	3,  // 23: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }
@@ -1530,8 +1664,8 @@ func file_core_ir_v1_ir_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_ir_v1_ir_proto_rawDesc), len(file_core_ir_v1_ir_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   17,
+			NumEnums:      4,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
