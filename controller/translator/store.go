@@ -1,6 +1,7 @@
 package translator
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +26,9 @@ type Store struct {
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice
 	Secrets         []*corev1.Secret
+	// ConfigMaps and ClusterTrustBundles hold CA certificates (caCertificateRefs).
+	ConfigMaps          []*corev1.ConfigMap
+	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
 	Namespaces      []*corev1.Namespace
 	// BackendPolicies configure the clusters of the Services they target.
 	BackendPolicies []*policyv1a1.CoxswainBackendPolicy

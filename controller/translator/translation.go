@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +42,9 @@ type session struct {
 	services   map[types.NamespacedName]*corev1.Service
 	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by namespace/service
 	secrets    map[types.NamespacedName]*corev1.Secret
+	// configMaps and trustBundles index the CA sources, built on first use (frontendtls.go).
+	configMaps   map[types.NamespacedName]*corev1.ConfigMap
+	trustBundles map[string]*certificatesv1.ClusterTrustBundle
 	grants     map[string][]*gwapiv1b1.ReferenceGrant // by namespace
 
 	classes map[string]*gwapiv1.GatewayClass // ours, by name
