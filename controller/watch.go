@@ -65,6 +65,7 @@ type watch struct {
 	slices    discoverylisters.EndpointSliceLister
 	secrets   corelisters.SecretLister
 	spaces    corelisters.NamespaceLister
+	cas       *caWatch // ConfigMaps and ClusterTrustBundles (caCertificateRefs)
 	informers []cache.SharedIndexInformer
 }
 
@@ -118,6 +119,11 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 		w.labelled, w.extra = append(w.labelled, f), append(w.extra, inf.Lister())
 		handlers = append(handlers, handler{inf.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)})
 	}
+	cas, err := newCAWatch(kube, ev)
+	if err != nil {
+		return nil, err
+	}
+	w.cas = cas
 	kinds, err := moduleKinds(reg, cfg, ev)
 	if err != nil {
 		return nil, err
@@ -174,6 +180,7 @@ func (w *watch) start(ctx context.Context, log *zap.Logger) bool {
 	for _, inf := range w.informers {
 		synced = append(synced, inf.HasSynced)
 	}
+	synced = append(synced, w.cas.start(ctx.Done(), w.discovery)...)
 	var waiting []*moduleKind
 	for _, k := range w.kinds {
 		if served(w.discovery, k.gvr) {
@@ -230,6 +237,7 @@ func (w *watch) store() (*translator.Store, error) {
 		errs = append(errs, err)
 		s.Secrets = appendSecrets(s.Secrets, more)
 	}
+	errs = append(errs, w.cas.fill(&s))
 	for _, k := range w.kinds {
 		errs = append(errs, k.fill(&s))
 	}

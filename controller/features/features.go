@@ -36,6 +36,13 @@ var Core = []translation.Feature{
 	// An HTTPS request whose Host belongs to another listener than its TLS server name gets 421.
 	{Name: gwfeatures.SupportGatewayHTTPSListenerDetectMisdirectedRequests, Requires: []core.ModuleID{"listener.https"}},
 	{Name: gwfeatures.SupportReferenceGrant, Requires: []core.ModuleID{"listener.http"}},
+	// Client certificate validation (Gateway spec.tls.frontend) is translated by the core passes
+	// and enforced by listener.https, per Server: AllowValidOnly and AllowInsecureFallback, with
+	// CAs from ConfigMaps and ClusterTrustBundles. ClusterTrustBundle is a union feature: claimed
+	// with BackendTLSPolicy it also promises ClusterTrustBundle CAs there.
+	{Name: gwfeatures.SupportGatewayFrontendClientCertificateValidation, Requires: []core.ModuleID{"listener.https"}},
+	{Name: gwfeatures.SupportGatewayFrontendClientCertificateValidationInsecureFallback, Requires: []core.ModuleID{"listener.https"}},
+	{Name: gwfeatures.SupportClusterTrustBundle, Requires: []core.ModuleID{"listener.https"}},
 }
 
 // Supported returns the features reg can serve, sorted by name and without duplicates: the Core

@@ -54,15 +54,15 @@ func TestSupported(t *testing.T) {
 	}{
 		{name: "empty registry serves nothing", want: []string{}},
 		{name: "listeners only: core features", mods: listeners,
-			want: []string{"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}},
+			want: []string{"ClusterTrustBundle", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}},
 		{name: "no https listener: no Gateway", mods: []core.Module{plain{"listener.http"}},
 			want: []string{"GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}},
 		{name: "route kind without its proxy module", mods: append([]core.Module{httpKind}, listeners...),
-			want: []string{"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}},
+			want: []string{"ClusterTrustBundle", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}},
 		{name: "route kind without the filter", mods: append([]core.Module{httpKind, plain{"route.http"}}, listeners...),
-			want: []string{"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "HTTPRoute", "ReferenceGrant"}},
+			want: []string{"ClusterTrustBundle", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "HTTPRoute", "ReferenceGrant"}},
 		{name: "everything", mods: append([]core.Module{httpKind, plain{"route.http"}, plain{"filter.http.response_header_modifier"}}, listeners...),
-			want: []string{"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "HTTPRoute", "HTTPRouteResponseHeaderModification", "ReferenceGrant"}},
+			want: []string{"ClusterTrustBundle", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "HTTPRoute", "HTTPRouteResponseHeaderModification", "ReferenceGrant"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

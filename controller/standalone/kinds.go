@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,6 +73,12 @@ var coreKinds = []kind{
 	{"v1", "v1", "Secret", true, decodeAs[corev1.Secret], func(s *translator.Store, o object) {
 		s.Secrets = append(s.Secrets, o.(*corev1.Secret))
 	}, applyDefaults},
+	{"v1", "v1", "ConfigMap", true, decodeAs[corev1.ConfigMap], func(s *translator.Store, o object) {
+		s.ConfigMaps = append(s.ConfigMaps, o.(*corev1.ConfigMap))
+	}, nil},
+	{"certificates.k8s.io/v1", "certificates.k8s.io/v1", "ClusterTrustBundle", false, decodeAs[certificatesv1.ClusterTrustBundle], func(s *translator.Store, o object) {
+		s.ClusterTrustBundles = append(s.ClusterTrustBundles, o.(*certificatesv1.ClusterTrustBundle))
+	}, nil},
 	{"v1", "v1", "Service", true, decodeAs[corev1.Service], func(s *translator.Store, o object) {
 		s.Services = append(s.Services, o.(*corev1.Service))
 	}, applyDefaults},
