@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
 	"golang.org/x/net/http/httpguts"
+	"google.golang.org/protobuf/proto"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"

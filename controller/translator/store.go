@@ -26,10 +26,10 @@ type Store struct {
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice
 	Secrets         []*corev1.Secret
+	Namespaces      []*corev1.Namespace
 	// ConfigMaps and ClusterTrustBundles hold CA certificates (caCertificateRefs).
 	ConfigMaps          []*corev1.ConfigMap
 	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
-	Namespaces      []*corev1.Namespace
 	// BackendPolicies configure the clusters of the Services they target.
 	BackendPolicies []*policyv1a1.CoxswainBackendPolicy
 	// ClientTrafficPolicies configure the sockets of the Gateway listeners they target.

@@ -42,10 +42,10 @@ type session struct {
 	services   map[types.NamespacedName]*corev1.Service
 	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by namespace/service
 	secrets    map[types.NamespacedName]*corev1.Secret
+	grants     map[string][]*gwapiv1b1.ReferenceGrant // by namespace
 	// configMaps and trustBundles index the CA sources, built on first use (frontendtls.go).
 	configMaps   map[types.NamespacedName]*corev1.ConfigMap
 	trustBundles map[string]*certificatesv1.ClusterTrustBundle
-	grants     map[string][]*gwapiv1b1.ReferenceGrant // by namespace
 
 	classes map[string]*gwapiv1.GatewayClass // ours, by name
 	// classRejected says why one of our classes is not accepted (a parametersRef we cannot use).
