@@ -13,10 +13,13 @@ import (
 // module dropped from the stock list, or a translator whose claim is lost, shows here first.
 func TestStockFeatures(t *testing.T) {
 	want := []string{
+		"ClusterTrustBundle",
 		"GRPCRoute",
 		"GRPCRouteNamedRouteRule",
 		"Gateway",
 		"GatewayAddressEmpty",
+		"GatewayFrontendClientCertificateValidation",
+		"GatewayFrontendClientCertificateValidationInsecureFallback",
 		"GatewayHTTPListenerIsolation",
 		"GatewayHTTPSListenerDetectMisdirectedRequests",
 		"GatewayPort8080",

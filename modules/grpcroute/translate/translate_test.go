@@ -221,7 +221,8 @@ func TestFeatures(t *testing.T) {
 	for _, f := range features.Supported(full) {
 		names = append(names, string(f.Name))
 	}
-	want := []string{"GRPCRoute", "GRPCRouteNamedRouteRule", "Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}
+	want := []string{"ClusterTrustBundle", "GRPCRoute", "GRPCRouteNamedRouteRule", "Gateway", "GatewayAddressEmpty",
+		"GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayPort8080", "GatewayStaticAddresses", "ReferenceGrant"}
 	if !slices.Equal(names, want) {
 		t.Errorf("features %v, want %v", names, want)
 	}
