@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"runtime"
+	"sync"
+	"weak"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
@@ -25,6 +28,11 @@ type clientValidation struct {
 	fallback bool   // ALLOW_INSECURE_FALLBACK
 	header   string // canonical subject header; "" for none
 	config   *tls.Config
+	// checked caches, for fallback mode with a subject header, the subject of each connection's
+	// certificate ("" when it did not verify), keyed by the connection's leaf certificate: the
+	// fallback handshake does not verify, and a chain verification per request would cost more
+	// than the request. An entry goes when its certificate is collected with its connection.
+	checked sync.Map // weak.Pointer[x509.Certificate] → string
 }
 
 // requires reports whether the Server asks for client certificates at all (a validation with no
@@ -63,8 +71,8 @@ func newClientValidation(v *irv1.ClientValidation, certs []*tls.Certificate) (*c
 	}
 	auth := tls.RequireAndVerifyClientCert
 	if cv.fallback {
-		// Any certificate, or none, completes the handshake; admit verifies it only when the
-		// subject header needs to know.
+		// Any certificate, or none, completes the handshake; admitClient verifies it (once per
+		// connection) only when the subject header needs to know.
 		auth = tls.RequestClientCert
 	}
 	cv.config = &tls.Config{
@@ -134,15 +142,17 @@ func (ls *ListenerState) admitClient(srv *server, r *http.Request) bool {
 	if hs := ls.handshakeServer(r.TLS.ServerName); hs == nil || hs.cv != cv {
 		return false
 	}
-	chains := r.TLS.VerifiedChains
 	if cv.fallback {
-		if cv.header == "" || len(r.TLS.PeerCertificates) == 0 {
-			return true
+		if cv.header != "" && len(r.TLS.PeerCertificates) > 0 {
+			if s := cv.fallbackSubject(r.TLS.PeerCertificates); s != "" {
+				r.Header[cv.header] = []string{s}
+			}
 		}
-		chains = cv.verify(r.TLS.PeerCertificates)
+		return true
 	}
+	chains := r.TLS.VerifiedChains
 	if !cv.verifiedHere(chains) {
-		return cv.fallback
+		return false
 	}
 	if cv.header != "" {
 		r.Header[cv.header] = []string{chains[0][0].Subject.String()}
@@ -163,8 +173,26 @@ func (cv *clientValidation) verifiedHere(chains [][]*x509.Certificate) bool {
 	return false
 }
 
+// fallbackSubject is the verified subject of a fallback connection's certificates, "" when they
+// do not verify against the bundle; verified once per connection.
+func (cv *clientValidation) fallbackSubject(peer []*x509.Certificate) string {
+	leaf := peer[0]
+	key := weak.Make(leaf)
+	if s, ok := cv.checked.Load(key); ok {
+		return s.(string)
+	}
+	subject := ""
+	if chains := cv.verify(peer); cv.verifiedHere(chains) {
+		subject = chains[0][0].Subject.String()
+	}
+	if _, loaded := cv.checked.LoadOrStore(key, subject); !loaded {
+		runtime.AddCleanup(leaf, func(k weak.Pointer[x509.Certificate]) { cv.checked.Delete(k) }, key)
+	}
+	return subject
+}
+
 // verify checks a fallback connection's certificates as the handshake of a validating Server
-// would have: once per request, since the fallback handshake does not.
+// would have.
 func (cv *clientValidation) verify(peer []*x509.Certificate) [][]*x509.Certificate {
 	opts := x509.VerifyOptions{Roots: cv.pool, Intermediates: x509.NewCertPool(),
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}

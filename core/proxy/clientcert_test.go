@@ -120,6 +120,14 @@ func TestClientCertificateValidation(t *testing.T) {
 					}
 				})
 				r := c.get(hostURL("https", tc.host, "/"), "X-Client-Subject", "forged")
+				if r.err == nil {
+					// Again on the same connection: what the first request established (in
+					// fallback mode, a cached verification) holds for the next.
+					r = c.get(hostURL("https", tc.host, "/"), "X-Client-Subject", "forged")
+					if n := c.dials.Load(); n != 1 {
+						t.Fatalf("%d connections for two requests", n)
+					}
+				}
 				if tc.fails {
 					if r.err == nil {
 						t.Fatalf("request succeeded (status %d), want a failed handshake", r.status)
