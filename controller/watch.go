@@ -65,9 +65,8 @@ type watch struct {
 	slices    discoverylisters.EndpointSliceLister
 	secrets   corelisters.SecretLister
 	spaces    corelisters.NamespaceLister
-	// configMaps hold BackendTLSPolicies' CA certificates.
-	configMaps corelisters.ConfigMapLister
-	informers  []cache.SharedIndexInformer
+	cas       *caWatch // ConfigMaps and ClusterTrustBundles (caCertificateRefs)
+	informers []cache.SharedIndexInformer
 }
 
 // events is what the watch tells the controller.
@@ -99,8 +98,6 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 	w.classes, w.gateways, w.grants = classes.Lister(), gateways.Lister(), grants.Lister()
 	w.services, w.slices = services.Lister(), slices.Lister()
 	w.spaces, w.secrets = spaces.Lister(), secrets.Lister()
-	configMaps := w.kube.Core().V1().ConfigMaps()
-	w.configMaps = configMaps.Lister()
 
 	type handler struct {
 		inf cache.SharedIndexInformer
@@ -114,7 +111,6 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 		{slices.Informer(), changeHandler(changeEndpoints, ev, resourceVersionChanged)},
 		{spaces.Informer(), changeHandler(changeConfig, ev, labelsChanged)},
 		{secrets.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)},
-		{configMaps.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)},
 	}
 	for _, sel := range secretSelectors(reg) {
 		f := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip,
@@ -123,6 +119,11 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 		w.labelled, w.extra = append(w.labelled, f), append(w.extra, inf.Lister())
 		handlers = append(handlers, handler{inf.Informer(), changeHandler(changeConfig, ev, resourceVersionChanged)})
 	}
+	cas, err := newCAWatch(kube, ev)
+	if err != nil {
+		return nil, err
+	}
+	w.cas = cas
 	kinds, err := moduleKinds(reg, cfg, ev)
 	if err != nil {
 		return nil, err
@@ -184,6 +185,7 @@ func (w *watch) start(ctx context.Context, log *zap.Logger) bool {
 	for _, inf := range w.informers {
 		synced = append(synced, inf.HasSynced)
 	}
+	synced = append(synced, w.cas.start(ctx.Done(), w.discovery)...)
 	var waiting []*moduleKind
 	for _, k := range w.kinds {
 		if served(w.discovery, k.gvr) {
@@ -235,14 +237,12 @@ func (w *watch) store() (*translator.Store, error) {
 	s.EndpointSlices, errs[4] = w.slices.List(all)
 	s.Secrets, errs[5] = w.secrets.List(all)
 	s.Namespaces, errs[6] = w.spaces.List(all)
-	var cmErr error
-	s.ConfigMaps, cmErr = w.configMaps.List(all)
-	errs = append(errs, cmErr)
 	for _, l := range w.extra {
 		more, err := l.List(all)
 		errs = append(errs, err)
 		s.Secrets = appendSecrets(s.Secrets, more)
 	}
+	errs = append(errs, w.cas.fill(&s))
 	for _, k := range w.kinds {
 		errs = append(errs, k.fill(&s))
 	}

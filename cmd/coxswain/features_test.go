@@ -13,11 +13,17 @@ import (
 // module dropped from the stock list, or a translator whose claim is lost, shows here first.
 func TestStockFeatures(t *testing.T) {
 	want := []string{
+		"BackendTLSPolicy",
+		"BackendTLSPolicySANValidation",
+		"ClusterTrustBundle",
 		"GRPCRoute",
 		"GRPCRouteNamedRouteRule",
 		"GRPCRouteRequestHeaderModifier",
 		"Gateway",
 		"GatewayAddressEmpty",
+		"GatewayBackendClientCertificate",
+		"GatewayFrontendClientCertificateValidation",
+		"GatewayFrontendClientCertificateValidationInsecureFallback",
 		"GatewayHTTPListenerIsolation",
 		"GatewayHTTPSListenerDetectMisdirectedRequests",
 		"GatewayListenerFilters",

@@ -45,6 +45,13 @@ var Core = []translation.Feature{
 	// run by the proxy before routing (controller/translator/listenerfilters.go,
 	// core/proxy/listenerfilters.go).
 	{Name: gwfeatures.SupportGatewayListenerFilters, Requires: []core.ModuleID{"listener.http"}},
+	// Client certificate validation (Gateway spec.tls.frontend) is translated by the core passes
+	// and enforced by listener.https, per Server: AllowValidOnly and AllowInsecureFallback, with
+	// CAs from ConfigMaps and ClusterTrustBundles. ClusterTrustBundle is a union feature: claimed
+	// with BackendTLSPolicy it also promises ClusterTrustBundle CAs there.
+	{Name: gwfeatures.SupportGatewayFrontendClientCertificateValidation, Requires: []core.ModuleID{"listener.https"}},
+	{Name: gwfeatures.SupportGatewayFrontendClientCertificateValidationInsecureFallback, Requires: []core.ModuleID{"listener.https"}},
+	{Name: gwfeatures.SupportClusterTrustBundle, Requires: []core.ModuleID{"listener.https"}},
 }
 
 // Supported returns the features reg can serve, sorted by name and without duplicates: the Core

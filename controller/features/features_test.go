@@ -54,15 +54,15 @@ func TestSupported(t *testing.T) {
 	}{
 		{name: "empty registry serves nothing", want: []string{}},
 		{name: "listeners only: core features", mods: listeners,
-			want: []string{"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}},
+			want: []string{"ClusterTrustBundle", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}},
 		{name: "no https listener: no Gateway", mods: []core.Module{plain{"listener.http"}},
 			want: []string{"GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}},
 		{name: "route kind without its proxy module", mods: append([]core.Module{httpKind}, listeners...),
-			want: []string{"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}},
+			want: []string{"ClusterTrustBundle", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}},
 		{name: "route kind without the filter", mods: append([]core.Module{httpKind, plain{"route.http"}}, listeners...),
-			want: []string{"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "HTTPRoute", "ListenerSet", "ReferenceGrant"}},
+			want: []string{"ClusterTrustBundle", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "HTTPRoute", "ListenerSet", "ReferenceGrant"}},
 		{name: "everything", mods: append([]core.Module{httpKind, plain{"route.http"}, plain{"filter.http.response_header_modifier"}}, listeners...),
-			want: []string{"Gateway", "GatewayAddressEmpty", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "HTTPRoute", "HTTPRouteResponseHeaderModification", "ListenerSet", "ReferenceGrant"}},
+			want: []string{"ClusterTrustBundle", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "HTTPRoute", "HTTPRouteResponseHeaderModification", "ListenerSet", "ReferenceGrant"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

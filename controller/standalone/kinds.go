@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,6 +81,9 @@ var coreKinds = []kind{
 	}, nil},
 	{gatewayV1, gatewayV1, translator.BackendTLSPolicyKind, true, decodeAs[gwapiv1.BackendTLSPolicy], func(s *translator.Store, o object) {
 		s.BackendTLSPolicies = append(s.BackendTLSPolicies, o.(*gwapiv1.BackendTLSPolicy))
+	}, nil},
+	{"certificates.k8s.io/v1", "certificates.k8s.io/v1", "ClusterTrustBundle", false, decodeAs[certificatesv1.ClusterTrustBundle], func(s *translator.Store, o object) {
+		s.ClusterTrustBundles = append(s.ClusterTrustBundles, o.(*certificatesv1.ClusterTrustBundle))
 	}, nil},
 	{"v1", "v1", "Service", true, decodeAs[corev1.Service], func(s *translator.Store, o object) {
 		s.Services = append(s.Services, o.(*corev1.Service))

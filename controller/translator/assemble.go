@@ -113,7 +113,8 @@ func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState)
 		case l.passthrough:
 			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_PASSTHROUGH}
 		case len(l.certs) > 0:
-			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_TERMINATE, Certificates: slices.Clone(l.certs)}
+			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_TERMINATE, Certificates: slices.Clone(l.certs),
+				ClientValidation: t.serverClientValidation(l)}
 		}
 		servers[l.hostname] = sb
 	}

@@ -19,8 +19,7 @@ import (
 // BackendTLSPolicyKind is the Kind of gateway.networking.k8s.io/v1 BackendTLSPolicy.
 const BackendTLSPolicyKind = "BackendTLSPolicy"
 
-// caCertKey is the key of a CA bundle in a ConfigMap (or Secret) a BackendTLSPolicy names.
-const caCertKey = "ca.crt"
+// CACertificateKey is the key of a CA bundle in a ConfigMap (or Secret) a BackendTLSPolicy names.
 
 // backendTLSPolicy is one BackendTLSPolicy while it is translated. Its ancestors are the
 // Gateways whose routes reach a Service port it targets (GEP-713: a backend policy's status is
@@ -51,10 +50,6 @@ type tlsTarget struct {
 func (t *session) translateBackendTLSPolicies() {
 	pols := append([]*gwapiv1.BackendTLSPolicy(nil), t.store.BackendTLSPolicies...)
 	sort.Slice(pols, func(i, j int) bool { return olderFirst(pols[i], pols[j]) })
-	t.configMaps = map[types.NamespacedName]*corev1.ConfigMap{}
-	for _, cm := range t.store.ConfigMaps {
-		t.configMaps[nn(cm.Namespace, cm.Name)] = cm
-	}
 	t.tlsTargets = map[tlsTarget]*backendTLSPolicy{}
 	for _, obj := range pols {
 		p := &backendTLSPolicy{obj: obj, ancestors: map[types.NamespacedName]bool{},
@@ -147,35 +142,35 @@ func (t *session) caBundle(ns string, ref gwapiv1.LocalObjectReference) ([]byte,
 	var ok bool
 	switch {
 	case ref.Group == "" && ref.Kind == "ConfigMap":
-		cm := t.configMaps[nn(ns, string(ref.Name))]
+		cm := t.configMap(nn(ns, string(ref.Name)))
 		if cm == nil {
 			return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("ConfigMap %s/%s does not exist", ns, ref.Name)
 		}
 		var s string
-		if s, ok = cm.Data[caCertKey]; ok {
+		if s, ok = cm.Data[CACertificateKey]; ok {
 			data = []byte(s)
 		} else {
-			data, ok = cm.BinaryData[caCertKey]
+			data, ok = cm.BinaryData[CACertificateKey]
 		}
 	case ref.Group == "" && ref.Kind == "Secret":
 		sec := t.secrets[nn(ns, string(ref.Name))]
 		if sec == nil {
 			return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("Secret %s/%s does not exist (or is not of type %s, the only Secrets watched)", ns, ref.Name, corev1.SecretTypeTLS)
 		}
-		data = secretData(sec, caCertKey)
+		data = secretData(sec, CACertificateKey)
 		ok = data != nil
 	default:
 		return nil, gwapiv1.BackendTLSPolicyReasonInvalidKind, fmt.Errorf("%s %s: only ConfigMaps and Secrets hold CA certificates", groupKind(string(ref.Group), string(ref.Kind)), ref.Name)
 	}
 	if !ok {
-		return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("%s %s/%s has no key %s", ref.Kind, ns, ref.Name, caCertKey)
+		return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("%s %s/%s has no key %s", ref.Kind, ns, ref.Name, CACertificateKey)
 	}
 	n, err := countCertificates(data)
 	if err != nil || n == 0 {
 		if err == nil {
 			err = fmt.Errorf("no PEM CERTIFICATE block")
 		}
-		return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("%s %s/%s key %s: %w", ref.Kind, ns, ref.Name, caCertKey, err)
+		return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("%s %s/%s key %s: %w", ref.Kind, ns, ref.Name, CACertificateKey, err)
 	}
 	return data, "", nil
 }

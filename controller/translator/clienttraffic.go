@@ -85,6 +85,9 @@ func (t *session) translateClientTrafficPolicies() {
 				}
 			}
 		}
+		if why := subjectHeaderInvalid(obj.Spec.ClientCertificate); why != "" && p.invalid == "" {
+			p.invalid = why
+		}
 		p.targets = t.ctpTargets(p, winners)
 		t.clientTrafficPolicies = append(t.clientTrafficPolicies, p)
 	}
@@ -207,6 +210,7 @@ func (l *listenerState) clientSettings() clientSettings {
 			tg.ignored = appendOnce(tg.ignored, fmt.Sprintf("spec.clientIPDetection on %s listener %s (no HTTP requests)", l.spec.Protocol, l.spec.Name))
 		}
 	}
+	l.noteSubjectHeader()
 	return s
 }
 

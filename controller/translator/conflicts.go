@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -171,6 +173,9 @@ func (t *session) claimConflicts(l *listenerState, claims []portClaim) bool {
 			case !sameListenerFilters(o, l):
 				t.conflict(l, gwapiv1.ListenerReasonHostnameConflict,
 					fmt.Sprintf("port %d and hostname %q are served with other listener filters by Gateway %s", l.spec.Port, l.hostname, owner))
+			case !proto.Equal(o.clientValidation, l.clientValidation):
+				t.conflict(l, gwapiv1.ListenerReasonHostnameConflict,
+					fmt.Sprintf("port %d and hostname %q are served with another client certificate validation by Gateway %s", l.spec.Port, l.hostname, owner))
 				return true
 			}
 		}

@@ -60,6 +60,9 @@ type listenerState struct {
 	// listener that forwards the encrypted stream.
 	certs       []string
 	passthrough bool
+	// clientValidation is the client certificate check of an HTTPS listener (spec.tls.frontend),
+	// nil for none.
+	clientValidation *irv1.ClientValidation
 	// attached counts the accepted routes attached; routes are what to place in the snapshot.
 	attached int32
 	routes   []*attachment
@@ -266,12 +269,7 @@ func (t *session) translateListener(g *gatewayState, owner *listenerSetState, sp
 	}
 	t.listenerKinds(l)
 	t.listenerTLS(l)
-	if tls := g.gw.Spec.TLS; tls != nil && tls.Frontend != nil && spec.Protocol == gwapiv1.HTTPSProtocolType {
-		// Serving without the client-certificate check the Gateway asks for would be silently
-		// less secure than configured.
-		t.rejectListener(l, "tls", gwapiv1.ListenerReasonUnsupportedValue,
-			"client certificate validation (Gateway spec.tls.frontend) is not supported yet")
-	}
+	t.frontendValidation(l)
 	t.listenerFilters(l, spec.Filters)
 	return l
 }

@@ -132,6 +132,11 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 		t.cond(string(gwapiv1.GatewayConditionProgrammed), prog.ok, prog.reason, prog.msg, gen),
 		t.cond(string(gwapiv1.GatewayConditionResolvedRefs), res.ok, res.reason, res.msg, gen),
 	}
+	if insecureFrontend(g.gw) {
+		st.Conditions = append(st.Conditions, t.cond(string(gwapiv1.GatewayConditionInsecureFrontendValidationMode), true,
+			string(gwapiv1.GatewayReasonConfigurationChanged),
+			"spec.tls.frontend allows AllowInsecureFallback: clients without a valid certificate reach the routes", gen))
+	}
 	return st
 }
 

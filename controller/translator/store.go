@@ -1,6 +1,7 @@
 package translator
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,12 +29,14 @@ type Store struct {
 	EndpointSlices  []*discoveryv1.EndpointSlice
 	Secrets         []*corev1.Secret
 	Namespaces      []*corev1.Namespace
+	// ConfigMaps and ClusterTrustBundles hold CA certificates (caCertificateRefs of Gateways
+	// and BackendTLSPolicies); a cluster's controller keeps only their ca.crt.
+	ConfigMaps          []*corev1.ConfigMap
+	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
 	// BackendPolicies configure the clusters of the Services they target.
 	BackendPolicies []*policyv1a1.CoxswainBackendPolicy
-	// BackendTLSPolicies make the connections to the Services they target TLS; ConfigMaps hold
-	// their CA certificates.
+	// BackendTLSPolicies make the connections to the Services they target TLS.
 	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
-	ConfigMaps         []*corev1.ConfigMap
 	// ClientTrafficPolicies configure the sockets of the Gateway listeners they target.
 	ClientTrafficPolicies []*policyv1a1.ClientTrafficPolicy
 	// Objects holds route objects (typed, as their kind's RouteAPI.New makes them) and

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,9 @@ type session struct {
 	slices     map[types.NamespacedName][]*discoveryv1.EndpointSlice // by namespace/service
 	secrets    map[types.NamespacedName]*corev1.Secret
 	grants     map[string][]*gwapiv1b1.ReferenceGrant // by namespace
+	// configMaps and trustBundles index the CA sources, built on first use (frontendtls.go).
+	configMaps   map[types.NamespacedName]*corev1.ConfigMap
+	trustBundles map[string]*certificatesv1.ClusterTrustBundle
 
 	classes map[string]*gwapiv1.GatewayClass // ours, by name
 	// classRejected says why one of our classes is not accepted (a parametersRef we cannot use).
@@ -59,10 +63,9 @@ type session struct {
 	backendPolicies []*backendPolicy
 	servicePolicies map[types.NamespacedName]*backendPolicy
 	// tlsPolicies are the BackendTLSPolicies, oldest first; tlsTargets the one that applies to
-	// each target (backendtls.go); configMaps index the store's ConfigMaps.
+	// each target (backendtls.go).
 	tlsPolicies []*backendTLSPolicy
 	tlsTargets  map[tlsTarget]*backendTLSPolicy
-	configMaps  map[types.NamespacedName]*corev1.ConfigMap
 	// clientTrafficPolicies are the ClientTrafficPolicies, oldest first.
 	clientTrafficPolicies []*clientTrafficPolicy
 	// gatewayFilters are the extension objects that target each Gateway (GatewayFilterKinds),

@@ -22,6 +22,13 @@ func (ls *ListenerState) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusNotFound, "no route for this request")
 		return
 	}
+	// The client certificate check belongs to the connection, so it comes before the listener
+	// filters: a request the Server's CA would refuse is never seen by them.
+	if !ls.admitted(srv, r) {
+		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusMisdirectedRequest,
+			"this connection was not set up with the client certificate check the request's host requires")
+		return
+	}
 	if srv.listenerFilters != nil {
 		srv.listenerFilters.ServeHTTP(w, r) // ends in srv.routeStage (listenerfilters.go)
 		return
@@ -84,14 +91,21 @@ func (t *table) addNoRoute(id string, pw core.HTTPProtocolErrorWriter) {
 }
 
 // route finds the route for r; it does not allocate when the Host is lower case and the matchers
-// do not.
-func (ls *ListenerState) route(r *http.Request) *route {
-	host := normalizeHost(r.Host)
-	srv, ok := ls.servers.lookup(host)
+// do not. admitted is false when the Server's client certificate check refuses the request.
+func (ls *ListenerState) route(r *http.Request) (_ *route, admitted bool) {
+	srv, ok := ls.servers.lookup(normalizeHost(r.Host))
 	if !ok {
-		return nil
+		return nil, true
 	}
-	return srv.route(r)
+	if !ls.admitted(srv, r) {
+		return nil, false
+	}
+	return srv.route(r), true
+}
+
+// admitted reports whether srv's client certificate check (if any) lets r through.
+func (ls *ListenerState) admitted(srv *server, r *http.Request) bool {
+	return srv.cv == nil || (r.TLS != nil && ls.admitClient(srv, r))
 }
 
 // route finds the route for r among the virtual hosts of srv.

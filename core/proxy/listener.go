@@ -85,6 +85,7 @@ type ListenerState struct {
 type serverCerts struct {
 	hostname string
 	certs    []*tls.Certificate
+	cv       *clientValidation // the same as its server's
 }
 
 // ErrNoCertificate is returned by Certificate when the listener has no TLS server at all.
@@ -95,19 +96,9 @@ var ErrNoCertificate = errors.New("no certificate configured for this listener")
 // catch-all Server, else the first Server. Among a Server's certificates it takes the first the client
 // supports (an ECDSA and an RSA chain may sit side by side).
 func (ls *ListenerState) Certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	sc, ok := ls.certs.lookup(normalizeHost(hello.ServerName))
-	if !ok {
-		sc = ls.firstTLS
-	}
-	if sc == nil || len(sc.certs) == 0 {
+	sc := ls.handshakeServer(hello.ServerName)
+	if sc == nil {
 		return nil, ErrNoCertificate
 	}
-	if len(sc.certs) > 1 {
-		for _, c := range sc.certs {
-			if hello.SupportsCertificate(c) == nil {
-				return c, nil
-			}
-		}
-	}
-	return sc.certs[0], nil
+	return pickCertificate(hello, sc.certs)
 }

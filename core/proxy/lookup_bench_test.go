@@ -57,11 +57,11 @@ func routingState(tb testing.TB, n int) (*ListenerState, []*http.Request) {
 func TestRouteLookupAllocatesNothing(t *testing.T) {
 	ls, reqs := routingState(t, 100)
 	for i, r := range reqs {
-		if rt := ls.route(r); rt == nil || rt.name != fmt.Sprintf("route-%d", i) {
+		if rt, _ := ls.route(r); rt == nil || rt.name != fmt.Sprintf("route-%d", i) {
 			t.Fatalf("request for %s routed to %v", r.Host, rt)
 		}
 	}
-	if n := testing.AllocsPerRun(1000, func() { _ = ls.route(reqs[51]) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { _, _ = ls.route(reqs[51]) }); n != 0 {
 		t.Fatalf("route lookup allocates %v times", n)
 	}
 }
@@ -77,7 +77,7 @@ func BenchmarkRouteLookup(b *testing.B) {
 			b.ReportAllocs()
 			r := reqs[len(reqs)/2]
 			for b.Loop() {
-				if ls.route(r) == nil {
+				if rt, _ := ls.route(r); rt == nil {
 					b.Fatal("no route")
 				}
 			}
@@ -86,7 +86,7 @@ func BenchmarkRouteLookup(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				if ls.route(reqs[i]) == nil {
+				if rt, _ := ls.route(reqs[i]); rt == nil {
 					b.Fatal("no route")
 				}
 				i++

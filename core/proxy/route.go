@@ -16,7 +16,8 @@ import (
 // server is one IR Server: the share of a listener for one Gateway listener hostname.
 type server struct {
 	hostname string
-	tls      *irv1.TLS // nil for cleartext
+	tls      *irv1.TLS         // nil for cleartext
+	cv       *clientValidation // nil: no client certificate check, no subject header
 	vhosts   hostIndex[*vhost]
 	// listenerFilters is the chain of the Server's listener filters ending in the route
 	// lookup; nil without any (listenerfilters.go).

@@ -202,6 +202,13 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w", s.GetHostname(), err)
 		}
+		if v := s.GetTls().GetClientValidation(); v != nil {
+			cv, err := newClientValidation(v, sc.certs)
+			if err != nil {
+				return nil, fmt.Errorf("server %q: %w", s.GetHostname(), err)
+			}
+			srv.cv, sc.cv = cv, cv
+		}
 		_ = ls.certs.add(s.GetHostname(), sc) // duplicates were rejected just above
 		if ls.firstTLS == nil {
 			ls.firstTLS = sc

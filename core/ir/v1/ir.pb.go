@@ -77,6 +77,52 @@ func (TLS_Mode) EnumDescriptor() ([]byte, []int) {
 	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7, 0}
 }
 
+type ClientValidation_Mode int32
+
+const (
+	ClientValidation_ALLOW_VALID_ONLY        ClientValidation_Mode = 0
+	ClientValidation_ALLOW_INSECURE_FALLBACK ClientValidation_Mode = 1
+)
+
+// Enum value maps for ClientValidation_Mode.
+var (
+	ClientValidation_Mode_name = map[int32]string{
+		0: "ALLOW_VALID_ONLY",
+		1: "ALLOW_INSECURE_FALLBACK",
+	}
+	ClientValidation_Mode_value = map[string]int32{
+		"ALLOW_VALID_ONLY":        0,
+		"ALLOW_INSECURE_FALLBACK": 1,
+	}
+)
+
+func (x ClientValidation_Mode) Enum() *ClientValidation_Mode {
+	p := new(ClientValidation_Mode)
+	*p = x
+	return p
+}
+
+func (x ClientValidation_Mode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ClientValidation_Mode) Descriptor() protoreflect.EnumDescriptor {
+	return file_core_ir_v1_ir_proto_enumTypes[1].Descriptor()
+}
+
+func (ClientValidation_Mode) Type() protoreflect.EnumType {
+	return &file_core_ir_v1_ir_proto_enumTypes[1]
+}
+
+func (x ClientValidation_Mode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ClientValidation_Mode.Descriptor instead.
+func (ClientValidation_Mode) EnumDescriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8, 0}
+}
+
 type Cluster_Protocol int32
 
 const (
@@ -115,11 +161,11 @@ func (x Cluster_Protocol) String() string {
 }
 
 func (Cluster_Protocol) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[1].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
 }
 
 func (Cluster_Protocol) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[1]
+	return &file_core_ir_v1_ir_proto_enumTypes[2]
 }
 
 func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
@@ -128,7 +174,7 @@ func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Cluster_Protocol.Descriptor instead.
 func (Cluster_Protocol) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14, 0}
 }
 
 type SubjectAltName_Type int32
@@ -161,11 +207,11 @@ func (x SubjectAltName_Type) String() string {
 }
 
 func (SubjectAltName_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[3].Descriptor()
 }
 
 func (SubjectAltName_Type) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[2]
+	return &file_core_ir_v1_ir_proto_enumTypes[3]
 }
 
 func (x SubjectAltName_Type) Number() protoreflect.EnumNumber {
@@ -174,7 +220,7 @@ func (x SubjectAltName_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SubjectAltName_Type.Descriptor instead.
 func (SubjectAltName_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16, 0}
 }
 
 type SessionPersistence_Type int32
@@ -210,11 +256,11 @@ func (x SessionPersistence_Type) String() string {
 }
 
 func (SessionPersistence_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[3].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[4].Descriptor()
 }
 
 func (SessionPersistence_Type) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[3]
+	return &file_core_ir_v1_ir_proto_enumTypes[4]
 }
 
 func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
@@ -223,7 +269,7 @@ func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionPersistence_Type.Descriptor instead.
 func (SessionPersistence_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type Snapshot struct {
@@ -716,9 +762,11 @@ type TLS struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Mode  TLS_Mode               `protobuf:"varint,1,opt,name=mode,proto3,enum=coxswain.ir.v1.TLS_Mode" json:"mode,omitempty"`
 	// Names of Secrets holding the certificate chains, in the order the Gateway listed them.
-	Certificates  []string `protobuf:"bytes,2,rep,name=certificates,proto3" json:"certificates,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Certificates []string `protobuf:"bytes,2,rep,name=certificates,proto3" json:"certificates,omitempty"`
+	// Client certificate validation (mutual TLS); unset: no client certificate is asked for.
+	ClientValidation *ClientValidation `protobuf:"bytes,3,opt,name=client_validation,json=clientValidation,proto3" json:"client_validation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TLS) Reset() {
@@ -765,6 +813,80 @@ func (x *TLS) GetCertificates() []string {
 	return nil
 }
 
+func (x *TLS) GetClientValidation() *ClientValidation {
+	if x != nil {
+		return x.ClientValidation
+	}
+	return nil
+}
+
+// ClientValidation is how a terminating Server checks client certificates (Gateway
+// spec.tls.frontend): against ca_pem, requiring one (ALLOW_VALID_ONLY) or letting a client
+// without a valid one through (ALLOW_INSECURE_FALLBACK).
+type ClientValidation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// PEM CA certificates the client's chain must end in. Empty: no certificate is asked for, and
+	// only subject_header applies (it is then never set, always stripped).
+	CaPem []byte                `protobuf:"bytes,1,opt,name=ca_pem,json=caPem,proto3" json:"ca_pem,omitempty"`
+	Mode  ClientValidation_Mode `protobuf:"varint,2,opt,name=mode,proto3,enum=coxswain.ir.v1.ClientValidation_Mode" json:"mode,omitempty"`
+	// Request header that carries the verified client certificate's subject (RFC 2253) to the
+	// upstream; "" for none. Any copy the client sent is removed first, verified or not.
+	SubjectHeader string `protobuf:"bytes,3,opt,name=subject_header,json=subjectHeader,proto3" json:"subject_header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClientValidation) Reset() {
+	*x = ClientValidation{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientValidation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientValidation) ProtoMessage() {}
+
+func (x *ClientValidation) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientValidation.ProtoReflect.Descriptor instead.
+func (*ClientValidation) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ClientValidation) GetCaPem() []byte {
+	if x != nil {
+		return x.CaPem
+	}
+	return nil
+}
+
+func (x *ClientValidation) GetMode() ClientValidation_Mode {
+	if x != nil {
+		return x.Mode
+	}
+	return ClientValidation_ALLOW_VALID_ONLY
+}
+
+func (x *ClientValidation) GetSubjectHeader() string {
+	if x != nil {
+		return x.SubjectHeader
+	}
+	return ""
+}
+
 // VirtualHost is one effective hostname (listener hostname ∩ route hostname) and its routes.
 type VirtualHost struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -778,7 +900,7 @@ type VirtualHost struct {
 
 func (x *VirtualHost) Reset() {
 	*x = VirtualHost{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +912,7 @@ func (x *VirtualHost) String() string {
 func (*VirtualHost) ProtoMessage() {}
 
 func (x *VirtualHost) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +925,7 @@ func (x *VirtualHost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualHost.ProtoReflect.Descriptor instead.
 func (*VirtualHost) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VirtualHost) GetHostname() string {
@@ -840,7 +962,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +974,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +987,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Route) GetName() string {
@@ -928,7 +1050,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1062,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1075,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Retry) GetCodes() []uint32 {
@@ -989,7 +1111,7 @@ type Timeouts struct {
 
 func (x *Timeouts) Reset() {
 	*x = Timeouts{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1123,7 @@ func (x *Timeouts) String() string {
 func (*Timeouts) ProtoMessage() {}
 
 func (x *Timeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1136,7 @@ func (x *Timeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timeouts.ProtoReflect.Descriptor instead.
 func (*Timeouts) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Timeouts) GetRequestMs() uint32 {
@@ -1047,7 +1169,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1181,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1194,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Backend) GetCluster() string {
@@ -1137,7 +1259,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1271,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1284,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Cluster) GetName() string {
@@ -1249,7 +1371,7 @@ type UpstreamTLS struct {
 
 func (x *UpstreamTLS) Reset() {
 	*x = UpstreamTLS{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1383,7 @@ func (x *UpstreamTLS) String() string {
 func (*UpstreamTLS) ProtoMessage() {}
 
 func (x *UpstreamTLS) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1396,7 @@ func (x *UpstreamTLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamTLS.ProtoReflect.Descriptor instead.
 func (*UpstreamTLS) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpstreamTLS) GetServerName() string {
@@ -1323,7 +1445,7 @@ type SubjectAltName struct {
 
 func (x *SubjectAltName) Reset() {
 	*x = SubjectAltName{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1457,7 @@ func (x *SubjectAltName) String() string {
 func (*SubjectAltName) ProtoMessage() {}
 
 func (x *SubjectAltName) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1470,7 @@ func (x *SubjectAltName) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubjectAltName.ProtoReflect.Descriptor instead.
 func (*SubjectAltName) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubjectAltName) GetType() SubjectAltName_Type {
@@ -1385,7 +1507,7 @@ type CircuitBreaker struct {
 
 func (x *CircuitBreaker) Reset() {
 	*x = CircuitBreaker{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1519,7 @@ func (x *CircuitBreaker) String() string {
 func (*CircuitBreaker) ProtoMessage() {}
 
 func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1532,7 @@ func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
 func (*CircuitBreaker) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CircuitBreaker) GetThresholdPercent() uint32 {
@@ -1464,7 +1586,7 @@ type SessionPersistence struct {
 
 func (x *SessionPersistence) Reset() {
 	*x = SessionPersistence{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1598,7 @@ func (x *SessionPersistence) String() string {
 func (*SessionPersistence) ProtoMessage() {}
 
 func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1611,7 @@ func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionPersistence.ProtoReflect.Descriptor instead.
 func (*SessionPersistence) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SessionPersistence) GetType() SessionPersistence_Type {
@@ -1525,7 +1647,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1659,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1672,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -1587,7 +1709,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1721,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1734,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Secret) GetName() string {
@@ -1674,13 +1796,21 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\asources\x18\x02 \x03(\tR\asources\x12%\n" +
 	"\x03tls\x18\x03 \x01(\v2\x13.coxswain.ir.v1.TLSR\x03tls\x12@\n" +
 	"\rvirtual_hosts\x18\x04 \x03(\v2\x1b.coxswain.ir.v1.VirtualHostR\fvirtualHosts\x126\n" +
-	"\afilters\x18\x05 \x03(\v2\x1c.coxswain.ir.v1.ModuleConfigR\afilters\"\x7f\n" +
+	"\afilters\x18\x05 \x03(\v2\x1c.coxswain.ir.v1.ModuleConfigR\afilters\"\xce\x01\n" +
 	"\x03TLS\x12,\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x18.coxswain.ir.v1.TLS.ModeR\x04mode\x12\"\n" +
-	"\fcertificates\x18\x02 \x03(\tR\fcertificates\"&\n" +
+	"\fcertificates\x18\x02 \x03(\tR\fcertificates\x12M\n" +
+	"\x11client_validation\x18\x03 \x01(\v2 .coxswain.ir.v1.ClientValidationR\x10clientValidation\"&\n" +
 	"\x04Mode\x12\r\n" +
 	"\tTERMINATE\x10\x00\x12\x0f\n" +
-	"\vPASSTHROUGH\x10\x01\"X\n" +
+	"\vPASSTHROUGH\x10\x01\"\xc6\x01\n" +
+	"\x10ClientValidation\x12\x15\n" +
+	"\x06ca_pem\x18\x01 \x01(\fR\x05caPem\x129\n" +
+	"\x04mode\x18\x02 \x01(\x0e2%.coxswain.ir.v1.ClientValidation.ModeR\x04mode\x12%\n" +
+	"\x0esubject_header\x18\x03 \x01(\tR\rsubjectHeader\"9\n" +
+	"\x04Mode\x12\x14\n" +
+	"\x10ALLOW_VALID_ONLY\x10\x00\x12\x1b\n" +
+	"\x17ALLOW_INSECURE_FALLBACK\x10\x01\"X\n" +
 	"\vVirtualHost\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12-\n" +
 	"\x06routes\x18\x02 \x03(\v2\x15.coxswain.ir.v1.RouteR\x06routes\"\x9f\x02\n" +
@@ -1769,67 +1899,71 @@ func file_core_ir_v1_ir_proto_rawDescGZIP() []byte {
 	return file_core_ir_v1_ir_proto_rawDescData
 }
 
-var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_core_ir_v1_ir_proto_goTypes = []any{
 	(TLS_Mode)(0),                // 0: coxswain.ir.v1.TLS.Mode
-	(Cluster_Protocol)(0),        // 1: coxswain.ir.v1.Cluster.Protocol
-	(SubjectAltName_Type)(0),     // 2: coxswain.ir.v1.SubjectAltName.Type
-	(SessionPersistence_Type)(0), // 3: coxswain.ir.v1.SessionPersistence.Type
-	(*Snapshot)(nil),             // 4: coxswain.ir.v1.Snapshot
-	(*GatewayGeneration)(nil),    // 5: coxswain.ir.v1.GatewayGeneration
-	(*ModuleConfig)(nil),         // 6: coxswain.ir.v1.ModuleConfig
-	(*Listener)(nil),             // 7: coxswain.ir.v1.Listener
-	(*ProxyProtocol)(nil),        // 8: coxswain.ir.v1.ProxyProtocol
-	(*ClientIPDetection)(nil),    // 9: coxswain.ir.v1.ClientIPDetection
-	(*Server)(nil),               // 10: coxswain.ir.v1.Server
-	(*TLS)(nil),                  // 11: coxswain.ir.v1.TLS
-	(*VirtualHost)(nil),          // 12: coxswain.ir.v1.VirtualHost
-	(*Route)(nil),                // 13: coxswain.ir.v1.Route
-	(*Retry)(nil),                // 14: coxswain.ir.v1.Retry
-	(*Timeouts)(nil),             // 15: coxswain.ir.v1.Timeouts
-	(*Backend)(nil),              // 16: coxswain.ir.v1.Backend
-	(*Cluster)(nil),              // 17: coxswain.ir.v1.Cluster
-	(*UpstreamTLS)(nil),          // 18: coxswain.ir.v1.UpstreamTLS
-	(*SubjectAltName)(nil),       // 19: coxswain.ir.v1.SubjectAltName
-	(*CircuitBreaker)(nil),       // 20: coxswain.ir.v1.CircuitBreaker
-	(*SessionPersistence)(nil),   // 21: coxswain.ir.v1.SessionPersistence
-	(*Endpoint)(nil),             // 22: coxswain.ir.v1.Endpoint
-	(*Secret)(nil),               // 23: coxswain.ir.v1.Secret
+	(ClientValidation_Mode)(0),   // 1: coxswain.ir.v1.ClientValidation.Mode
+	(Cluster_Protocol)(0),        // 2: coxswain.ir.v1.Cluster.Protocol
+	(SubjectAltName_Type)(0),     // 3: coxswain.ir.v1.SubjectAltName.Type
+	(SessionPersistence_Type)(0), // 4: coxswain.ir.v1.SessionPersistence.Type
+	(*Snapshot)(nil),             // 5: coxswain.ir.v1.Snapshot
+	(*GatewayGeneration)(nil),    // 6: coxswain.ir.v1.GatewayGeneration
+	(*ModuleConfig)(nil),         // 7: coxswain.ir.v1.ModuleConfig
+	(*Listener)(nil),             // 8: coxswain.ir.v1.Listener
+	(*ProxyProtocol)(nil),        // 9: coxswain.ir.v1.ProxyProtocol
+	(*ClientIPDetection)(nil),    // 10: coxswain.ir.v1.ClientIPDetection
+	(*Server)(nil),               // 11: coxswain.ir.v1.Server
+	(*TLS)(nil),                  // 12: coxswain.ir.v1.TLS
+	(*ClientValidation)(nil),     // 13: coxswain.ir.v1.ClientValidation
+	(*VirtualHost)(nil),          // 14: coxswain.ir.v1.VirtualHost
+	(*Route)(nil),                // 15: coxswain.ir.v1.Route
+	(*Retry)(nil),                // 16: coxswain.ir.v1.Retry
+	(*Timeouts)(nil),             // 17: coxswain.ir.v1.Timeouts
+	(*Backend)(nil),              // 18: coxswain.ir.v1.Backend
+	(*Cluster)(nil),              // 19: coxswain.ir.v1.Cluster
+	(*UpstreamTLS)(nil),          // 20: coxswain.ir.v1.UpstreamTLS
+	(*SubjectAltName)(nil),       // 21: coxswain.ir.v1.SubjectAltName
+	(*CircuitBreaker)(nil),       // 22: coxswain.ir.v1.CircuitBreaker
+	(*SessionPersistence)(nil),   // 23: coxswain.ir.v1.SessionPersistence
+	(*Endpoint)(nil),             // 24: coxswain.ir.v1.Endpoint
+	(*Secret)(nil),               // 25: coxswain.ir.v1.Secret
 }
 var file_core_ir_v1_ir_proto_depIdxs = []int32{
-	7,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
-	17, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
-	23, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
-	5,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
-	10, // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
-	8,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
-	9,  // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
-	11, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
-	12, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
-	6,  // 9: coxswain.ir.v1.Server.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	8,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
+	19, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
+	25, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
+	6,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
+	11, // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
+	9,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
+	10, // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
+	12, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
+	14, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
+	7,  // 9: coxswain.ir.v1.Server.filters:type_name -> coxswain.ir.v1.ModuleConfig
 	0,  // 10: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
-	13, // 11: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
-	6,  // 12: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
-	6,  // 13: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	16, // 14: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	15, // 15: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	14, // 16: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
-	6,  // 17: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	1,  // 18: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	6,  // 19: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	22, // 20: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	20, // 21: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
-	21, // 22: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
-	18, // 23: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
-	19, // 24: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
-	2,  // 25: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
-	3,  // 26: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	13, // 11: coxswain.ir.v1.TLS.client_validation:type_name -> coxswain.ir.v1.ClientValidation
+	1,  // 12: coxswain.ir.v1.ClientValidation.mode:type_name -> coxswain.ir.v1.ClientValidation.Mode
+	15, // 13: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
+	7,  // 14: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
+	7,  // 15: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	18, // 16: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	17, // 17: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	16, // 18: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
+	7,  // 19: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	2,  // 20: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
+	7,  // 21: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	24, // 22: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	22, // 23: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	23, // 24: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	20, // 25: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
+	21, // 26: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
+	3,  // 27: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
+	4,  // 28: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }
@@ -1842,8 +1976,8 @@ func file_core_ir_v1_ir_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_ir_v1_ir_proto_rawDesc), len(file_core_ir_v1_ir_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   20,
+			NumEnums:      5,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -61,6 +61,13 @@ func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 		return ls.Certificate(hello)
 	})
 	cfg.NextProtos = []string{"h2", "http/1.1"}
+	// A Server that validates client certificates answers its handshakes with a config of its own.
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if ls := sc.State(); ls != nil {
+			return ls.ConfigForClient(hello)
+		}
+		return nil, nil
+	}
 	var p http.Protocols
 	p.SetHTTP1(true)
 	p.SetHTTP2(true)

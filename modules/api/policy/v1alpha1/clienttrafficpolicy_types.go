@@ -61,6 +61,26 @@ type ClientTrafficPolicySpec struct {
 	// HTTP and HTTPS listeners only.
 	// +optional
 	ClientIPDetection *ClientIPDetection `json:"clientIPDetection,omitempty"`
+
+	// ClientCertificate says what reaches the backends of a verified client certificate, on
+	// HTTPS listeners whose Gateway validates client certificates (spec.tls.frontend). HTTPS
+	// listeners only.
+	// +optional
+	ClientCertificate *ClientCertificate `json:"clientCertificate,omitempty"`
+}
+
+// ClientCertificate passes what a verified client certificate proves to the backends.
+type ClientCertificate struct {
+	// SubjectHeader names a request header that carries the subject of the client certificate the
+	// listener verified, as an RFC 2253 string ("CN=alice,O=acme"). A copy of the header sent by
+	// the client is always removed, so the backends can trust it: it is absent when no
+	// certificate was verified (no certificate, or one the AllowInsecureFallback mode let
+	// through unverified).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`
+	SubjectHeader string `json:"subjectHeader"`
 }
 
 // ProxyProtocolVersion is a PROXY protocol version: V1 (text) or V2 (binary).
