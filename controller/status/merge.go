@@ -38,11 +38,11 @@ func mergeConditions(live, desired []metav1.Condition) []metav1.Condition {
 }
 
 // classStatus is the GatewayClass status to write: the translator's conditions and the features
-// the binary serves.
-func classStatus(live gwapiv1.GatewayClassStatus, desired *gwapiv1.GatewayClassStatus, features []gwapiv1.SupportedFeature) gwapiv1.GatewayClassStatus {
+// the desired status claims (see controller/features).
+func classStatus(live gwapiv1.GatewayClassStatus, desired *gwapiv1.GatewayClassStatus) gwapiv1.GatewayClassStatus {
 	return gwapiv1.GatewayClassStatus{
 		Conditions:        mergeConditions(live.Conditions, desired.Conditions),
-		SupportedFeatures: features,
+		SupportedFeatures: desired.SupportedFeatures,
 	}
 }
 
