@@ -29,11 +29,11 @@ const (
 
 // Controller watches the cluster and, while it leads, translates, publishes and writes status.
 type Controller struct {
-	opts     Options
-	log      *zap.Logger
-	watch    *watch
-	trigger  *coalescer
-	dirty    atomic.Uint32 // change bits since the last translation
+	opts    Options
+	log     *zap.Logger
+	watch   *watch
+	trigger *coalescer
+	dirty   atomic.Uint32 // change bits since the last translation
 	// features are those the compiled-in modules serve; a GatewayClass claims the ones of them the
 	// cluster's Gateway API CRDs serve too (claimed).
 	features []gwapiv1.SupportedFeature
