@@ -40,7 +40,7 @@ var (
 )
 
 func gwv1(resource string) schema.GroupVersionResource {
-	return gwapiv1.SchemeGroupVersion.WithResource(resource)
+	return schema.GroupVersionResource{Group: gwapiv1.GroupName, Version: "v1", Resource: resource}
 }
 
 // field is a Need of one field of a resource.
