@@ -161,16 +161,20 @@ bench:
 
 # The upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance) against the
 # whole stack, with no container runtime (test/conformance/run.sh): builds what is missing, runs
-# the profiles and features the GatewayClass claims, fails on any failed test. The report stays in
-# .cache/conformance/; `conformance-report` publishes it to conformance/reports/. Pass suite flags
-# with CONFORMANCE_ARGS, e.g.
+# the profiles and features the GatewayClass claims twice, on the Standard and on the Experimental
+# channel CRDs, fails on any failed test. The reports stay in .cache/conformance/;
+# `conformance-report` publishes them to conformance/reports/. Pass suite flags with
+# CONFORMANCE_ARGS, and pick channels with CONFORMANCE_CHANNELS, e.g.
 #   make conformance CONFORMANCE_ARGS="-run-test=HTTPRouteWeight"
+#   make conformance CONFORMANCE_CHANNELS=experimental CONFORMANCE_ARGS="-run-test=GatewayListenerFilters"
 CONFORMANCE_ARGS ?=
+CONFORMANCE_CHANNELS ?= standard experimental
 .PHONY: conformance
 conformance:
-	bash test/conformance/run.sh $(CONFORMANCE_ARGS)
+	CONFORMANCE_CHANNELS="$(CONFORMANCE_CHANNELS)" bash test/conformance/run.sh $(CONFORMANCE_ARGS)
 
-# A full conformance run whose report replaces the committed one in conformance/reports/.
+# A full conformance run whose reports (one per channel) replace the committed ones in
+# conformance/reports/.
 .PHONY: conformance-report
 conformance-report:
-	CONFORMANCE_PUBLISH=1 bash test/conformance/run.sh
+	CONFORMANCE_PUBLISH=1 CONFORMANCE_CHANNELS="$(CONFORMANCE_CHANNELS)" bash test/conformance/run.sh

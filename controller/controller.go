@@ -29,11 +29,13 @@ const (
 
 // Controller watches the cluster and, while it leads, translates, publishes and writes status.
 type Controller struct {
-	opts     Options
-	log      *zap.Logger
-	watch    *watch
-	trigger  *coalescer
-	dirty    atomic.Uint32 // change bits since the last translation
+	opts    Options
+	log     *zap.Logger
+	watch   *watch
+	trigger *coalescer
+	dirty   atomic.Uint32 // change bits since the last translation
+	// features are those the compiled-in modules serve; a GatewayClass claims the ones of them the
+	// cluster's Gateway API CRDs serve too (claimed).
 	features []gwapiv1.SupportedFeature
 	docs     *documents.Fetcher // remote documents for resolvers; fetches only while leading
 	// randomKey is the session key when Options.SessionKey gives none.
@@ -154,7 +156,7 @@ func (c *Controller) lead(ctx context.Context) {
 	w := status.NewWriter(status.Options{
 		Log: c.log.Named("status"), Client: c.opts.Gateway,
 		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
-		Addresses:      c.opts.StatusAddresses, Features: c.features,
+		Addresses:      c.opts.StatusAddresses,
 		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(), Policies: c.watch.policyStatus(),
 		ListenerSets: c.watch.listenerSetStatus(c.opts.Gateway),
 		Workers:      c.opts.StatusWorkers, ErrorAnswers: errorAnswersOf(c.opts.Registry),
@@ -237,7 +239,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 				c.stats.Translations.Add(1)
 			}
 			c.docs.Sweep()
-			w.Desire(desired(res))
+			w.Desire(desired(res, c.claimed()))
 			last = res.Snapshot
 			if len(res.Problems) > 0 {
 				c.log.Debug("translation problems", zap.Int("count", len(res.Problems)))
@@ -271,8 +273,15 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 	}
 }
 
-// desired is the status part of a translation, as the writer takes it.
-func desired(res *translator.Result) status.Desired {
+// desired is the status part of a translation, as the writer takes it, with the features every
+// GatewayClass of ours claims.
+func desired(res *translator.Result, claimed []gwapiv1.SupportedFeature) status.Desired {
+	classes := make(map[types.NamespacedName]*gwapiv1.GatewayClassStatus, len(res.GatewayClasses))
+	for nn, st := range res.GatewayClasses {
+		cp := *st
+		cp.SupportedFeatures = claimed
+		classes[nn] = &cp
+	}
 	routes := make(map[status.Key]*gwapiv1.RouteStatus, len(res.Routes))
 	for k, st := range res.Routes {
 		routes[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
@@ -281,7 +290,7 @@ func desired(res *translator.Result) status.Desired {
 	for k, st := range res.Policies {
 		policies[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
 	}
-	return status.Desired{GatewayClasses: res.GatewayClasses, Gateways: res.Gateways, Routes: routes, Policies: policies, ListenerSets: res.ListenerSets}
+	return status.Desired{GatewayClasses: classes, Gateways: res.Gateways, Routes: routes, Policies: policies, ListenerSets: res.ListenerSets}
 }
 
 // checkGatewayAPI fails when the API server does not serve the Gateway API kinds the core reads.

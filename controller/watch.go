@@ -172,7 +172,8 @@ func (w *watch) policyStatus() []status.Policies {
 }
 
 // start runs the informers until ctx is done and waits for their first list. A module kind
-// whose resource is not served yet is started when its CRD appears (crdWatch). It reports false
+// whose resource is not served yet is started when its CRD appears (crdWatch), which also keeps
+// the Gateway API schemas the claimed features depend on. It reports false
 // when ctx ended first.
 func (w *watch) start(ctx context.Context, log *zap.Logger) bool {
 	w.kube.Start(ctx.Done())
@@ -196,8 +197,10 @@ func (w *watch) start(ctx context.Context, log *zap.Logger) bool {
 			waiting = append(waiting, k)
 		}
 	}
-	if len(waiting) > 0 {
-		w.crds.start(ctx, log, &w.running, waiting)
+	// The CRD watch also tells which Gateway API fields are served (the features claimed), so it
+	// always runs, and the first translation waits for it.
+	if crds := w.crds.start(ctx, log, &w.running, waiting); crds != nil {
+		synced = append(synced, crds)
 	}
 	return cache.WaitForCacheSync(ctx.Done(), synced...)
 }

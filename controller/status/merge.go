@@ -2,6 +2,7 @@ package status
 
 import (
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,27 +23,43 @@ func Equal(a, b any) bool { return semantic.DeepEqual(a, b) }
 
 // mergeConditions returns desired with lastTransitionTime carried over from live for every
 // condition whose status did not change: the time a condition last transitioned survives a new
-// reason, message or observedGeneration, as the Kubernetes API conventions require.
+// reason, message or observedGeneration, as the Kubernetes API conventions require. Live
+// conditions of another domain's type that desired does not name follow, untouched: another
+// controller owns them (GatewayPreserveForeignConditions).
 func mergeConditions(live, desired []metav1.Condition) []metav1.Condition {
 	if desired == nil {
 		return nil
 	}
-	out := make([]metav1.Condition, len(desired))
+	out := make([]metav1.Condition, len(desired), len(desired)+len(live))
 	for i, c := range desired {
 		if prev := meta.FindStatusCondition(live, c.Type); prev != nil && prev.Status == c.Status {
 			c.LastTransitionTime = prev.LastTransitionTime
 		}
 		out[i] = c
 	}
+	for _, c := range live {
+		if foreign(c.Type) && meta.FindStatusCondition(desired, c.Type) == nil {
+			out = append(out, c)
+		}
+	}
 	return out
 }
 
+// ownDomain prefixes the condition types of Coxswain's own (ConditionModulesAvailable).
+const ownDomain = "coxswain-labs.dev/"
+
+// foreign reports whether a condition type belongs to somebody else: a domain-prefixed type of
+// another domain. Unprefixed types are the Gateway API's, which the controller of the object owns.
+func foreign(condType string) bool {
+	return strings.Contains(condType, "/") && !strings.HasPrefix(condType, ownDomain)
+}
+
 // classStatus is the GatewayClass status to write: the translator's conditions and the features
-// the binary serves.
-func classStatus(live gwapiv1.GatewayClassStatus, desired *gwapiv1.GatewayClassStatus, features []gwapiv1.SupportedFeature) gwapiv1.GatewayClassStatus {
+// the desired status claims (see controller/features).
+func classStatus(live gwapiv1.GatewayClassStatus, desired *gwapiv1.GatewayClassStatus) gwapiv1.GatewayClassStatus {
 	return gwapiv1.GatewayClassStatus{
 		Conditions:        mergeConditions(live.Conditions, desired.Conditions),
-		SupportedFeatures: features,
+		SupportedFeatures: desired.SupportedFeatures,
 	}
 }
 

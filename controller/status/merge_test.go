@@ -46,6 +46,33 @@ func TestMergeConditions(t *testing.T) {
 	}
 }
 
+// Conditions of another domain's type stay as they are; ours and the Gateway API's that the
+// translation no longer sets go.
+func TestMergeConditionsKeepsForeign(t *testing.T) {
+	stale := cond("conformance.gateway.networking.k8s.io/StaleCondition", "True", "Seeded", 1, t0)
+	live := []metav1.Condition{
+		cond("Accepted", "True", "Accepted", 1, t0),
+		stale,
+		cond("ResolvedRefs", "False", "InvalidCertificateRef", 1, t0),
+		cond(ConditionModulesAvailable, "False", "Missing", 1, t0),
+	}
+	got := mergeConditions(live, []metav1.Condition{cond("Accepted", "True", "Accepted", 2, t1)})
+	if len(got) != 2 || got[0].Type != "Accepted" || got[0].ObservedGeneration != 2 {
+		t.Fatalf("merged = %+v, want Accepted (generation 2) and the foreign condition", got)
+	}
+	if got[1] != stale {
+		t.Fatalf("foreign condition modified: %+v, want %+v", got[1], stale)
+	}
+	// A foreign type the translation sets itself is the translation's.
+	got = mergeConditions(live, []metav1.Condition{cond(stale.Type, "False", "Mine", 2, t1)})
+	if len(got) != 1 || got[0].Reason != "Mine" {
+		t.Fatalf("merged = %+v, want the desired condition only", got)
+	}
+	if got := mergeConditions(live, nil); got != nil {
+		t.Fatalf("nil desired: %+v", got)
+	}
+}
+
 func TestEqualIgnoresTransitionTime(t *testing.T) {
 	a := gwapiv1.GatewayClassStatus{Conditions: []metav1.Condition{cond("Accepted", "True", "Accepted", 1, t0)}}
 	b := gwapiv1.GatewayClassStatus{Conditions: []metav1.Condition{cond("Accepted", "True", "Accepted", 1, t1)}}

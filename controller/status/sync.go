@@ -66,7 +66,7 @@ func (w *Writer) syncClass(ctx context.Context, name string) error {
 			return client.Get(ctx, name, metav1.GetOptions{})
 		},
 		func(live *gwapiv1.GatewayClass) (*gwapiv1.GatewayClass, bool) {
-			st := classStatus(live.Status, desired, w.opts.Features)
+			st := classStatus(live.Status, desired)
 			if Equal(live.Status, st) {
 				return nil, false
 			}

@@ -42,8 +42,6 @@ type Options struct {
 	ControllerName gwapiv1.GatewayController
 	// Addresses are published in the status of every Gateway.
 	Addresses []gwapiv1.GatewayStatusAddress
-	// Features are written to every GatewayClass we own (see controller/features).
-	Features []gwapiv1.SupportedFeature
 	// Listers read the live objects from the informer caches; a write that conflicts re-reads the
 	// object from the API server instead.
 	GatewayClasses gwlisters.GatewayClassLister

@@ -49,9 +49,12 @@ var gatewayProfiles = []suite.ConformanceProfile{
 
 func TestMain(m *testing.M) { os.Exit(netns.Run(m)) }
 
-// TestConformance runs the upstream suite against the whole stack. The features under test are
-// the ones the GatewayClass status claims (the suite reads them itself), and the profiles are the
-// ones whose core features are all claimed: what is advertised is what is tested.
+// TestConformance runs the upstream suite against the whole stack, on the CRDs of one Gateway API
+// release channel (harness.EnvChannel; run.sh runs it once per channel). The features under test
+// are the ones the GatewayClass status claims (the suite reads them itself), and the profiles are
+// the ones whose core features are all claimed: what is advertised is what is tested. On the
+// experimental channel the controller serves the fields that exist only there, so it claims, and
+// the suite tests, the features that need them as well as everything the standard run tests.
 func TestConformance(t *testing.T) {
 	c := harness.Start(t)
 	gc := c.GatewayClass(t, gatewayClassName)
@@ -60,7 +63,8 @@ func TestConformance(t *testing.T) {
 		claimed.Insert(features.FeatureName(f.Name))
 	}
 	profiles := profilesFor(claimed)
-	t.Logf("GatewayClass %s claims %d features: %v", gc.Name, claimed.Len(), sets.List(claimed))
+	t.Logf("Gateway API %s channel: GatewayClass %s claims %d features: %v", c.Channel, gc.Name, claimed.Len(), sets.List(claimed))
+	t.Logf("of which upstream files under the experimental channel: %v", experimentalOnly(claimed))
 	t.Logf("conformance profiles: %v", profiles)
 	if len(profiles) == 0 {
 		t.Fatal("the build claims no complete Gateway conformance profile")
@@ -69,6 +73,18 @@ func TestConformance(t *testing.T) {
 		t.FailNow()
 	}
 	upstream.RunConformanceWithOptions(t, suiteOptions(t, c, profiles))
+}
+
+// experimentalOnly are the claimed features upstream files under the experimental channel. Most
+// need fields only the experimental CRDs have, so only the experimental run claims and tests them.
+func experimentalOnly(claimed sets.Set[features.FeatureName]) []features.FeatureName {
+	var out []features.FeatureName
+	for _, f := range sets.List(claimed) {
+		if features.GetFeature(f).Channel == features.FeatureChannelExperimental {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func profilesFor(claimed sets.Set[features.FeatureName]) []suite.ConformanceProfileName {

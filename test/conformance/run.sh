@@ -4,20 +4,25 @@
 #
 # It builds what is missing (kube-apiserver, etcd and kube-controller-manager into .cache/k8s-bin
 # via test/integration/env/build.sh; coxswain, echo-basic, the DNS responder and the test binary
-# into the run's directory), then runs TestConformance, which starts the whole stack inside a
-# private network namespace and runs the suite with the features the GatewayClass claims.
+# into the run's directory), then runs TestConformance twice, back to back, each in a stack of its
+# own started inside a private network namespace: on the Standard channel CRDs (deploy/crds), then
+# on the Experimental channel CRDs (the gateway-api module's config/crd/experimental), each time
+# with the features the GatewayClass claims on those CRDs.
 #
-# The upstream-format report and the logs of every process (kube-controller-manager, kubelet,
-# coxswain, the test) go to .cache/conformance/run-<time>/. With CONFORMANCE_PUBLISH=1 (`make
-# conformance-report`) a full run also copies its report to the committed
-# conformance/reports/<gateway-api version>/coxswain/, so `make test` never dirties the tree; a
-# full run says when its results differ from the committed report. Exits non-zero when any test
-# fails.
+# The upstream-format reports (<channel>-report.yaml) and the logs of every process
+# (kube-controller-manager, kubelet, coxswain, the test; one directory per channel) go to
+# .cache/conformance/run-<time>/. With CONFORMANCE_PUBLISH=1 (`make conformance-report`) a full
+# run also copies each channel's report to the committed
+# conformance/reports/<gateway-api version>/coxswain/<channel>-main-default-report.yaml, so `make
+# test` never dirties the tree; a full run says when a channel's results differ from its
+# committed report. Exits non-zero when any test fails on either channel.
 #
 # Usage: run.sh [suite flags...]
 #   Extra arguments go to the suite, e.g. -run-test=HTTPRouteWeight or -skip-tests=A,B or -debug;
 #   a run with any is partial and never published.
-#   CONFORMANCE_PARALLEL (default 4) sets go test -parallel; CONFORMANCE_TIMEOUT (default 45m).
+#   CONFORMANCE_CHANNELS (default "standard experimental") picks the channels and their order;
+#   CONFORMANCE_PARALLEL (default 4) sets go test -parallel; CONFORMANCE_TIMEOUT (default 45m),
+#   per channel.
 set -euo pipefail
 
 GATEWAY_API_VERSION=v1.7.0
@@ -58,49 +63,69 @@ log "building coxswain $version, echo-basic, dnsresponder and the test binary"
 )
 log "built in $(($(date +%s) - start))s"
 
-report=$run/report.yaml
-committed=$repo/conformance/reports/$GATEWAY_API_VERSION/coxswain/standard-main-default-report.yaml
-
 export COXSWAIN_CONFORMANCE_BIN=$bin
-export COXSWAIN_CONFORMANCE_ARTIFACTS=$run
-export COXSWAIN_CONFORMANCE_REPORT=$report
 export COXSWAIN_VERSION=$version
+reports=$repo/conformance/reports/$GATEWAY_API_VERSION/coxswain
 
-log "running the suite; logs in $run"
-suite_start=$(date +%s)
-set +e
-(
-	cd "$mod"
-	"$bin/conformance.test" -test.run '^TestConformance$' -test.v -test.count=1 \
-		-test.timeout "${CONFORMANCE_TIMEOUT:-45m}" -test.parallel "${CONFORMANCE_PARALLEL:-4}" "$@"
-) 2>&1 | tee "$run/test.log"
-status=${PIPESTATUS[0]}
-set -e
+# The date and the build version change every run, and the suite lists the profiles in any
+# order; anything else is a change of results. results prints a report without the first two
+# and with the profiles sorted by name.
+results() {
+	grep -vE '^date:|^  version:' "$1" | awk '
+		function flush(   i) { for (i = 1; i <= nb; i++) printf "%s\t%06d\t%s\n", bname, i, buf[i]; nb = 0; bname = "" }
+		/^profiles:/ { print "#\t000000\t" $0; inp = 1; next }
+		inp && /^[^ -]/ { flush(); inp = 0 }
+		inp { if ($0 ~ /^- / && nb > 0) flush(); buf[++nb] = $0; if ($0 ~ /^  name: /) bname = $2; next }
+		{ print "!\t000000\t" $0 }
+		END { flush() }' | sort -s -t "$(printf '\t')" -k1,1 -k2,2n | cut -f3-
+}
 
-log "suite finished in $(($(date +%s) - suite_start))s (total $(($(date +%s) - start))s), exit status $status"
-if [[ -f $report ]]; then
-	log "report: $report"
-	# The date and the build version change every run, and the suite lists the profiles in any
-	# order; anything else is a change of results. results prints the report without the first
-	# two and with the profiles sorted by name.
-	results() {
-		grep -vE '^date:|^  version:' "$1" | awk '
-			function flush(   i) { for (i = 1; i <= nb; i++) printf "%s\t%06d\t%s\n", bname, i, buf[i]; nb = 0; bname = "" }
-			/^profiles:/ { print "#\t000000\t" $0; inp = 1; next }
-			inp && /^[^ -]/ { flush(); inp = 0 }
-			inp { if ($0 ~ /^- / && nb > 0) flush(); buf[++nb] = $0; if ($0 ~ /^  name: /) bname = $2; next }
-			{ print "!\t000000\t" $0 }
-			END { flush() }' | sort -s -t "$(printf '\t')" -k1,1 -k2,2n | cut -f3-
-	}
-	if [[ $# == 0 && $status == 0 ]]; then
-		if [[ ${CONFORMANCE_PUBLISH:-0} == 1 ]]; then
-			mkdir -p "$(dirname "$committed")"
-			cp "$report" "$committed"
-			log "published to $committed"
-		elif [[ ! -f $committed ]] || ! diff -u <(results "$committed") <(results "$report") >&2; then
-			log "results differ from $committed (diff above); publish with: make conformance-report"
+# run_channel runs the suite on one channel's CRDs, in a fresh stack of its own (the stack starts
+# in seconds; the CRDs and everything the suite leaves behind stay that run's). Its logs go to
+# $run/<channel>/, its report to $run/<channel>-report.yaml.
+run_channel() {
+	local channel=$1
+	shift
+	local artifacts=$run/$channel report=$run/$channel-report.yaml
+	local committed=$reports/$channel-main-default-report.yaml
+	mkdir -p "$artifacts"
+	log "running the suite on the $channel channel's CRDs; logs in $artifacts"
+	local began status
+	began=$(date +%s)
+	set +e
+	(
+		cd "$mod"
+		COXSWAIN_CONFORMANCE_CHANNEL=$channel COXSWAIN_CONFORMANCE_ARTIFACTS=$artifacts COXSWAIN_CONFORMANCE_REPORT=$report \
+			"$bin/conformance.test" -test.run '^TestConformance$' -test.v -test.count=1 \
+			-test.timeout "${CONFORMANCE_TIMEOUT:-45m}" -test.parallel "${CONFORMANCE_PARALLEL:-4}" "$@"
+	) 2>&1 | tee "$artifacts/test.log"
+	status=${PIPESTATUS[0]}
+	set -e
+	log "$channel: suite finished in $(($(date +%s) - began))s, exit status $status"
+	grep -E '^\s*--- FAIL' "$artifacts/test.log" >&2 || true
+	if [[ -f $report ]]; then
+		log "$channel: report $report"
+		if [[ $# == 0 && $status == 0 ]]; then
+			if [[ ${CONFORMANCE_PUBLISH:-0} == 1 ]]; then
+				mkdir -p "$reports"
+				cp "$report" "$committed"
+				log "$channel: published to $committed"
+			elif [[ ! -f $committed ]] || ! diff -u <(results "$committed") <(results "$report") >&2; then
+				log "$channel: results differ from $committed (diff above); publish with: make conformance-report"
+			fi
 		fi
 	fi
+	return "$status"
+}
+
+# CONFORMANCE_CHANNELS (default: both) picks the channels, e.g. CONFORMANCE_CHANNELS=experimental
+# for a feature that exists only there.
+failed=()
+for channel in ${CONFORMANCE_CHANNELS:-standard experimental}; do
+	run_channel "$channel" "$@" || failed+=("$channel")
+done
+log "total $(($(date +%s) - start))s"
+if ((${#failed[@]} > 0)); then
+	log "failed on: ${failed[*]}"
+	exit 1
 fi
-grep -E '^\s*--- FAIL' "$run/test.log" >&2 || true
-exit "$status"

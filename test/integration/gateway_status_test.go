@@ -18,7 +18,6 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
-	"github.com/coxswain-labs/coxswain/controller/features"
 	"github.com/coxswain-labs/coxswain/test/integration/env"
 )
 
@@ -42,10 +41,8 @@ func TestGatewayStatus(t *testing.T) {
 	createService(t, e, ns, "svc", "10.99.3.1")
 
 	t.Run("GatewayClass accepted with the build's features", func(t *testing.T) {
-		var want []string
-		for _, f := range features.Supported(registry) {
-			want = append(want, string(f.Name))
-		}
+		// The build's features that the installed (standard channel) CRDs serve.
+		want := claimable(t, e, registry)
 		for _, must := range []string{"Gateway", "HTTPRoute", "ReferenceGrant"} {
 			if !slices.Contains(want, must) {
 				t.Fatalf("the test binary's build does not serve %s: %v", must, want)

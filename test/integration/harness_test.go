@@ -70,6 +70,9 @@ type controllerOpts struct {
 	documents documents.Options
 	// published, when set, records every snapshot the in-process proxy applied.
 	published *publishedSnapshots
+	// registry is the controller's (what it translates and claims); the test binary's when nil.
+	// The in-process proxy always has the test binary's.
+	registry *core.Registry
 }
 
 // publishedSnapshots keeps the latest snapshot a controller's in-process proxy applied: what a
@@ -149,8 +152,12 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 	if o.published != nil {
 		newPub = o.published.wrap(newPub)
 	}
+	reg := registry
+	if o.registry != nil {
+		reg = o.registry
+	}
 	c, err := controller.New(controller.Options{
-		Log: log, Kube: kube, Gateway: gw, REST: cfg, Registry: registry,
+		Log: log, Kube: kube, Gateway: gw, REST: cfg, Registry: reg,
 		NewPublisher:    newPub,
 		ControllerName:  o.name,
 		StatusAddresses: parsed,

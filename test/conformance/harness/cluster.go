@@ -50,8 +50,37 @@ const (
 // kubelet, coxswain); a temp dir when unset.
 const EnvArtifacts = "COXSWAIN_CONFORMANCE_ARTIFACTS"
 
+// EnvChannel names the Gateway API release channel whose CRDs the cluster runs: "standard" (the
+// default: deploy/crds, the v1.7.0 standard channel as released) or "experimental" (the
+// config/crd/experimental of the gateway-api module the test module requires).
+const EnvChannel = "COXSWAIN_CONFORMANCE_CHANNEL"
+
+// Channel is the Gateway API release channel of the run: EnvChannel, standard when unset.
+func Channel() string {
+	if c := os.Getenv(EnvChannel); c != "" {
+		return c
+	}
+	return "standard"
+}
+
+// gatewayAPI is the env option that installs the channel's CRDs.
+func gatewayAPI(t *testing.T, channel string) env.Option {
+	t.Helper()
+	switch channel {
+	case "standard":
+		// What users install (deploy/crds), which is the module's standard channel byte for byte.
+		return env.WithGatewayAPIDir("deploy/crds")
+	case "experimental":
+		return env.WithChannel("experimental")
+	}
+	t.Fatalf("%s=%q: want standard or experimental", EnvChannel, channel)
+	return nil
+}
+
 // Cluster is a running stack.
 type Cluster struct {
+	// Channel is the Gateway API release channel of the installed CRDs.
+	Channel    string
 	Env        *env.Env
 	Kubeconfig string
 	Artifacts  string
@@ -70,19 +99,19 @@ func Start(t *testing.T) *Cluster {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{Artifacts: artifacts, Binaries: binaries(t)}
+	c := &Cluster{Channel: Channel(), Artifacts: artifacts, Binaries: binaries(t)}
 	t.Logf("harness: binaries ready (%s)", time.Since(began).Round(time.Millisecond))
 	for _, cidr := range []string{GatewayPool, StaticRange} {
 		if err := localRoute(cidr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.Env = env.Start(t, env.WithAPIServerFlag("service-cluster-ip-range", ServiceCIDR))
+	c.Env = env.Start(t, gatewayAPI(t, c.Channel), env.WithAPIServerFlag("service-cluster-ip-range", ServiceCIDR))
 	c.Kubeconfig = c.Env.WriteKubeConfig(t)
 	startKCM(t, c)
 	startKubelet(t, c)
 	c.Coxswain = startCoxswain(t, c)
-	t.Logf("harness: cluster up in %s; logs in %s", time.Since(began).Round(time.Millisecond), artifacts)
+	t.Logf("harness: cluster up (Gateway API %s channel) in %s; logs in %s", c.Channel, time.Since(began).Round(time.Millisecond), artifacts)
 	return c
 }
 

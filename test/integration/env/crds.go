@@ -52,6 +52,60 @@ func installGatewayAPI(ctx context.Context, cfg *rest.Config, dyn dynamic.Interf
 	return install(ctx, cfg, dyn, objs, dir)
 }
 
+// gatewayAPIGlob matches the Gateway API manifests of a directory: the CRDs of
+// gateway.networking.k8s.io and gateway.networking.x-k8s.io and the
+// safe-upgrades policy, and none of Coxswain's own (deploy/crds holds both).
+const gatewayAPIGlob = "gateway.networking*.yaml"
+
+// gatewayAPIFiles are the Gateway API manifest files of dir, sorted.
+func gatewayAPIFiles(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, gatewayAPIGlob))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no %s in %s", gatewayAPIGlob, dir)
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// installGatewayAPIDir server-side applies the Gateway API manifests of dir
+// (relative to the repository root unless absolute) and waits until the CRDs
+// among them are served.
+func (e *Env) installGatewayAPIDir(ctx context.Context, dir string) ([]string, error) {
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(e.Repo, dir)
+	}
+	files, err := gatewayAPIFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	return installFiles(ctx, e.Config, e.Dynamic, files)
+}
+
+// InstallGatewayAPI server-side applies the Gateway API manifests of dir over
+// what is installed, as an upgrade of the CRDs in a running cluster would,
+// waits until they are served and returns their names. dir is a directory as
+// WithGatewayAPIDir takes, or "standard" or "experimental" for a channel of
+// the module.
+func (e *Env) InstallGatewayAPI(t testing.TB, dir string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var crds []string
+	var err error
+	if dir == "standard" || dir == "experimental" {
+		crds, err = installGatewayAPI(ctx, e.Config, e.Dynamic, dir)
+	} else {
+		crds, err = e.installGatewayAPIDir(ctx, dir)
+	}
+	if err != nil {
+		t.Fatalf("integration env: installing the Gateway API CRDs of %s: %v", dir, err)
+	}
+	return crds
+}
+
 // coxswainCRDGlob matches the CRDs of Coxswain's own API group that `make
 // generate` writes into deploy/crds (the Gateway API's CRDs there are
 // installed from the Go module instead, so the two sources cannot differ).

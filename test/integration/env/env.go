@@ -55,6 +55,7 @@ type Env struct {
 
 type options struct {
 	channel        string
+	crdDir         string
 	apiServerFlags map[string]string
 }
 
@@ -65,6 +66,15 @@ type Option func(*options)
 // "standard" (the default) or "experimental".
 func WithChannel(channel string) Option {
 	return func(o *options) { o.channel = channel }
+}
+
+// WithGatewayAPIDir installs the Gateway API manifests of dir instead of a
+// channel of the module: every gateway.networking*.yaml file in it (CRDs and
+// the safe-upgrades policy), e.g. an older release kept as test data
+// (testdata/gateway-api-v1.6.3) or deploy/crds. A relative dir is relative to
+// the repository root.
+func WithGatewayAPIDir(dir string) Option {
+	return func(o *options) { o.crdDir = dir }
 }
 
 // WithAPIServerFlag sets a kube-apiserver flag (name without dashes),
@@ -123,16 +133,22 @@ func Start(t testing.TB, opts ...Option) *Env {
 	defer cancel()
 	crdStart := time.Now()
 	e.Repo = paths.repo
-	e.CRDs, err = installGatewayAPI(ctx, cfg, e.Dynamic, o.channel)
+	from := o.channel
+	if o.crdDir != "" {
+		from = o.crdDir
+		e.CRDs, err = e.installGatewayAPIDir(ctx, o.crdDir)
+	} else {
+		e.CRDs, err = installGatewayAPI(ctx, cfg, e.Dynamic, o.channel)
+	}
 	if err != nil {
-		t.Fatalf("integration env: installing Gateway API CRDs: %v", err)
+		t.Fatalf("integration env: installing Gateway API CRDs (%s): %v", from, err)
 	}
 	own, err := installCoxswainCRDs(ctx, cfg, e.Dynamic, paths.repo)
 	if err != nil {
 		t.Fatalf("integration env: installing gateway.coxswain-labs.dev CRDs: %v", err)
 	}
-	t.Logf("integration env: %d Gateway API %s CRDs and %d gateway.coxswain-labs.dev CRDs established in %s (total %s)",
-		len(e.CRDs), o.channel, len(own), time.Since(crdStart).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	t.Logf("integration env: %d Gateway API CRDs (%s) and %d gateway.coxswain-labs.dev CRDs established in %s (total %s)",
+		len(e.CRDs), from, len(own), time.Since(crdStart).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	e.CRDs = append(e.CRDs, own...)
 	slices.Sort(e.CRDs)
 	return e

@@ -44,7 +44,7 @@ func TestReadManifests(t *testing.T) {
 		wantCRDs int
 	}{
 		{channel: "standard", wantCRDs: 10},
-		{channel: "experimental", wantCRDs: 13},
+		{channel: "experimental", wantCRDs: 14},
 	}
 	for _, tc := range tests {
 		t.Run(tc.channel, func(t *testing.T) {
