@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/controller/translator"
 )
 
 // addressPool gives each of our Gateways that asks for an address (no spec.addresses, or an
@@ -94,8 +96,8 @@ func asksForAddress(gw *gwapiv1.Gateway) bool {
 		if a.Type != nil && *a.Type != gwapiv1.IPAddressType {
 			return false
 		}
-		if a.Value == "" {
-			empty = true
+		if a.Value == "" && translator.RoutabilityUnsupported(a.Routability) == "" {
+			empty = true // an entry whose routability we cannot give gets nothing (GEP-5093)
 		}
 	}
 	return empty

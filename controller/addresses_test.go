@@ -40,6 +40,10 @@ func TestAddressPool(t *testing.T) {
 	hostname := gwapiv1.HostnameAddressType
 	byName := poolGateway("byname", "mine", 1)
 	byName.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: &hostname, Value: "lb.example.com"}, {Type: &ipType}}
+	cluster := poolGateway("cluster", "mine", 1)
+	cluster.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: &ipType, Routability: gwapiv1.GatewayAddressRoutabilityCluster}}
+	sentinel := poolGateway("sentinel", "mine", 2)
+	sentinel.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: &ipType, Routability: "testing.x-k8s.io/sentinel"}}
 	type step struct {
 		gateways []*gwapiv1.Gateway
 		want     map[string]string // gateway name → address; absent means none
@@ -106,6 +110,9 @@ func TestAddressPool(t *testing.T) {
 		}},
 		{name: "an unsupported address type gets none", pool: "10.250.0.0/24", steps: []step{
 			{gateways: []*gwapiv1.Gateway{byName}, want: map[string]string{}},
+		}},
+		{name: "a routability we cannot give gets none; the sentinel one does", pool: "10.250.0.0/24", steps: []step{
+			{gateways: []*gwapiv1.Gateway{cluster, sentinel}, want: map[string]string{"sentinel": "10.250.0.1"}},
 		}},
 		{name: "IPv6", pool: "fd00:250::/120", steps: []step{
 			{gateways: []*gwapiv1.Gateway{poolGateway("a", "mine", 1)}, want: map[string]string{"a": "fd00:250::"}},

@@ -231,6 +231,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 			if pool != nil {
 				opts.GatewayAddresses = pool.assign(store.Gateways, c.ourClasses(store))
 			}
+			claimed := c.claimed()
+			opts.Routability = reportsRoutability(claimed)
+			opts.StatusAddresses = c.opts.StatusAddresses
 			res := translator.Translate(ctx, store, opts)
 			c.stats.Translations.Add(1)
 			if c.docs.AwaitFirst(ctx, c.opts.DocumentWait) {
@@ -239,7 +242,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 				c.stats.Translations.Add(1)
 			}
 			c.docs.Sweep()
-			w.Desire(desired(res, c.claimed()))
+			w.Desire(desired(res, claimed))
 			last = res.Snapshot
 			if len(res.Problems) > 0 {
 				c.log.Debug("translation problems", zap.Int("count", len(res.Problems)))

@@ -21,6 +21,7 @@ func TestStockFeatures(t *testing.T) {
 		"GRPCRouteRequestHeaderModifier",
 		"Gateway",
 		"GatewayAddressEmpty",
+		"GatewayAddressRoutability",
 		"GatewayBackendClientCertificate",
 		"GatewayFrontendClientCertificateValidation",
 		"GatewayFrontendClientCertificateValidationInsecureFallback",

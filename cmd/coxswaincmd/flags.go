@@ -32,5 +32,6 @@ func (c *configFlags) check(fs *flag.FlagSet) bool {
 }
 
 func (c *configFlags) translateOptions() translator.Options {
-	return translator.Options{ControllerName: c.controllerName, AllowLoopbackEndpoints: c.allowLoopback}
+	// No CRD can prune status.addresses[].routability here: it is always reported (GEP-5093).
+	return translator.Options{ControllerName: c.controllerName, AllowLoopbackEndpoints: c.allowLoopback, Routability: true}
 }

@@ -30,6 +30,11 @@ var Core = []translation.Feature{
 	// one it cannot bind (AddressNotUsable) and other address types are not accepted
 	// (UnsupportedAddress).
 	{Name: gwfeatures.SupportGatewayStaticAddresses, Requires: []core.ModuleID{"listener.http"}},
+	// spec.addresses[].routability (GEP-5093): the default and the conformance sentinel are
+	// given, every status address reports its routability, AddressesAssigned says which entries
+	// are satisfied. Not GatewayAddressRoutabilityCluster: no address Coxswain gives is a Service
+	// ClusterIP (controller/translator/routability.go).
+	{Name: gwfeatures.SupportGatewayAddressRoutability, Requires: []core.ModuleID{"listener.http"}},
 	// The proxy picks the most specific listener hostname of a port and never falls back to a less
 	// specific one, so a listener's routes never answer for another listener.
 	{Name: gwfeatures.SupportGatewayHTTPListenerIsolation, Requires: []core.ModuleID{"listener.http"}},

@@ -91,7 +91,7 @@ type gate struct {
 func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g gate) gwapiv1.GatewayStatus {
 	addrs := desired.Addresses // the Gateway's own spec.addresses, when it asked for some
 	if len(addrs) == 0 {
-		addrs = g.Addresses
+		addrs = withRoutability(g.Addresses, desired.Conditions)
 	}
 	out := gwapiv1.GatewayStatus{
 		Addresses:            addrs,
@@ -104,6 +104,8 @@ func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g
 		// Only a Gateway the translator programmed lacks an address; one it did not (not
 		// accepted, an unusable spec address) keeps the reason that says why.
 		setFalse(out.Conditions, string(gwapiv1.GatewayConditionProgrammed), string(gwapiv1.GatewayReasonAddressNotAssigned),
+			"No address to publish: start the controller with --status-address", g)
+		setFalse(out.Conditions, string(gwapiv1.GatewayConditionAddressesAssigned), string(gwapiv1.GatewayReasonAddressesNotAssigned),
 			"No address to publish: start the controller with --status-address", g)
 		out.Conditions = mergeConditions(live.Conditions, out.Conditions)
 	case hold:

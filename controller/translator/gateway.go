@@ -29,7 +29,13 @@ type gatewayState struct {
 	// but none of it is programmed.
 	addrReason gwapiv1.GatewayConditionReason
 	addrMsg    string
-	listeners  []*listenerState
+	// routability is the spec routability each bind address satisfies (routability.go);
+	// unsatisfied names the spec.addresses entries no address satisfies (AddressesAssigned);
+	// published are the --status-address addresses a Gateway bound on every address reports.
+	routability map[string]gwapiv1.GatewayAddressRoutabilityType
+	unsatisfied []string
+	published   []gwapiv1.GatewayStatusAddress
+	listeners   []*listenerState
 	// clientCert is the Secret (IR name) presented to TLS backends, "" for none; backendTLS is
 	// why spec.tls.backend does not resolve (ok when it does, or is not set).
 	clientCert string
@@ -169,16 +175,29 @@ func infraParams(gw *gwapiv1.Gateway) string {
 // reports the rest, which the status writer turns into AddressNotUsable.
 func (t *session) gatewayAddresses(g *gatewayState) {
 	asks := len(g.gw.Spec.Addresses) == 0
+	var asking gwapiv1.GatewayAddressRoutabilityType // the routability of the first entry that asks
 	seen := map[string]bool{}
+	g.routability = map[string]gwapiv1.GatewayAddressRoutabilityType{}
 	for i, a := range g.gw.Spec.Addresses {
 		field := fmt.Sprintf("spec.addresses[%d]", i)
 		if typ := addressType(a.Type); typ != gwapiv1.IPAddressType {
 			msg := fmt.Sprintf("address type %q is not supported; only IPAddress", typ)
 			g.reject(gwapiv1.GatewayReasonUnsupportedAddress, field+": "+msg)
 			t.gatewayProblem(g, field+".type", string(gwapiv1.GatewayReasonUnsupportedAddress), msg)
+			g.unsatisfied = append(g.unsatisfied, field+": "+msg)
+			continue
+		}
+		if why := RoutabilityUnsupported(a.Routability); why != "" {
+			// GEP-5093: an entry whose routability cannot be given is left unsatisfied, never
+			// served with another scope; the other entries are served (PartiallyAssigned).
+			g.unsatisfied = append(g.unsatisfied, field+": "+why)
+			t.gatewayProblem(g, field+".routability", string(gwapiv1.GatewayReasonAddressesNotAssigned), why)
 			continue
 		}
 		if a.Value == "" {
+			if !asks {
+				asking = a.Routability
+			}
 			asks = true
 			continue
 		}
@@ -187,11 +206,13 @@ func (t *session) gatewayAddresses(g *gatewayState) {
 			msg := fmt.Sprintf("%q %s", a.Value, why)
 			g.noAddress(gwapiv1.GatewayReasonAddressNotUsable, field+": "+msg)
 			t.gatewayProblem(g, field+".value", string(gwapiv1.GatewayReasonAddressNotUsable), msg)
+			g.unsatisfied = append(g.unsatisfied, field+": "+msg)
 			continue
 		}
 		if s := ip.String(); !seen[s] {
 			seen[s] = true
 			g.addresses = append(g.addresses, s)
+			g.routability[s] = a.Routability
 		}
 	}
 	if asks {
@@ -200,14 +221,29 @@ func (t *session) gatewayAddresses(g *gatewayState) {
 		case ok:
 			if s := a.Unmap().String(); !seen[s] {
 				g.addresses = append(g.addresses, s)
+				g.routability[s] = asking
 			}
 		case len(g.addresses) > 0 || g.addrMsg != "":
+			if len(g.gw.Spec.Addresses) > 0 {
+				g.unsatisfied = append(g.unsatisfied, "an IPAddress entry without a value: no address to give it")
+			}
 		case t.opts.AssignsAddresses:
 			g.noAddress(gwapiv1.GatewayReasonAddressNotAssigned,
 				"The address pool has no free address: free one (delete a Gateway) or widen --gateway-address-pool")
+			g.unsatisfied = append(g.unsatisfied, g.addrMsg)
 		default:
 			g.addresses = []string{""}
+			if t.opts.Routability {
+				for _, sa := range t.opts.StatusAddresses {
+					r := asking
+					sa.Routability = &r
+					g.published = append(g.published, sa)
+				}
+			}
 		}
+	}
+	if len(g.addresses) == 0 && len(g.unsatisfied) > 0 && g.rejectReason == "" {
+		g.noAddress(gwapiv1.GatewayReasonAddressNotAssigned, "no spec.addresses entry can be satisfied: "+strings.Join(g.unsatisfied, "; "))
 	}
 	sort.Strings(g.addresses)
 }

@@ -94,8 +94,11 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	for _, a := range g.addresses {
 		if a != "" && g.rejectReason == "" && g.addrMsg == "" {
 			typ := gwapiv1.IPAddressType
-			st.Addresses = append(st.Addresses, gwapiv1.GatewayStatusAddress{Type: &typ, Value: a})
+			st.Addresses = append(st.Addresses, gwapiv1.GatewayStatusAddress{Type: &typ, Value: a, Routability: t.statusRoutability(g, a)})
 		}
+	}
+	if g.rejectReason == "" && g.addrMsg == "" {
+		st.Addresses = append(st.Addresses, g.published...)
 	}
 	acc := condState{ok: true, reason: string(gwapiv1.GatewayReasonAccepted), msg: "Gateway is accepted"}
 	switch {
@@ -131,6 +134,10 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 		t.cond(string(gwapiv1.GatewayConditionAccepted), acc.ok, acc.reason, acc.msg, gen),
 		t.cond(string(gwapiv1.GatewayConditionProgrammed), prog.ok, prog.reason, prog.msg, gen),
 		t.cond(string(gwapiv1.GatewayConditionResolvedRefs), res.ok, res.reason, res.msg, gen),
+	}
+	if t.opts.Routability {
+		as := t.addressesAssigned(g)
+		st.Conditions = append(st.Conditions, t.cond(string(gwapiv1.GatewayConditionAddressesAssigned), as.ok, as.reason, as.msg, gen))
 	}
 	if insecureFrontend(g.gw) {
 		st.Conditions = append(st.Conditions, t.cond(string(gwapiv1.GatewayConditionInsecureFrontendValidationMode), true,

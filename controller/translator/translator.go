@@ -37,6 +37,13 @@ type Options struct {
 	// AssignsAddresses says GatewayAddresses come from a pool: a Gateway that asks for an address
 	// and got none is not programmed (AddressNotAssigned) rather than bound on every address.
 	AssignsAddresses bool
+	// Routability reports status.addresses[].routability on every address and the
+	// AddressesAssigned condition (GEP-5093, GatewayAddressRoutability): set when the Gateway
+	// CRDs serve the field, since an API server without it would drop it from every write.
+	Routability bool
+	// StatusAddresses are the controller's --status-address values: with Routability, a Gateway
+	// bound on every address reports them itself, with the routability its spec asked for.
+	StatusAddresses []gwapiv1.GatewayStatusAddress
 	// Documents are the remote documents resolvers read (JWKS); nil means none can be fetched
 	// in this process, and a resolver that needs one reports it.
 	Documents translation.Documents
