@@ -91,7 +91,7 @@ type gate struct {
 func gatewayStatus(live gwapiv1.GatewayStatus, desired *gwapiv1.GatewayStatus, g gate) gwapiv1.GatewayStatus {
 	addrs := desired.Addresses // the Gateway's own spec.addresses, when it asked for some
 	if len(addrs) == 0 {
-		addrs = withRoutability(g.Addresses, desired.Conditions)
+		addrs = fallbackAddresses(g.Addresses, desired.Conditions)
 	}
 	out := gwapiv1.GatewayStatus{
 		Addresses:            addrs,

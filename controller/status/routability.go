@@ -6,19 +6,14 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// withRoutability is addrs, the controller's --status-address, as a Gateway whose translated
-// status reports routability (GEP-5093: it then carries AddressesAssigned) must publish them:
-// each with an explicit routability, the default, since the Gateway asked for nothing else (the
-// translator publishes them itself for a Gateway that did). addrs as they are otherwise.
-func withRoutability(addrs []gwapiv1.GatewayStatusAddress, desired []metav1.Condition) []gwapiv1.GatewayStatusAddress {
-	if meta.FindStatusCondition(desired, string(gwapiv1.GatewayConditionAddressesAssigned)) == nil {
-		return addrs
+// fallbackAddresses are the addresses to publish for a Gateway whose translated status has none:
+// the controller's --status-address, unless the translator reports routability (GEP-5093: its
+// status then carries AddressesAssigned). Such a translator publishes --status-address itself,
+// with the routability asked for, for every Gateway they satisfy, so a Gateway it gave none has
+// none: publishing them anyway would report an address for an entry that is not satisfied.
+func fallbackAddresses(addrs []gwapiv1.GatewayStatusAddress, desired []metav1.Condition) []gwapiv1.GatewayStatusAddress {
+	if meta.FindStatusCondition(desired, string(gwapiv1.GatewayConditionAddressesAssigned)) != nil {
+		return nil
 	}
-	out := make([]gwapiv1.GatewayStatusAddress, len(addrs))
-	for i, a := range addrs {
-		r := gwapiv1.GatewayAddressRoutabilityDefault
-		a.Routability = &r
-		out[i] = a
-	}
-	return out
+	return addrs
 }
