@@ -138,6 +138,10 @@ type gatewayConditions struct {
 		Gateways []struct {
 			Name   string `json:"name"`
 			Status struct {
+				Addresses []struct {
+					Value       string  `json:"value"`
+					Routability *string `json:"routability"`
+				} `json:"addresses"`
 				Conditions []struct {
 					Type   string `json:"type"`
 					Status string `json:"status"`
@@ -149,13 +153,16 @@ type gatewayConditions struct {
 }
 
 // programmed returns the Gateway's Programmed condition as "Status/Reason".
-func (g gatewayConditions) programmed(name string) string {
+func (g gatewayConditions) programmed(name string) string { return g.condition(name, "Programmed") }
+
+// condition returns the Gateway's condition typ as "Status/Reason".
+func (g gatewayConditions) condition(name, typ string) string {
 	for _, gw := range g.Report.Gateways {
 		if gw.Name != name {
 			continue
 		}
 		for _, c := range gw.Status.Conditions {
-			if c.Type == "Programmed" {
+			if c.Type == typ {
 				return c.Status + "/" + c.Reason
 			}
 		}
@@ -163,10 +170,30 @@ func (g gatewayConditions) programmed(name string) string {
 	return "(none)"
 }
 
+// addresses returns the Gateway's status.addresses as "value=routability" ("value" when the
+// routability is unset).
+func (g gatewayConditions) addresses(name string) []string {
+	var out []string
+	for _, gw := range g.Report.Gateways {
+		if gw.Name != name {
+			continue
+		}
+		for _, a := range gw.Status.Addresses {
+			s := a.Value
+			if a.Routability != nil {
+				s += "=" + *a.Routability
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // TestExamplesAddresses serves examples/addresses: Gateways blue and green share one port on
 // 127.0.0.2 and 127.0.0.3 and each answers with its own backend, while Gateway elsewhere, whose
-// 192.0.2.10 is not local, is Programmed=False AddressNotUsable. Nothing is sent to 192.0.2.10;
-// the proxy only tries to bind it.
+// 192.0.2.10 is not local, is Programmed=False AddressNotUsable, and Gateway internal, which asks
+// for routability Cluster, gets no address (AddressNotAssigned, AddressesAssigned=False
+// NotAssigned). Nothing is sent to 192.0.2.10; the proxy only tries to bind it.
 func TestExamplesAddresses(t *testing.T) {
 	port := freePort(t)
 	s := startServe(t, exampleFiles(t, "addresses", map[string]int{
@@ -195,14 +222,22 @@ func TestExamplesAddresses(t *testing.T) {
 			return fmt.Errorf("/status %d: %w", code, err)
 		}
 		got := map[string]string{}
-		for _, name := range []string{"blue", "green", "elsewhere"} {
-			got[name] = st.programmed(name)
+		for _, name := range []string{"blue", "green", "elsewhere", "internal"} {
+			got[name] = st.programmed(name) + " " + st.condition(name, "AddressesAssigned")
 		}
-		want := map[string]string{"blue": "True/Programmed", "green": "True/Programmed", "elsewhere": "False/AddressNotUsable"}
+		want := map[string]string{"blue": "True/Programmed True/AddressesAssigned", "green": "True/Programmed True/AddressesAssigned",
+			"elsewhere": "False/AddressNotUsable True/AddressesAssigned", "internal": "False/AddressNotAssigned False/NotAssigned"}
 		for name, w := range want {
 			if got[name] != w {
-				return fmt.Errorf("Programmed: got %v, want %v", got, want)
+				return fmt.Errorf("Programmed and AddressesAssigned: got %v, want %v", got, want)
 			}
+		}
+		// Every status address reports its routability, the default here; internal has none.
+		if a := st.addresses("blue"); !slices.Equal(a, []string{"127.0.0.2="}) {
+			return fmt.Errorf("blue status.addresses %q, want 127.0.0.2 with routability \"\"", a)
+		}
+		if a := st.addresses("internal"); len(a) != 0 {
+			return fmt.Errorf("internal status.addresses %q, want none", a)
 		}
 		return nil
 	})
@@ -210,8 +245,9 @@ func TestExamplesAddresses(t *testing.T) {
 	if len(st.Unbound) != 1 || !slices.Equal(st.Unbound[0].Gateways, []string{"default/elsewhere/http"}) {
 		t.Errorf("unboundListeners: got %+v, want only default/elsewhere/http", st.Unbound)
 	}
-	if len(st.Report.Problems) > 0 {
-		t.Errorf("/status problems: %+v", st.Report.Problems)
+	// The one problem: a routability Coxswain cannot give, named by its field.
+	if p := st.Report.Problems; len(p) != 1 || p[0].Object != "Gateway default/internal" || p[0].Field != "spec.addresses[0].routability" {
+		t.Errorf("/status problems: %+v, want only internal's spec.addresses[0].routability", p)
 	}
 }
 
