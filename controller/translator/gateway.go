@@ -189,9 +189,9 @@ func (t *session) gatewayAddresses(g *gatewayState) {
 		}
 		if why := RoutabilityUnsupported(a.Routability); why != "" {
 			// GEP-5093: an entry whose routability cannot be given is left unsatisfied, never
-			// served with another scope; the other entries are served (PartiallyAssigned).
-			g.unsatisfied = append(g.unsatisfied, field+": "+why)
-			t.gatewayProblem(g, field+".routability", string(gwapiv1.GatewayReasonAddressesNotAssigned), why)
+			// served with another scope; the other entries are served (PartiallyAssigned). A
+			// valid request this build cannot give, like a used-up pool: a condition, no problem.
+			g.unsatisfied = append(g.unsatisfied, field+".routability: "+why)
 			continue
 		}
 		if a.Value == "" {

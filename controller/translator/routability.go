@@ -24,9 +24,9 @@ func RoutabilityUnsupported(r gwapiv1.GatewayAddressRoutabilityType) string {
 	case r == gwapiv1.GatewayAddressRoutabilityDefault, r == RoutabilitySentinel:
 		return ""
 	case r == gwapiv1.GatewayAddressRoutabilityCluster:
-		return "routability Cluster is not supported: Coxswain's addresses are bound by its proxies or set by --status-address, none is a Service ClusterIP"
+		return "Cluster is not supported: Coxswain's addresses are bound by its proxies or set by --status-address, none is a Service ClusterIP"
 	}
-	return fmt.Sprintf("routability %q is not supported; only the default (empty) is", r)
+	return fmt.Sprintf("%q is not supported; only the default (empty) is", r)
 }
 
 // addressesAssigned is the AddressesAssigned condition (GEP-5093): every spec.addresses entry

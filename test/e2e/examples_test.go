@@ -245,9 +245,8 @@ func TestExamplesAddresses(t *testing.T) {
 	if len(st.Unbound) != 1 || !slices.Equal(st.Unbound[0].Gateways, []string{"default/elsewhere/http"}) {
 		t.Errorf("unboundListeners: got %+v, want only default/elsewhere/http", st.Unbound)
 	}
-	// The one problem: a routability Coxswain cannot give, named by its field.
-	if p := st.Report.Problems; len(p) != 1 || p[0].Object != "Gateway default/internal" || p[0].Field != "spec.addresses[0].routability" {
-		t.Errorf("/status problems: %+v, want only internal's spec.addresses[0].routability", p)
+	if len(st.Report.Problems) > 0 {
+		t.Errorf("/status problems: %+v", st.Report.Problems) // a routability we cannot give is not one
 	}
 }
 

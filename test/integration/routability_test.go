@@ -82,7 +82,7 @@ func TestAddressRoutability(t *testing.T) {
 			return err
 		}
 		for _, c := range gw.Status.Conditions {
-			if c.Type == "AddressesAssigned" && !strings.Contains(c.Message, "spec.addresses[0]: routability Cluster is not supported") {
+			if c.Type == "AddressesAssigned" && !strings.Contains(c.Message, "spec.addresses[0].routability: Cluster is not supported") {
 				return fmt.Errorf("AddressesAssigned message %q", c.Message)
 			}
 		}
