@@ -20,10 +20,10 @@ const RoutabilitySentinel gwapiv1.GatewayAddressRoutabilityType = "testing.x-k8s
 // for it. Any other value (other testing.x-k8s.io ones included) is not ours to promise, and the
 // GEP forbids substituting another scope.
 func RoutabilityUnsupported(r gwapiv1.GatewayAddressRoutabilityType) string {
-	switch {
-	case r == gwapiv1.GatewayAddressRoutabilityDefault, r == RoutabilitySentinel:
+	switch r {
+	case gwapiv1.GatewayAddressRoutabilityDefault, RoutabilitySentinel:
 		return ""
-	case r == gwapiv1.GatewayAddressRoutabilityCluster:
+	case gwapiv1.GatewayAddressRoutabilityCluster:
 		return "Cluster is not supported: Coxswain's addresses are bound by its proxies or set by --status-address, none is a Service ClusterIP"
 	}
 	return fmt.Sprintf("%q is not supported; only the default (empty) is", r)
