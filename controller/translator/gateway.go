@@ -169,7 +169,10 @@ func infraParams(gw *gwapiv1.Gateway) string {
 //   - no entry, or an IPAddress entry without a value, asks for an address: the one the
 //     controller gave the Gateway from its pool, when it gave one; else nothing more when the
 //     spec names addresses of its own (a port cannot be bound on every address and on one);
-//     else, with a pool, none (AddressNotAssigned: it is not programmed); else every address.
+//     else, with a pool, none (AddressNotAssigned: it is not programmed); else every address;
+//   - an entry whose routability we cannot give (routability.go) is left unsatisfied: it binds
+//     and asks for nothing, and a Gateway with no entry satisfied is not programmed
+//     (AddressNotAssigned); the AddressesAssigned condition lists them.
 //
 // Whether a valid address is local to a proxy only the proxy knows: it binds what it can and
 // reports the rest, which the status writer turns into AddressNotUsable.
@@ -225,7 +228,8 @@ func (t *session) gatewayAddresses(g *gatewayState) {
 			}
 		case len(g.addresses) > 0 || g.addrMsg != "":
 			if len(g.gw.Spec.Addresses) > 0 {
-				g.unsatisfied = append(g.unsatisfied, "an IPAddress entry without a value: no address to give it")
+				g.unsatisfied = append(g.unsatisfied, "an IPAddress entry without a value gets no address: "+
+					"no --gateway-address-pool address is free for it, and a Gateway naming addresses is not bound on every address")
 			}
 		case t.opts.AssignsAddresses:
 			g.noAddress(gwapiv1.GatewayReasonAddressNotAssigned,
