@@ -5,6 +5,8 @@
 #   bench/run.sh -bench b1,b2,b3,b4,b7,b8
 # Results: bench/results/<UTC stamp>.json and bench/results/latest.json.
 set -euo pipefail
+# Gateway API v1.7.0 needs Go 1.27: the toolchain comes from the module proxy (see the Makefile).
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 cd "$(dirname "$0")/.."
 BIN=$(pwd)/.cache/bench/bin
 export BENCH_BIN=$BIN

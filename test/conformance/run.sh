@@ -24,6 +24,8 @@
 #   CONFORMANCE_PARALLEL (default 4) sets go test -parallel; CONFORMANCE_TIMEOUT (default 45m),
 #   per channel.
 set -euo pipefail
+# Gateway API v1.7.0 needs Go 1.27: the toolchain comes from the module proxy (see the Makefile).
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 
 GATEWAY_API_VERSION=v1.7.0
 

@@ -14,6 +14,8 @@
 #   --force     rebuild even when the stamps match
 #   --check     build nothing; exit 0 when up to date, 1 otherwise
 set -euo pipefail
+# Gateway API v1.7.0 needs Go 1.27: the toolchain comes from the module proxy (see the Makefile).
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 
 # Pinned versions. The staging modules (k8s.io/api, k8s.io/apiserver, ...) are
 # published as v0.X.Y for Kubernetes v1.X.Y.
