@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"context"
+	"net"
+	"time"
+)
 
 // Cluster is a cluster of the snapshot as a module that calls a service of its own sees it (an
 // external authorization filter calling its auth service): the cluster's current endpoints
@@ -15,6 +19,11 @@ type Cluster interface {
 	// ConnectTimeout bounds connecting to an endpoint (the cluster's CoxswainBackendPolicy, else
 	// the proxy's default).
 	ConnectTimeout() time.Duration
+	// DialTLS connects to an endpoint address and runs the cluster's upstream TLS handshake
+	// (BackendTLSPolicy: its CA, SNI, SAN checks and the Gateway's client certificate), as the
+	// proxy's own connections to the cluster do; nil when the cluster is cleartext. Shaped as
+	// http.Transport's DialTLSContext.
+	DialTLS() func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Clusters gives modules the clusters of the snapshot being built (BuildContext.Clusters).

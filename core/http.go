@@ -69,6 +69,16 @@ type HTTPResponseFilter interface {
 	FilterResponse(r *http.Request, status int, header http.Header)
 }
 
+// HTTPLocalResponseFilter is optionally implemented by a filter whose response headers belong on
+// the responses the engine makes itself too, not only on the upstream's: the engine's errors on
+// the route (no backend, no endpoint, 502, 503, 504), and the answer of a request filter that
+// runs after it in the chain (a denial). CORS is the case: a browser hides from the page any
+// answer without Access-Control-Allow-Origin, errors included. It is called instead of
+// FilterResponse, never with it, on the header before it is written.
+type HTTPLocalResponseFilter interface {
+	FilterLocalResponse(r *http.Request, status int, header http.Header)
+}
+
 // HTTPMiddleware wraps the rest of the chain, for filters that must see the body or the whole
 // exchange (compression, mirroring). Wrap is called once per table build, never per request.
 type HTTPMiddleware interface {

@@ -1,8 +1,6 @@
 package translator
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,8 +16,6 @@ import (
 
 // BackendTLSPolicyKind is the Kind of gateway.networking.k8s.io/v1 BackendTLSPolicy.
 const BackendTLSPolicyKind = "BackendTLSPolicy"
-
-// CACertificateKey is the key of a CA bundle in a ConfigMap (or Secret) a BackendTLSPolicy names.
 
 // backendTLSPolicy is one BackendTLSPolicy while it is translated. Its ancestors are the
 // Gateways whose routes reach a Service port it targets (GEP-713: a backend policy's status is
@@ -135,62 +131,11 @@ func (t *session) compileBackendTLS(p *backendTLSPolicy) {
 	}
 }
 
-// caBundle reads the PEM CA certificates of one caCertificateRef: key ca.crt of a ConfigMap (or
-// of a Secret) in the policy's namespace, every block a certificate that parses.
+// caBundle reads the CA certificates of one caCertificateRef (readCA): a ConfigMap or Secret in
+// the policy's namespace, or a ClusterTrustBundle.
 func (t *session) caBundle(ns string, ref gwapiv1.LocalObjectReference) ([]byte, gwapiv1.PolicyConditionReason, error) {
-	var data []byte
-	var ok bool
-	switch {
-	case ref.Group == "" && ref.Kind == "ConfigMap":
-		cm := t.configMap(nn(ns, string(ref.Name)))
-		if cm == nil {
-			return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("ConfigMap %s/%s does not exist", ns, ref.Name)
-		}
-		var s string
-		if s, ok = cm.Data[CACertificateKey]; ok {
-			data = []byte(s)
-		} else {
-			data, ok = cm.BinaryData[CACertificateKey]
-		}
-	case ref.Group == "" && ref.Kind == "Secret":
-		sec := t.secrets[nn(ns, string(ref.Name))]
-		if sec == nil {
-			return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("Secret %s/%s does not exist (or is not of type %s, the only Secrets watched)", ns, ref.Name, corev1.SecretTypeTLS)
-		}
-		data = secretData(sec, CACertificateKey)
-		ok = data != nil
-	default:
-		return nil, gwapiv1.BackendTLSPolicyReasonInvalidKind, fmt.Errorf("%s %s: only ConfigMaps and Secrets hold CA certificates", groupKind(string(ref.Group), string(ref.Kind)), ref.Name)
-	}
-	if !ok {
-		return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("%s %s/%s has no key %s", ref.Kind, ns, ref.Name, CACertificateKey)
-	}
-	n, err := countCertificates(data)
-	if err != nil || n == 0 {
-		if err == nil {
-			err = fmt.Errorf("no PEM CERTIFICATE block")
-		}
-		return nil, gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef, fmt.Errorf("%s %s/%s key %s: %w", ref.Kind, ns, ref.Name, CACertificateKey, err)
-	}
-	return data, "", nil
-}
-
-func countCertificates(b []byte) (int, error) {
-	n := 0
-	for {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			return n, nil
-		}
-		if blk.Type != "CERTIFICATE" {
-			continue
-		}
-		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
-			return n, fmt.Errorf("certificate %d: %w", n+1, err)
-		}
-		n++
-	}
+	b, fault, err := t.readCA(caSource{group: string(ref.Group), kind: string(ref.Kind), name: string(ref.Name), ns: ns, secrets: true})
+	return b, caPolicyReasons[fault], err
 }
 
 // backendTLSFor returns the UpstreamTLS of a cluster of Service svc port sp reached from listener

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -47,6 +48,9 @@ func tlsPolicy(name string, age int, caKind, caName string, targets ...string) *
 	}
 	if caKind != "" {
 		p.Spec.Validation.CACertificateRefs = []gwapiv1.LocalObjectReference{{Kind: gwapiv1.Kind(caKind), Name: gwapiv1.ObjectName(caName)}}
+		if caKind == "ClusterTrustBundle" {
+			p.Spec.Validation.CACertificateRefs[0].Group = certificatesv1.GroupName
+		}
 	}
 	for _, tg := range targets {
 		ref := gwapiv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{Kind: "Service"}}
@@ -58,6 +62,11 @@ func tlsPolicy(name string, age int, caKind, caName string, targets ...string) *
 		p.Spec.TargetRefs = append(p.Spec.TargetRefs, ref)
 	}
 	return p
+}
+
+func trustBundle(name string, pemBytes []byte) *certificatesv1.ClusterTrustBundle {
+	return &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: string(pemBytes)}}
 }
 
 func caConfigMap(name string, data map[string]string) *corev1.ConfigMap {
@@ -73,6 +82,7 @@ func tlsStore(t *testing.T) (*Store, []byte) {
 	s.Add(streamGVK.GroupKind(), pgRoute())
 	s.ConfigMaps = []*corev1.ConfigMap{caConfigMap("ca", map[string]string{"ca.crt": string(ca)}),
 		caConfigMap("empty", map[string]string{}), caConfigMap("junk", map[string]string{"ca.crt": "not a certificate"})}
+	s.ClusterTrustBundles = []*certificatesv1.ClusterTrustBundle{trustBundle("junk", []byte("not a certificate"))}
 	return s, ca
 }
 
@@ -118,6 +128,30 @@ func TestBackendTLSPolicy(t *testing.T) {
 			t.Errorf("conditions %+v", got)
 		}
 	})
+	t.Run("a ClusterTrustBundle CA, beside a ConfigMap's", func(t *testing.T) {
+		s, ca := tlsStore(t)
+		ca2, _ := selfSigned(t, "ca2")
+		s.ClusterTrustBundles = append(s.ClusterTrustBundles, trustBundle("bundle", ca2))
+		p := tlsPolicy("pg", 0, "ClusterTrustBundle", "bundle", "pg")
+		s.BackendTLSPolicies = []*gwapiv1.BackendTLSPolicy{p}
+		res := translateTLS(t, s)
+		if got := res.Snapshot.Clusters[0].GetTls().GetCaPem(); string(got) != string(ca2) {
+			t.Fatalf("cluster CA %q, want the bundle's", got)
+		}
+		if got := tlsAncestor(t, res, "pg"); got != (ancestorConds{"True", "Accepted", "True", "ResolvedRefs"}) {
+			t.Errorf("conditions %+v", got)
+		}
+		p.Spec.Validation.CACertificateRefs = append(p.Spec.Validation.CACertificateRefs,
+			gwapiv1.LocalObjectReference{Kind: "ConfigMap", Name: "ca"},
+			gwapiv1.LocalObjectReference{Kind: "ClusterTrustBundle", Name: "bundle"}) // no group: not the certificates.k8s.io kind
+		res = translateTLS(t, s)
+		if got := res.Snapshot.Clusters[0].GetTls().GetCaPem(); string(got) != string(ca2)+string(ca) {
+			t.Fatalf("cluster CA %q, want both bundles", got)
+		}
+		if got := tlsAncestor(t, res, "pg"); got != (ancestorConds{"True", "Accepted", "False", "InvalidKind"}) {
+			t.Errorf("conditions %+v", got)
+		}
+	})
 	t.Run("system roots", func(t *testing.T) {
 		s, _ := tlsStore(t)
 		p := tlsPolicy("pg", 0, "", "", "pg")
@@ -136,6 +170,8 @@ func TestBackendTLSPolicy(t *testing.T) {
 		{"ConfigMap without ca.crt", "ConfigMap", "empty", ancestorConds{"False", "NoValidCACertificate", "False", "InvalidCACertificateRef"}},
 		{"ConfigMap with junk", "ConfigMap", "junk", ancestorConds{"False", "NoValidCACertificate", "False", "InvalidCACertificateRef"}},
 		{"unsupported kind", "Pod", "ca", ancestorConds{"False", "NoValidCACertificate", "False", "InvalidKind"}},
+		{"missing ClusterTrustBundle", "ClusterTrustBundle", "gone", ancestorConds{"False", "NoValidCACertificate", "False", "InvalidCACertificateRef"}},
+		{"ClusterTrustBundle with junk", "ClusterTrustBundle", "junk", ancestorConds{"False", "NoValidCACertificate", "False", "InvalidCACertificateRef"}},
 	} {
 		t.Run(tc.name+" trusts nothing", func(t *testing.T) {
 			s, _ := tlsStore(t)

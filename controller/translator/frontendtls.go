@@ -1,20 +1,12 @@
 package translator
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 
-	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
-
-// CACertificateKey is the ConfigMap key a CA bundle is read from (Gateway API caCertificateRefs).
-const CACertificateKey = "ca.crt"
 
 // frontendValidation resolves the client certificate validation the Gateway asks of an HTTPS
 // listener (spec.tls.frontend: the perPort entry of its port, else the default). Each bad
@@ -102,93 +94,17 @@ func (t *session) rejectListenerAt(l *listenerState, field string, reason gwapiv
 	t.gatewayProblem(l.gw, field, string(reason), msg)
 }
 
-// resolveCACertificate reads the PEM CA certificates one caCertificateRef names: the ca.crt key
-// of a ConfigMap (in another namespace only with a ReferenceGrant), or a ClusterTrustBundle's
-// trustBundle. It checks that at least one certificate parses, so a bad bundle becomes a
-// condition instead of a proxy nack.
+// resolveCACertificate reads the CA certificates one caCertificateRef of Gateway g names
+// (readCA); a ConfigMap in another namespace only with a ReferenceGrant.
 func (t *session) resolveCACertificate(g *gatewayState, ref gwapiv1.ObjectReference) ([]byte, gwapiv1.ListenerConditionReason, error) {
-	ns := g.key.Namespace
+	r := caSource{group: string(ref.Group), kind: string(ref.Kind), name: string(ref.Name), ns: g.key.Namespace}
 	if ref.Namespace != nil && *ref.Namespace != "" {
-		ns = string(*ref.Namespace)
+		r.ns, r.nsSet = string(*ref.Namespace), true
 	}
-	var data, what string
-	switch {
-	case ref.Group == "" && ref.Kind == "ConfigMap":
-		what = fmt.Sprintf("ConfigMap %s/%s", ns, ref.Name)
-		if ns != g.key.Namespace && !t.granted(gwapiv1.GroupName, "Gateway", g.key.Namespace, "", "ConfigMap", ns, string(ref.Name)) {
-			return nil, gwapiv1.ListenerReasonRefNotPermitted, fmt.Errorf("%s is not permitted by any ReferenceGrant", what)
-		}
-		cm := t.configMap(nn(ns, string(ref.Name)))
-		if cm == nil {
-			return nil, gwapiv1.ListenerReasonInvalidCACertificateRef, fmt.Errorf("%s does not exist", what)
-		}
-		var ok bool
-		if data, ok = cm.Data[CACertificateKey]; !ok {
-			return nil, gwapiv1.ListenerReasonInvalidCACertificateRef, fmt.Errorf("%s has no key %s", what, CACertificateKey)
-		}
-	case ref.Group == certificatesv1.GroupName && ref.Kind == "ClusterTrustBundle":
-		what = fmt.Sprintf("ClusterTrustBundle %s", ref.Name)
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			return nil, gwapiv1.ListenerReasonInvalidCACertificateRef, fmt.Errorf("%s is cluster-scoped: namespace must be unset", what)
-		}
-		ctb := t.clusterTrustBundle(string(ref.Name))
-		if ctb == nil {
-			return nil, gwapiv1.ListenerReasonInvalidCACertificateRef, fmt.Errorf("%s does not exist", what)
-		}
-		data = ctb.Spec.TrustBundle
-	default:
-		return nil, gwapiv1.ListenerReasonInvalidCACertificateKind,
-			fmt.Errorf("%s %s: only ConfigMaps (key %s) and ClusterTrustBundles (group %s) hold CA certificates",
-				groupKind(string(ref.Group), string(ref.Kind)), ref.Name, CACertificateKey, certificatesv1.GroupName)
+	if r.group == "" && r.kind == "ConfigMap" && r.ns != g.key.Namespace &&
+		!t.granted(gwapiv1.GroupName, "Gateway", g.key.Namespace, "", "ConfigMap", r.ns, r.name) {
+		return nil, gwapiv1.ListenerReasonRefNotPermitted, fmt.Errorf("ConfigMap %s/%s is not permitted by any ReferenceGrant", r.ns, r.name)
 	}
-	if err := checkCABundle([]byte(data)); err != nil {
-		return nil, gwapiv1.ListenerReasonInvalidCACertificateRef, fmt.Errorf("%s: %w", what, err)
-	}
-	return []byte(data), "", nil
-}
-
-// checkCABundle accepts PEM that holds at least one certificate and no certificate that fails to
-// parse.
-func checkCABundle(b []byte) error {
-	n := 0
-	for {
-		var block *pem.Block
-		block, b = pem.Decode(b)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return fmt.Errorf("certificate %d does not parse: %w", n+1, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return fmt.Errorf("no PEM certificate in %s", CACertificateKey)
-	}
-	return nil
-}
-
-// configMap and clusterTrustBundle look up the store, indexing it on first use: most
-// translations name no CA at all.
-func (t *session) configMap(k types.NamespacedName) *corev1.ConfigMap {
-	if t.configMaps == nil {
-		t.configMaps = map[types.NamespacedName]*corev1.ConfigMap{}
-		for _, cm := range t.store.ConfigMaps {
-			t.configMaps[nn(cm.Namespace, cm.Name)] = cm
-		}
-	}
-	return t.configMaps[k]
-}
-
-func (t *session) clusterTrustBundle(name string) *certificatesv1.ClusterTrustBundle {
-	if t.trustBundles == nil {
-		t.trustBundles = map[string]*certificatesv1.ClusterTrustBundle{}
-		for _, b := range t.store.ClusterTrustBundles {
-			t.trustBundles[b.Name] = b
-		}
-	}
-	return t.trustBundles[name]
+	b, fault, err := t.readCA(r)
+	return b, caListenerReasons[fault], err
 }

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/coxswain-labs/coxswain/core"
@@ -28,3 +30,7 @@ func (u clusterHandle) Name() string { return u.cl.name }
 func (u clusterHandle) Pick(info *core.PickInfo) *core.Endpoint { return u.cl.balancer.Pick(info) }
 
 func (u clusterHandle) ConnectTimeout() time.Duration { return u.cl.conn.connect }
+
+func (u clusterHandle) DialTLS() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return u.cl.conn.dialTLS()
+}

@@ -158,6 +158,7 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt.errw = localErrors(ruleFilters, rt.errw)
 	backends := r.GetBackends()
 	choice := &backendChoice{errw: rt.errw, backends: make([]http.Handler, 0, len(backends))}
 	weights := make([]uint32, len(backends))
@@ -281,7 +282,7 @@ func chain(fs []loadedFilter, next http.Handler) http.Handler {
 			h = fs[i].mw.WrapHTTP(h)
 		}
 		if fs[i].req != nil {
-			h = &requestStage{f: fs[i].req, next: h}
+			h = &requestStage{f: fs[i].req, next: h, local: localFilters(fs[:i])}
 		}
 	}
 	return h
@@ -290,9 +291,20 @@ func chain(fs []loadedFilter, next http.Handler) http.Handler {
 type requestStage struct {
 	f    core.HTTPRequestFilter
 	next http.Handler
+	// local are the HTTPLocalResponseFilters before f in the chain: an answer f writes itself
+	// gets their headers (localreply.go).
+	local []core.HTTPLocalResponseFilter
 }
 
 func (s *requestStage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(s.local) > 0 {
+		// Only f writes through the wrapper; the rest of the chain, and the forwarder's fast
+		// path, get w itself.
+		if s.f.FilterRequest(&localReplyWriter{ResponseWriter: w, r: r, local: s.local}, r) {
+			s.next.ServeHTTP(w, r)
+		}
+		return
+	}
 	if s.f.FilterRequest(w, r) {
 		s.next.ServeHTTP(w, r)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -123,14 +124,32 @@ func TestBackendTLSPolicy(t *testing.T) {
 	}
 	createService(t, e, ns, "secure", "10.99.81.1")
 	createService(t, e, ns, "wrong-san", "10.99.81.1")
+	createService(t, e, ns, "bundled", "10.99.81.1")
 	createRoute(t, e, httpRoute(ns, "r", []gwapiv1.ParentReference{parentRef(ns, "gw")}, nil,
-		prefixRule("/secure", backendRef("secure", 1)), prefixRule("/wrong-san", backendRef("wrong-san", 1))))
+		prefixRule("/secure", backendRef("secure", 1)), prefixRule("/wrong-san", backendRef("wrong-san", 1)),
+		prefixRule("/bundled", backendRef("bundled", 1))))
+	// The CA of Service bundled comes from a ClusterTrustBundle (cluster-scoped, so named after the
+	// test's namespace).
+	bundle := "coxswain-it-" + ns
+	if _, err := e.Kube.CertificatesV1().ClusterTrustBundles().Create(ctxFor(t), &certificatesv1.ClusterTrustBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: bundle}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: string(ca.pem)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating a ClusterTrustBundle (certificates.k8s.io/v1): %v", err)
+	}
+	t.Cleanup(func() {
+		_ = e.Kube.CertificatesV1().ClusterTrustBundles().Delete(ctxFor(t), bundle, metav1.DeleteOptions{})
+	})
+	caRefs := map[string]gwapiv1.LocalObjectReference{"bundled": {Group: certificatesv1.GroupName, Kind: "ClusterTrustBundle", Name: gwapiv1.ObjectName(bundle)}}
 	policy := func(name, svc string, sans ...gwapiv1.SubjectAltName) {
+		ref, ok := caRefs[svc]
+		if !ok {
+			ref = gwapiv1.LocalObjectReference{Kind: "ConfigMap", Name: "ca"}
+		}
 		p := &gwapiv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gwapiv1.BackendTLSPolicySpec{
 			TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
 				Kind: "Service", Name: gwapiv1.ObjectName(svc)}, SectionName: ptr.To(gwapiv1.SectionName("http"))}},
 			Validation: gwapiv1.BackendTLSPolicyValidation{Hostname: "secure.internal", SubjectAltNames: sans,
-				CACertificateRefs: []gwapiv1.LocalObjectReference{{Kind: "ConfigMap", Name: "ca"}}},
+				CACertificateRefs: []gwapiv1.LocalObjectReference{ref}},
 		}}
 		if _, err := e.Gateway.GatewayV1().BackendTLSPolicies(ns).Create(ctxFor(t), p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -138,6 +157,7 @@ func TestBackendTLSPolicy(t *testing.T) {
 	}
 	policy("secure", "secure")
 	policy("wrong-san", "wrong-san", gwapiv1.SubjectAltName{Type: gwapiv1.HostnameSubjectAltNameType, Hostname: "other.internal"})
+	policy("bundled", "bundled")
 
 	t.Run("TLS with the Gateway's client certificate", func(t *testing.T) {
 		eventually(t, "GET /secure over TLS", func() error {
@@ -156,6 +176,16 @@ func TestBackendTLSPolicy(t *testing.T) {
 	t.Run("a SAN the certificate lacks is refused", func(t *testing.T) {
 		served(t, port, "any", "/wrong-san", 502, "")
 		waitTLSPolicy(t, e, ns, "wrong-san", "Accepted", "True", "Accepted")
+	})
+	t.Run("a ClusterTrustBundle CA, and its deletion", func(t *testing.T) {
+		served(t, port, "any", "/bundled", 200, "secure")
+		waitTLSPolicy(t, e, ns, "bundled", "ResolvedRefs", "True", "ResolvedRefs")
+		if err := e.Kube.CertificatesV1().ClusterTrustBundles().Delete(ctxFor(t), bundle, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitTLSPolicy(t, e, ns, "bundled", "Accepted", "False", "NoValidCACertificate")
+		waitTLSPolicy(t, e, ns, "bundled", "ResolvedRefs", "False", "InvalidCACertificateRef")
+		served(t, port, "any", "/bundled", 502, "")
 	})
 	t.Run("a ConfigMap edit is followed", func(t *testing.T) {
 		setCA := func(data string) {

@@ -9,7 +9,8 @@
 //     -Expose-Headers and -Max-Age; from another origin none of them.
 //   - Any other request with an allowed Origin goes upstream as it is, and its response gets
 //     Access-Control-Allow-Origin, -Allow-Credentials and -Expose-Headers, replacing what the
-//     backend set.
+//     backend set. The answers the engine makes itself after the filter ran (its errors, a later
+//     filter's denial) get the same headers (core.HTTPLocalResponseFilter).
 //   - The answers depend on Origin, so every response says Vary: Origin (and a preflight also
 //     the two request headers it read), unless it allows any origin without credentials, where
 //     the answer is "*" for all.
@@ -36,10 +37,11 @@ import (
 func init() { core.RegisterModule((*CORS)(nil)) }
 
 var (
-	_ core.HTTPRequestFilter  = (*CORS)(nil)
-	_ core.HTTPResponseFilter = (*CORS)(nil)
-	_ core.Provisioner        = (*CORS)(nil)
-	_ core.ConfigChecker      = (*CORS)(nil)
+	_ core.HTTPRequestFilter       = (*CORS)(nil)
+	_ core.HTTPResponseFilter      = (*CORS)(nil)
+	_ core.HTTPLocalResponseFilter = (*CORS)(nil)
+	_ core.Provisioner             = (*CORS)(nil)
+	_ core.ConfigChecker           = (*CORS)(nil)
 )
 
 // Canonical header names.
@@ -296,4 +298,12 @@ func first(h http.Header, key string) (string, bool) {
 		return "", false
 	}
 	return vv[0], true
+}
+
+// FilterLocalResponse implements core.HTTPLocalResponseFilter: the engine's own answers (no
+// endpoint, 502, 503, a later filter's denial) carry the same headers as an upstream's, so the
+// page can read the error instead of the browser hiding it behind a CORS failure. A preflight's
+// answer is the filter's own and is not concerned.
+func (c *CORS) FilterLocalResponse(r *http.Request, status int, h http.Header) {
+	c.FilterResponse(r, status, h)
 }

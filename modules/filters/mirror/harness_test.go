@@ -46,11 +46,29 @@ func newBackend(t testing.TB, name string, handle func(http.ResponseWriter, *htt
 func newH2CBackend(t testing.TB, name string) *backend { return startBackend(t, name, nil, true) }
 
 func startBackend(t testing.TB, name string, handle func(http.ResponseWriter, *http.Request), h2c bool) *backend {
+	return serveBackend(t, name, handle, func(srv *httptest.Server) {
+		if h2c {
+			var p http.Protocols
+			p.SetUnencryptedHTTP2(true)
+			srv.Config.Protocols = &p
+		}
+		srv.Start()
+	})
+}
+
+// serveBackend is a recording backend that start configures and starts.
+func serveBackend(t testing.TB, name string, handle func(http.ResponseWriter, *http.Request), start func(*httptest.Server)) *backend {
 	b := &backend{got: make(chan seen, 4096), handle: handle}
 	b.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		hdr := r.Header.Clone()
 		hdr.Set("X-Seen-Proto", r.Proto)
+		if r.TLS != nil {
+			hdr.Set("X-Seen-SNI", r.TLS.ServerName)
+			if len(r.TLS.PeerCertificates) > 0 {
+				hdr.Set("X-Seen-Client", r.TLS.PeerCertificates[0].Subject.CommonName)
+			}
+		}
 		select {
 		case b.got <- seen{r.Method, r.RequestURI, r.Host, hdr, body}:
 		default:
@@ -61,12 +79,7 @@ func startBackend(t testing.TB, name string, handle func(http.ResponseWriter, *h
 		}
 		_, _ = io.WriteString(w, name)
 	}))
-	if h2c {
-		var p http.Protocols
-		p.SetUnencryptedHTTP2(true)
-		b.srv.Config.Protocols = &p
-	}
-	b.srv.Start()
+	start(b.srv)
 	t.Cleanup(b.srv.Close)
 	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
 	n, _ := strconv.Atoi(port)
@@ -114,6 +127,9 @@ type options struct {
 	before []*irv1.ModuleConfig
 	// h2c makes the mirror clusters cleartext HTTP/2 (a GRPCRoute's).
 	h2c bool
+	// tls is the mirror clusters' upstream TLS, secrets the snapshot's (its client certificate).
+	tls     *irv1.UpstreamTLS
+	secrets []*irv1.Secret
 }
 
 func mirrorCluster(i int) string { return "ns/mirror-" + strconv.Itoa(i) + ":80" }
@@ -140,8 +156,10 @@ func start(t testing.TB, primary *backend, mirrors []*backend, o options) *harne
 		if o.h2c {
 			c.Protocol = irv1.Cluster_H2C
 		}
+		c.Tls = o.tls
 		snap.Clusters = append(snap.Clusters, c)
 	}
+	snap.Secrets = append(snap.Secrets, o.secrets...)
 	if err := irv1.Seal(snap); err != nil {
 		t.Fatal(err)
 	}

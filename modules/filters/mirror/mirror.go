@@ -11,7 +11,8 @@
 //     longer body is not mirrored (result "body_too_large"), and neither is a body the primary
 //     exchange did not read to its end (result "body_incomplete", say a backend that answered
 //     early or an unreachable primary). Nothing is read on the mirror's behalf.
-//   - Mirror requests use connections of their own (one transport per mirror cluster), so a
+//   - Mirror requests use connections of their own (one transport per mirror cluster, over the
+//     cluster's upstream TLS when it has one: core.Cluster.DialTLS), so a
 //     slow or dead mirror cannot hold the connections the primary traffic needs.
 //
 // The mirror sees the request the primary would have: the same method, Host, path, query and
@@ -22,6 +23,8 @@
 package mirror
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -30,6 +33,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
@@ -136,9 +140,9 @@ func (m *Mirror) Provision(bc *core.BuildContext) error {
 	}
 	m.cluster = c
 	h2c := protocolOf(bc.Snapshot, m.Cluster) == irv1.Cluster_H2C
-	key := fmt.Sprintf("%s/%s/h2c=%t/%s/%+v", ModuleID, c.Name(), h2c, c.ConnectTimeout(), set)
+	key := fmt.Sprintf("%s/%s/h2c=%t/%s/%+v/%s", ModuleID, c.Name(), h2c, c.ConnectTimeout(), set, tlsKey(bc.Snapshot, m.Cluster))
 	m.send, err = core.Shared(bc, key, func() (*sender, error) {
-		return newSender(bc.Log, c.Name(), h2c, c.ConnectTimeout(), set), nil
+		return newSender(bc.Log, c, h2c, set), nil
 	})
 	return err
 }
@@ -215,4 +219,29 @@ type job struct {
 	hasBody      bool
 	client, peer netip.AddrPort
 	tls          bool
+}
+
+// tlsKey identifies the upstream TLS of cluster in snap (its description and its client
+// certificate's content), "" for cleartext: a sender is shared only while the TLS it dials with
+// is the same, so a rotated CA or key pair gets a new sender (and fresh connections).
+func tlsKey(snap *irv1.Snapshot, cluster string) string {
+	var ut *irv1.UpstreamTLS
+	for _, c := range snap.GetClusters() {
+		if c.GetName() == cluster {
+			ut = c.GetTls()
+		}
+	}
+	if ut == nil {
+		return ""
+	}
+	h := sha256.New()
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(ut)
+	h.Write(b)
+	for _, s := range snap.GetSecrets() {
+		if s.GetName() == ut.GetClientCertificate() {
+			b, _ = proto.MarshalOptions{Deterministic: true}.Marshal(s)
+			h.Write(b)
+		}
+	}
+	return "tls=" + hex.EncodeToString(h.Sum(nil))
 }

@@ -53,6 +53,7 @@ type sender struct {
 	log     *zap.Logger
 	cluster string
 	tr      *http.Transport
+	scheme  string // "https" when the cluster has upstream TLS
 	timeout time.Duration
 	jobs    chan *job
 	ctx     context.Context
@@ -62,22 +63,36 @@ type sender struct {
 	suppressed atomic.Int64 // failures and drops not logged since
 }
 
-func newSender(log *zap.Logger, cluster string, h2c bool, connect time.Duration, s settings) *sender {
-	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+// newSender makes the sender of cluster c. A cluster with upstream TLS (BackendTLSPolicy) gets
+// the copies over the cluster's own TLS dialer, so a mirror verifies and presents exactly what
+// the primary traffic to that cluster does; an h2c cluster speaks HTTP/2 over it (ALPN h2).
+func newSender(log *zap.Logger, c core.Cluster, h2c bool, s settings) *sender {
+	d := &net.Dialer{Timeout: c.ConnectTimeout(), KeepAlive: 30 * time.Second}
+	dialTLS := c.DialTLS()
 	tr := &http.Transport{
 		DialContext:         d.DialContext,
+		DialTLSContext:      dialTLS,
 		MaxIdleConnsPerHost: s.concurrency,
 		IdleConnTimeout:     60 * time.Second,
 		DisableCompression:  true,
 		// No Proxy: the mirror is called directly, whatever the environment says.
 	}
-	if h2c {
-		var p http.Protocols
+	var p http.Protocols
+	switch {
+	case h2c && dialTLS != nil:
+		p.SetHTTP2(true)
+	case h2c:
 		p.SetUnencryptedHTTP2(true)
-		tr.Protocols = &p
+	default:
+		p.SetHTTP1(true)
+	}
+	tr.Protocols = &p
+	scheme := "http"
+	if dialTLS != nil {
+		scheme = "https"
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	sd := &sender{log: log, cluster: cluster, tr: tr, timeout: s.timeout,
+	sd := &sender{log: log, cluster: c.Name(), tr: tr, scheme: scheme, timeout: s.timeout,
 		jobs: make(chan *job, s.queue), ctx: ctx, stop: stop}
 	for range s.concurrency {
 		go sd.run()
@@ -119,6 +134,7 @@ func (s *sender) send(j *job) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
 	defer cancel()
 	req := j.request(ctx)
+	req.URL.Scheme = s.scheme
 	ep := j.m.cluster.Pick(&core.PickInfo{Request: req, Client: j.client})
 	if ep == nil {
 		j.m.counts[iFailed].Inc()
