@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"math/big"
 	"net"
 	"net/http"
@@ -17,32 +16,8 @@ import (
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
-// clientTestCA issues client certificates.
-type clientTestCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newClientTestCA(t testing.TB, cn string) *clientTestCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &clientTestCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
 // client issues a client certificate for subject (organization "acme", common name cn).
-func (ca *clientTestCA) client(t testing.TB, cn string) tls.Certificate {
+func (ca *testCA) client(t testing.TB, cn string) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -77,7 +52,7 @@ func subjectEcho(w http.ResponseWriter, r *http.Request) {
 // subject header reaches the upstream only from a verified certificate and never from the client.
 func TestClientCertificateValidation(t *testing.T) {
 	be := newBackend(t, "ok", subjectEcho)
-	good, other := newClientTestCA(t, "good CA"), newClientTestCA(t, "other CA")
+	good, other := newTestCA(t, "good CA"), newTestCA(t, "other CA")
 	goodCert, otherCert := good.client(t, "alice"), other.client(t, "mallory")
 	secrets := []*irv1.Secret{secret(t, "ns/wild", "wild", "*.example.com")}
 	to := backend("ok", 1)
@@ -155,7 +130,7 @@ func TestClientCertificateValidation(t *testing.T) {
 // certificate check of its bundle.
 func TestClientCertificateNotBypassed(t *testing.T) {
 	be := newBackend(t, "ok", subjectEcho)
-	ca, ca2 := newClientTestCA(t, "CA"), newClientTestCA(t, "CA2")
+	ca, ca2 := newTestCA(t, "CA"), newTestCA(t, "CA2")
 	cert := ca.client(t, "alice")
 	secrets := []*irv1.Secret{secret(t, "ns/wild", "wild", "*.example.com")}
 	to := backend("ok", 1)
@@ -290,7 +265,7 @@ func roundTrip(t *testing.T, c *tls.Conn, host string) {
 // client certificate (the handshake's verification).
 func BenchmarkHTTPSClientCertificate(b *testing.B) {
 	be := newBackend(b, "be", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	ca := newClientTestCA(b, "CA")
+	ca := newTestCA(b, "CA")
 	cert := ca.client(b, "alice")
 	cases := []struct {
 		name      string
