@@ -223,7 +223,7 @@ func TestFeatures(t *testing.T) {
 	}
 	// The request header modifier's translator claims the GRPCRoute feature, and without
 	// route.http not the HTTPRoute one.
-	want := []string{"ClusterTrustBundle", "GRPCRoute", "GRPCRouteNamedRouteRule", "GRPCRouteRequestHeaderModifier", "Gateway", "GatewayAddressEmpty", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}
+	want := []string{"ClusterTrustBundle", "GRPCRoute", "GRPCRouteNamedRouteRule", "GRPCRouteRequestHeaderModifier", "Gateway", "GatewayAddressEmpty", "GatewayAddressRoutability", "GatewayFrontendClientCertificateValidation", "GatewayFrontendClientCertificateValidationInsecureFallback", "GatewayHTTPListenerIsolation", "GatewayHTTPSListenerDetectMisdirectedRequests", "GatewayListenerFilters", "GatewayPort8080", "GatewayRouteHostnameIntersectionPrecedence", "GatewayStaticAddresses", "ListenerSet", "ReferenceGrant"}
 	if !slices.Equal(names, want) {
 		t.Errorf("features %v, want %v", names, want)
 	}
