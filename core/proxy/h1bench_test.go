@@ -104,7 +104,13 @@ func benchH1ProxyListener(b *testing.B, listen func(*irv1.Listener), configure f
 	cl := cluster("fixed", be)
 	configure(cl)
 	apply(b, p, snapshot(b, []*irv1.Listener{l}, []*irv1.Cluster{cl}))
-	c, err := net.Dial("tcp", addrOf(b, p, l.Name))
+	benchKeepAliveGET(b, addrOf(b, p, l.Name), extra)
+}
+
+// benchKeepAliveGET sends b.N GET requests for example.com, with the extra header lines, on one
+// keep-alive connection to addr, and checks each answer is the fixed backend's "ok".
+func benchKeepAliveGET(b *testing.B, addr, extra string) {
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,24 +56,5 @@ func BenchmarkH1ProxyUpstreamTLS(b *testing.B) {
 	p := newClientProxy(b, proxy.Limits{})
 	cl := tlsCluster("fixed", be, &irv1.UpstreamTLS{ServerName: "fixed.internal", CaPem: ca.pem})
 	apply(b, p, snapshot(b, []*irv1.Listener{l}, []*irv1.Cluster{cl}))
-	c, err := net.Dial("tcp", addrOf(b, p, l.Name))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	req := []byte("GET /bench?x=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
-	body := make([]byte, 2)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.Write(req); err != nil {
-			b.Fatal(err)
-		}
-		if err := skipHeader(br); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.ReadFull(br, body); err != nil || string(body) != "ok" {
-			b.Fatalf("%q %v", body, err)
-		}
-	}
+	benchKeepAliveGET(b, addrOf(b, p, l.Name), "")
 }
