@@ -5,15 +5,25 @@ import (
 	"time"
 )
 
-// coalescer turns bursts of notifications into single wake-ups: Wait returns once no notification
-// has arrived for holdoff, or maxDelay after the first one of the burst, whichever is sooner.
+// coalescer paces translations: the first change after a quiet spell is translated at once, and
+// changes that keep coming are batched with a delay that grows with their rate. After each wake-up
+// the next one is held back until a gap has passed since it; the gap starts at holdoff, doubles for
+// every wake-up that had to wait for it, is capped at maxDelay, and falls back to holdoff once the
+// changes pause for twice the gap. So a lone edit propagates with no added delay, a burst of edits
+// becomes a few translations instead of one each, and no change ever waits longer than maxDelay.
+//
+// The earlier design waited for holdoff of silence before every translation, which put a fixed
+// holdoff (75ms by default) on the propagation of every change, including the lone ones.
 type coalescer struct {
 	holdoff, maxDelay time.Duration
 	ch                chan struct{}
+
+	last time.Time // when Wait last returned
+	step uint      // how many wake-ups in a row had to wait: the gap is holdoff<<step
 }
 
 func newCoalescer(holdoff, maxDelay time.Duration) *coalescer {
-	return &coalescer{holdoff: holdoff, maxDelay: maxDelay, ch: make(chan struct{}, 1)}
+	return &coalescer{holdoff: min(holdoff, maxDelay), maxDelay: maxDelay, ch: make(chan struct{}, 1)}
 }
 
 // Notify records that something changed. It never blocks.
@@ -24,15 +34,43 @@ func (c *coalescer) Notify() {
 	}
 }
 
-// Wait blocks until a burst of notifications has settled, or ctx is done.
+// gap is how long after a wake-up the next one is held back.
+func (c *coalescer) gap() time.Duration {
+	if c.step >= 32 || c.holdoff<<c.step >= c.maxDelay || c.holdoff<<c.step <= 0 {
+		return c.maxDelay
+	}
+	return c.holdoff << c.step
+}
+
+// Wait blocks until there is a change to translate and the pacing allows it, or ctx is done.
+// Notifications that arrive while it is held back are folded into the same wake-up. Only one
+// goroutine may call Wait.
 func (c *coalescer) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-c.ch:
 	}
-	deadline := time.Now().Add(c.maxDelay)
-	timer := time.NewTimer(min(c.holdoff, c.maxDelay))
+	gap := c.gap()
+	since := time.Since(c.last)
+	switch {
+	case since >= 2*gap:
+		c.step = 0 // a quiet spell: the next burst starts afresh
+	case since < gap:
+		if err := c.hold(ctx, gap-since); err != nil {
+			return err
+		}
+		if c.gap() < c.maxDelay {
+			c.step++
+		}
+	}
+	c.last = time.Now()
+	return nil
+}
+
+// hold waits d, absorbing the notifications that arrive meanwhile.
+func (c *coalescer) hold(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		select {
@@ -41,7 +79,6 @@ func (c *coalescer) Wait(ctx context.Context) error {
 		case <-timer.C:
 			return nil
 		case <-c.ch:
-			timer.Reset(min(c.holdoff, time.Until(deadline)))
 		}
 	}
 }

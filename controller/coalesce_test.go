@@ -6,25 +6,64 @@ import (
 	"time"
 )
 
-func TestCoalescerMergesABurst(t *testing.T) {
-	c := newCoalescer(20*time.Millisecond, time.Second)
-	for range 100 {
-		c.Notify()
-	}
+// The first change after a quiet spell is translated at once, whatever the holdoff.
+func TestCoalescerLeadingEdge(t *testing.T) {
+	c := newCoalescer(time.Hour, time.Hour)
+	c.Notify()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The whole burst was one wake-up: nothing is left pending.
-	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancelShort()
-	if err := c.Wait(short); err == nil {
-		t.Fatal("a second wake-up for the same burst")
+		t.Fatalf("the first change waited: %v", err)
 	}
 }
 
-// A steady stream of notifications must not postpone the wake-up past maxDelay.
+// A change right after a wake-up is held back for the gap, and the changes that arrive meanwhile
+// are one wake-up.
+func TestCoalescerHoldsABurst(t *testing.T) {
+	c := newCoalescer(time.Hour, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.Notify()
+	if err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		c.Notify()
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if err := c.Wait(short); err == nil {
+		t.Fatal("a change right after a wake-up was not held back")
+	}
+}
+
+// The gap doubles for every wake-up that had to wait for it, up to maxDelay, and a quiet spell
+// resets it.
+func TestCoalescerGapGrowsWithRate(t *testing.T) {
+	c := newCoalescer(time.Millisecond, 8*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	want := []time.Duration{1, 1, 2, 4, 8, 8}
+	for i, w := range want {
+		if got := c.gap(); got != w*time.Millisecond {
+			t.Fatalf("wake-up %d: gap %v, want %v", i, got, w*time.Millisecond)
+		}
+		c.Notify()
+		if err := c.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.last = time.Now().Add(-time.Hour) // a quiet spell
+	c.Notify()
+	if err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.gap(); got != time.Millisecond {
+		t.Fatalf("after a quiet spell the gap is %v, want 1ms", got)
+	}
+}
+
+// A steady stream of notifications must not postpone a wake-up past maxDelay.
 func TestCoalescerMaxDelay(t *testing.T) {
 	c := newCoalescer(time.Hour, 50*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -42,8 +81,10 @@ func TestCoalescerMaxDelay(t *testing.T) {
 			}
 		}
 	}()
-	if err := c.Wait(ctx); err != nil {
-		t.Fatalf("Wait did not return before the test deadline despite maxDelay: %v", err)
+	for range 3 {
+		if err := c.Wait(ctx); err != nil {
+			t.Fatalf("Wait did not return before the test deadline despite maxDelay: %v", err)
+		}
 	}
 }
 

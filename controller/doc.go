@@ -1,8 +1,9 @@
 // Package controller is Coxswain in a cluster: the only reader of the Kubernetes API.
 //
 // Shared informers (typed clientsets from client-go and gateway-api) fill a translator.Store.
-// Changes are coalesced: a burst of events becomes one translation once the world has been quiet
-// for Options.Holdoff, and no change waits longer than Options.MaxDelay. Each translation yields a
+// Changes are paced (coalesce.go): the first change after a quiet spell is translated at once, a
+// burst becomes a few translations spaced by a gap that starts at Options.Holdoff and grows with
+// the change rate, and no change waits longer than Options.MaxDelay. Each translation yields a
 // sealed snapshot, handed to a Publisher only when its version changed, and the desired status of
 // every object we own, handed to the single status writer (controller/status).
 //

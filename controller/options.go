@@ -50,8 +50,9 @@ type Options struct {
 	// the proxies' hosts. It excludes StatusAddresses.
 	AddressPool netip.Prefix
 
-	// Holdoff is how long the world must be quiet before a burst of changes is translated (75ms
-	// when zero); MaxDelay bounds how long a change waits in a busy world (1s when zero).
+	// Holdoff is the first gap between translations in a burst of changes (25ms when zero; the
+	// gap doubles while the burst lasts); MaxDelay caps the gap, so it bounds how long a change
+	// waits in a busy world (1s when zero). A lone change is translated at once.
 	Holdoff, MaxDelay time.Duration
 	// StatusWorkers is the number of objects whose status is written concurrently (4 when zero).
 	StatusWorkers int
@@ -108,7 +109,7 @@ func (o *Options) setDefaults() error {
 		o.ControllerName = translator.DefaultControllerName
 	}
 	if o.Holdoff <= 0 {
-		o.Holdoff = 75 * time.Millisecond
+		o.Holdoff = 25 * time.Millisecond
 	}
 	if o.MaxDelay <= 0 {
 		o.MaxDelay = time.Second

@@ -56,8 +56,8 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 		"address published in every Gateway's status.addresses: an IP or a hostname (repeatable, or comma-separated)")
 	fs.StringVar(&c.addressPool, "gateway-address-pool", "",
 		"CIDR range: give each Gateway that asks for no address one of its own from it, bound by the proxy and published in status (the range must be routed to this host); excludes --status-address")
-	fs.DurationVar(&c.holdoff, "holdoff", 75*time.Millisecond, "how long changes must settle before a translation")
-	fs.DurationVar(&c.maxDelay, "max-delay", time.Second, "the longest a change waits for a translation in a busy cluster")
+	fs.DurationVar(&c.holdoff, "holdoff", 25*time.Millisecond, "the first gap between translations in a burst of changes (it doubles while the burst lasts); a lone change is translated at once")
+	fs.DurationVar(&c.maxDelay, "max-delay", time.Second, "the largest gap between translations: the longest a change waits in a busy cluster")
 	fs.IntVar(&c.statusWorkers, "status-workers", 4, "objects whose status is written concurrently")
 	fs.StringVar(&c.healthAddress, "admin-address", ":9902",
 		"address of /healthz, /readyz, /metrics, /api/v1/health and /api/v1/fleet; empty disables them")

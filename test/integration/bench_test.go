@@ -76,8 +76,8 @@ func measurePropagation(b *testing.B, existing int) {
 		b.Fatal(err)
 	}
 
-	// Default holdoff and max delay: the figures are those of the shipped configuration.
-	proc := startProcess(b, e, "controller", "--leader-elect=false", "--holdoff", "75ms", "--kube-api-qps", "500", "--kube-api-burst", "1000")
+	// Default pacing (holdoff and max delay): the figures are those of the shipped configuration.
+	proc := startProcess(b, e, "controller", "--leader-elect=false", "--kube-api-qps", "500", "--kube-api-burst", "1000")
 	served(b, benchPort, fmt.Sprintf("pre-%d.bench", existing-1), "/", 200, "main")
 	// Let the status backlog of the pre-existing routes drain, to measure a steady state.
 	waitRouteParent(b, e, ns, fmt.Sprintf("pre-%d", existing-1), "", "", accepted, resolved)
