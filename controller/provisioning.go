@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-labs/coxswain/controller/features"
 	"github.com/coxswain-labs/coxswain/controller/provision"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 )
@@ -32,6 +35,17 @@ type Provisioning struct {
 	ProxySelector map[string]string
 	// Ports is the internal port range (provision.DefaultPortRange when zero).
 	Ports provision.PortRange
+}
+
+// supportedFeatures are the features the modules serve, with the shared mode's while it is on.
+func supportedFeatures(opts Options) []gwapiv1.SupportedFeature {
+	fs := features.Supported(opts.Registry)
+	if opts.Provisioning == nil {
+		return fs
+	}
+	fs = append(fs, provision.Features()...)
+	sort.Slice(fs, func(i, j int) bool { return fs[i].Name < fs[j].Name })
+	return slices.CompactFunc(fs, func(a, b gwapiv1.SupportedFeature) bool { return a.Name == b.Name })
 }
 
 // ownedWatch caches the ServiceAccounts the controller provisioned, so that an edited or deleted

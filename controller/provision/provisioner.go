@@ -225,6 +225,13 @@ func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gw
 	}
 	if live, err := p.opts.Services.Services(svc.Namespace).Get(svc.Name); err == nil && ownedBy(live, gw.UID) {
 		prov.Addresses = p.addresses(gw, live)
+		for _, ip := range clusterIPs(live) {
+			typ := gwapiv1.IPAddressType
+			prov.ClusterAddresses = append(prov.ClusterAddresses, gwapiv1.GatewayStatusAddress{Type: &typ, Value: ip})
+		}
+		if len(prov.ClusterAddresses) > 0 {
+			prov.ClusterAddresses = append(prov.ClusterAddresses, specHostnames(gw)...)
+		}
 	}
 	return prov, res.Err
 }
@@ -255,9 +262,16 @@ func (p *Provisioner) addresses(gw *gwapiv1.Gateway, svc *corev1.Service) []gwap
 	if len(out) == 0 {
 		return nil // not resolved: the Gateway is not programmed
 	}
+	return append(out, specHostnames(gw)...)
+}
+
+// specHostnames are the Hostname addresses gw names, published as they are.
+func specHostnames(gw *gwapiv1.Gateway) []gwapiv1.GatewayStatusAddress {
+	var out []gwapiv1.GatewayStatusAddress
 	for _, a := range gw.Spec.Addresses {
 		if a.Type != nil && *a.Type == gwapiv1.HostnameAddressType && a.Value != "" {
-			add(gwapiv1.HostnameAddressType, a.Value)
+			typ := gwapiv1.HostnameAddressType
+			out = append(out, gwapiv1.GatewayStatusAddress{Type: &typ, Value: a.Value})
 		}
 	}
 	return out
