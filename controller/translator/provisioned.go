@@ -29,7 +29,7 @@ type Provisioned struct {
 	// of Addresses when spec.addresses asks for routability Cluster (GEP-5093).
 	ClusterAddresses []gwapiv1.GatewayStatusAddress
 	AddressReason    gwapiv1.GatewayConditionReason
-	AddressMessage string
+	AddressMessage   string
 	// Notes are appended to the Accepted condition's message (reserved infrastructure keys that
 	// were dropped).
 	Notes []string
