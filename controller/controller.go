@@ -163,7 +163,7 @@ func (c *Controller) lead(ctx context.Context) {
 	w := status.NewWriter(status.Options{
 		Log: c.log.Named("status"), Client: c.opts.Gateway,
 		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
-		Addresses:      c.opts.StatusAddresses,
+		Addresses:      c.writerAddresses(),
 		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(), Policies: c.watch.policyStatus(),
 		ListenerSets: c.watch.listenerSetStatus(c.opts.Gateway),
 		Workers:      c.opts.StatusWorkers, ErrorAnswers: errorAnswersOf(c.opts.Registry),

@@ -48,6 +48,17 @@ func supportedFeatures(opts Options) []gwapiv1.SupportedFeature {
 	return slices.CompactFunc(fs, func(a, b gwapiv1.SupportedFeature) bool { return a.Name == b.Name })
 }
 
+// writerAddresses are the status writer's fallback addresses for a Gateway whose translated
+// status has none: --status-address, except in shared mode, where the provisioner already fell
+// back to them and a Gateway without addresses has none for a reason (its Service's address was
+// refused, or it has no Service yet).
+func (c *Controller) writerAddresses() []gwapiv1.GatewayStatusAddress {
+	if c.opts.Provisioning != nil {
+		return nil
+	}
+	return c.opts.StatusAddresses
+}
+
 // ownedWatch caches the ServiceAccounts the controller provisioned, so that an edited or deleted
 // one is repaired; the owned Services are in the watch's Service cache already.
 type ownedWatch struct {
