@@ -290,6 +290,15 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 	return false
 }
 
+func controllerUID(obj metav1.Object) types.UID {
+	for _, r := range obj.GetOwnerReferences() {
+		if r.Controller != nil && *r.Controller {
+			return r.UID
+		}
+	}
+	return ""
+}
+
 func controllerOf(obj metav1.Object) string {
 	for _, r := range obj.GetOwnerReferences() {
 		if r.Controller != nil && *r.Controller {

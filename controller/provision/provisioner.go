@@ -51,7 +51,9 @@ type Provisioner struct {
 	applier *Applier
 	seeded  bool
 	warned  map[types.UID]string // the reserved-key message last logged per Gateway
-	uids    map[types.NamespacedName]types.UID
+	// last is each Gateway as last provisioned: one that leaves our classes still exists, and
+	// its objects are pruned through it.
+	last map[types.NamespacedName]*gwapiv1.Gateway
 }
 
 // New builds a provisioner.
@@ -73,7 +75,7 @@ func New(opts Options) (*Provisioner, error) {
 		return nil, err
 	}
 	p := &Provisioner{opts: opts, log: opts.Log, ports: newPortAllocator(opts.Ports), applier: NewApplier(opts.Client),
-		warned: map[types.UID]string{}, uids: map[types.NamespacedName]types.UID{}}
+		warned: map[types.UID]string{}, last: map[types.NamespacedName]*gwapiv1.Gateway{}}
 	p.applier.Live = p.live
 	return p, nil
 }
@@ -108,11 +110,11 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 	for _, gw := range gws {
 		nn := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 		present[nn] = true
-		if old, ok := p.uids[nn]; ok && old != gw.UID {
-			p.applier.Forget(old) // deleted and made again under the same name
+		if old, ok := p.last[nn]; ok && old.UID != gw.UID {
+			p.applier.Forget(old.UID) // deleted and made again under the same name
 			p.ports.release(nn)
 		}
-		p.uids[nn] = gw.UID
+		p.last[nn] = gw
 		class := in.Classes[string(gw.Spec.GatewayClassName)]
 		if r := dedicated(); r != nil {
 			objs, handled, err := r.Objects(gw, class)
@@ -134,14 +136,20 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 		}
 		out[nn] = prov
 	}
-	for nn, uid := range p.uids {
-		if !present[nn] {
-			// The garbage collector deletes its objects (owner references).
-			p.ports.release(nn)
-			p.applier.Forget(uid)
-			delete(p.warned, uid)
-			delete(p.uids, nn)
+	for nn, gw := range p.last {
+		if present[nn] {
+			continue
 		}
+		// Deleted (the garbage collector deletes its objects, and pruning finds them gone or
+		// deletes them first) or moved to a class that is not ours (pruning deletes them).
+		if res := p.applier.Apply(ctx, gw, nil); res.Err != nil {
+			errs = append(errs, res.Err)
+			continue
+		}
+		p.ports.release(nn)
+		p.applier.Forget(gw.UID)
+		delete(p.warned, gw.UID)
+		delete(p.last, nn)
 	}
 	return out, errors.Join(errs...)
 }
@@ -161,11 +169,22 @@ func (p *Provisioner) seed(gws []*gwapiv1.Gateway) {
 	}
 	sort.Slice(svcs, func(i, j int) bool { return svcs[i].CreationTimestamp.Before(&svcs[j].CreationTimestamp) })
 	for _, svc := range svcs {
-		for _, gw := range byUID {
-			if ownedBy(svc, gw.UID) {
-				p.ports.seed(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, svc)
-				p.applier.Adopt(gw.UID, ObjectKey{GVK: corev1.SchemeGroupVersion.WithKind("Service"), Namespace: svc.Namespace, Name: svc.Name})
-			}
+		if gw := byUID[controllerUID(svc)]; gw != nil {
+			p.ports.seed(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, svc)
+			p.applier.Adopt(gw.UID, ObjectKey{GVK: corev1.SchemeGroupVersion.WithKind("Service"), Namespace: svc.Namespace, Name: svc.Name})
+		}
+	}
+	if p.opts.ServiceAccounts == nil {
+		return
+	}
+	sas, err := p.opts.ServiceAccounts.List(sel)
+	if err != nil {
+		p.log.Warn("reading the identity ServiceAccounts back", zap.Error(err))
+		return
+	}
+	for _, sa := range sas {
+		if gw := byUID[controllerUID(sa)]; gw != nil {
+			p.applier.Adopt(gw.UID, ObjectKey{GVK: corev1.SchemeGroupVersion.WithKind("ServiceAccount"), Namespace: sa.Namespace, Name: sa.Name})
 		}
 	}
 }
