@@ -236,6 +236,18 @@ func TestSharedProvisioning(t *testing.T) {
 	})
 
 	t.Run("a new leader keeps every internal port", func(t *testing.T) {
+		// A listener added to a after b was provisioned takes a port above b's: a new leader that
+		// allocated afresh, oldest Gateway first, would give it b's port. It reads them back.
+		updateGateway(t, e, ns, "a", func(gw *gwapiv1.Gateway) {
+			gw.Spec.Listeners = append(gw.Spec.Listeners, httpListener("alt", 8080))
+		})
+		port8080 := targetPort(waitService(t, e, ns, "a", func(svc *corev1.Service) error {
+			if p := targetPort(svc, 8080); p == 0 || p == portA || p == portB {
+				return fmt.Errorf("8080 → %d", p)
+			}
+			return nil
+		}), 8080)
+		servedAt(t, gatewayIP, port8080, "any.example", "/", 200, "v1")
 		ctrl.cancel()
 		startProvisioningController(t, e, "second")
 		// A Gateway created under the new leader gets a port neither of the others holds, and
@@ -245,9 +257,13 @@ func TestSharedProvisioning(t *testing.T) {
 		if p := targetPort(svcC, 80); p == portA || p == portB {
 			t.Fatalf("Gateway c got internal port %d, held by a (%d) or b (%d)", p, portA, portB)
 		}
-		for name, want := range map[string]int{"a": portA, "b": portB} {
-			if got := targetPort(waitService(t, e, ns, name, func(*corev1.Service) error { return nil }), 80); got != want {
-				t.Fatalf("Gateway %s: internal port %d after failover, want %d", name, got, want)
+		if p := targetPort(svcC, 80); p == port8080 {
+			t.Fatalf("Gateway c got internal port %d, held by a's 8080", p)
+		}
+		for name, want := range map[string][2]int{"a": {80, portA}, "a ": {8080, port8080}, "b": {80, portB}} {
+			svc := waitService(t, e, ns, strings.TrimSpace(name), func(*corev1.Service) error { return nil })
+			if got := targetPort(svc, int32(want[0])); got != want[1] {
+				t.Fatalf("Gateway %s: port %d → internal port %d after failover, want %d", name, want[0], got, want[1])
 			}
 		}
 		servedAt(t, gatewayIP, portA, "any.example", "/", 200, "v1")
