@@ -346,23 +346,22 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// live is the applier's cache lookup for the kinds the controller watches.
-func (p *Provisioner) live(k ObjectKey) (client.Object, bool) {
+// live is the applier's cache lookup for the kinds the controller watches: every Service, and
+// the ServiceAccounts it labelled as its own.
+func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
 	if k.GVK.Group != "" {
-		return nil, false
+		return nil, false, false
 	}
 	switch k.GVK.Kind {
 	case "Service":
-		if s, err := p.opts.Services.Services(k.Namespace).Get(k.Name); err == nil {
-			return s, true
-		}
+		s, err := p.opts.Services.Services(k.Namespace).Get(k.Name)
+		return s, err == nil, true
 	case "ServiceAccount":
 		if p.opts.ServiceAccounts == nil {
-			return nil, false
+			return nil, false, false
 		}
-		if s, err := p.opts.ServiceAccounts.ServiceAccounts(k.Namespace).Get(k.Name); err == nil {
-			return s, true
-		}
+		s, err := p.opts.ServiceAccounts.ServiceAccounts(k.Namespace).Get(k.Name)
+		return s, err == nil, true
 	}
-	return nil, false
+	return nil, false, false
 }
