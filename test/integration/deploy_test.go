@@ -273,6 +273,7 @@ func TestDeployManifests(t *testing.T) {
 		}
 	})
 	t.Run("discovery runs with the manifests' RBAC; proxies have none", func(t *testing.T) { deployDiscoveryRBAC(t, e) })
+	t.Run("shared-mode provisioning runs with the manifests' RBAC", func(t *testing.T) { deployProvisioningRBAC(t, e) })
 }
 
 // checkAccess asks the API server what the controller's service account may do: everything the

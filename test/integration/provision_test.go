@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller"
@@ -338,5 +339,48 @@ func TestProvisionedStaticAddresses(t *testing.T) {
 			}
 			return fmt.Errorf("still there (%v)", err)
 		})
+	})
+}
+
+// deployProvisioningRBAC runs a shared-mode controller as the manifests' controller
+// ServiceAccount (TestDeployManifests applied its RBAC): it creates, repairs and prunes a
+// Gateway's VIP Service and ServiceAccount with exactly those rights.
+func deployProvisioningRBAC(t *testing.T, e *env.Env) {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: controllerSA}
+	const name = "coxswain-labs.dev/shared-rbac"
+	startController(t, e, controllerOpts{config: cfg, leaseNamespace: controllerNS, lease: "shared-rbac", name: name,
+		noAddress: true, addresses: []string{}, provisioning: &controller.Provisioning{Ports: provisionPorts}})
+	ns := namespace(t, e, "shared-rbac", nil)
+	createClass(t, e, "shared-rbac", name)
+	gw, err := e.Gateway.GatewayV1().Gateways(ns).Create(ctxFor(t), &gwapiv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},
+		Spec:       gwapiv1.GatewaySpec{GatewayClassName: "shared-rbac", Listeners: []gwapiv1.Listener{httpListener("http", 80)}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := waitService(t, e, ns, "gw", func(svc *corev1.Service) error { return ownedByGateway(svc, gw) })
+	waitGateway(t, e, ns, "gw", func(gw *gwapiv1.Gateway) error {
+		if err := checkConds(gw.Status.Conditions, gw.Generation, accepted, programmed); err != nil {
+			return err
+		}
+		return statusAddresses(gw, svc.Spec.ClusterIP)
+	})
+	if err := e.Kube.CoreV1().ServiceAccounts(ns).Delete(ctxFor(t), "gw-coxswain", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ServiceAccount made again", func() error {
+		_, err := e.Kube.CoreV1().ServiceAccounts(ns).Get(ctxFor(t), "gw-coxswain", metav1.GetOptions{})
+		return err
+	})
+	updateGateway(t, e, ns, "gw", func(gw *gwapiv1.Gateway) {
+		gw.Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: new(gwapiv1.NamedAddressType), Value: "x"}}
+	})
+	eventually(t, "the VIP Service pruned", func() error {
+		if _, err := e.Kube.CoreV1().Services(ns).Get(ctxFor(t), "gw-coxswain", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
 	})
 }
