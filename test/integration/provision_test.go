@@ -384,3 +384,46 @@ func deployProvisioningRBAC(t *testing.T, e *env.Env) {
 		return nil
 	})
 }
+
+// TestSharedPoolOverDiscovery is the shared mode end to end with a real `coxswain proxy` process
+// as the shared pool, fed over the discovery protocol: two Gateways both on :80 are bound at their
+// internal ports, each serves its own routes there, and each is Programmed (the proxy bound and
+// acknowledged it) with its VIP Service's cluster IP in status.addresses.
+func TestSharedPoolOverDiscovery(t *testing.T) {
+	e := env.Start(t)
+	ctrlNS := namespace(t, e, "coxswain", nil)
+	ctrl := startFleetController(t, e, "controller", ctrlNS, "--gateway-provisioning=shared", "--internal-port-range=28200-28299", "--leader-elect=false")
+	ns := namespace(t, e, "pool", nil)
+	startBackend(t, "v1", "10.99.63.1:8080")
+	startBackend(t, "v2", "10.99.63.2:8080")
+	createService(t, e, ns, "v1", "10.99.63.1")
+	createService(t, e, ns, "v2", "10.99.63.2")
+	createClass(t, e, "coxswain", "")
+	createGateway(t, e, ns, "a", "coxswain", httpListener("http", 80))
+	createGateway(t, e, ns, "b", "coxswain", httpListener("http", 80))
+	createRoute(t, e, httpRoute(ns, "ra", []gwapiv1.ParentReference{parentRef(ns, "a")}, nil, prefixRule("/", backendRef("v1", 1))))
+	createRoute(t, e, httpRoute(ns, "rb", []gwapiv1.ParentReference{parentRef(ns, "b")}, nil, prefixRule("/", backendRef("v2", 1))))
+	files := mountProxyFiles(t, e, ctrlNS, ctrlNS, "coxswain-proxy")
+	startProxyProcess(t, "p1", "", files, ctrl.discovery)
+
+	ports := map[string]int{}
+	for name, backend := range map[string]string{"a": "v1", "b": "v2"} {
+		svc := waitService(t, e, ns, name, func(svc *corev1.Service) error {
+			if p := targetPort(svc, 80); p < 28200 || p > 28299 {
+				return fmt.Errorf("targetPort %d outside --internal-port-range", p)
+			}
+			return nil
+		})
+		ports[name] = targetPort(svc, 80)
+		servedAt(t, gatewayIP, ports[name], "any.example", "/", 200, backend)
+		waitGateway(t, e, ns, name, func(gw *gwapiv1.Gateway) error {
+			if err := checkConds(gw.Status.Conditions, gw.Generation, accepted, programmed); err != nil {
+				return err
+			}
+			return statusAddresses(gw, svc.Spec.ClusterIP)
+		})
+	}
+	if ports["a"] == ports["b"] {
+		t.Fatalf("both Gateways on internal port %d", ports["a"])
+	}
+}
