@@ -86,10 +86,3 @@ func classServiceType(class *gwapiv1.GatewayClass) (string, bool) {
 	}
 	return s.ServiceType(class)
 }
-
-// ConditionError is an error a renderer returns to set a specific Gateway condition.
-type ConditionError struct {
-	Type, Reason, Message string
-}
-
-func (e *ConditionError) Error() string { return e.Message }
