@@ -86,7 +86,10 @@ func TestResolve(t *testing.T) {
 		"infra/big":  params("infra", "big", infrav1a1.CoxswainGatewayParametersSpec{Replicas: ptr.To(int32(5))}),
 		"apps/bad":   params("apps", "bad", infrav1a1.CoxswainGatewayParametersSpec{Pod: &infrav1a1.PodSettings{ContainerSecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}),
 	}
-	get := func(ns, name string) (*infrav1a1.CoxswainGatewayParameters, bool) { p, ok := store[ns+"/"+name]; return p, ok }
+	get := func(ns, name string) (*infrav1a1.CoxswainGatewayParameters, bool) {
+		p, ok := store[ns+"/"+name]
+		return p, ok
+	}
 	gwRef := func(group, kind, name string) *gwapiv1.Gateway {
 		return &gwapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "gw"}, Spec: gwapiv1.GatewaySpec{Infrastructure: &gwapiv1.GatewayInfrastructure{
 			ParametersRef: &gwapiv1.LocalParametersReference{Group: gwapiv1.Group(group), Kind: gwapiv1.Kind(kind), Name: name}}}}
