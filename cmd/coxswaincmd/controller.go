@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
+	"github.com/coxswain-labs/coxswain/controller/provision"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -28,6 +30,10 @@ type controllerConfig struct {
 	controllerName string
 	statusAddress  proxycmd.StringList
 	addressPool    string
+	provisioning   string
+	serviceType    string
+	proxySelector  string
+	portRange      string
 	holdoff        time.Duration
 	maxDelay       time.Duration
 	statusWorkers  int
@@ -43,7 +49,8 @@ type controllerConfig struct {
 	// Parsed from the flags above by check.
 	addrs      []gwapiv1.GatewayStatusAddress
 	pool       netip.Prefix
-	sessionKey []byte // nil: derived from the discovery CA, or random with --in-process-proxy
+	provision  *controller.Provisioning // nil: no objects provisioned
+	sessionKey []byte                   // nil: derived from the discovery CA, or random with --in-process-proxy
 }
 
 func (c *controllerConfig) register(fs *flag.FlagSet) {
@@ -56,6 +63,14 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 		"address published in every Gateway's status.addresses: an IP or a hostname (repeatable, or comma-separated)")
 	fs.StringVar(&c.addressPool, "gateway-address-pool", "",
 		"CIDR range: give each Gateway that asks for no address one of its own from it, bound by the proxy and published in status (the range must be routed to this host); excludes --status-address")
+	fs.StringVar(&c.provisioning, "gateway-provisioning", "auto",
+		"shared: give each Gateway a VIP Service in front of the shared proxy pool (docs/provisioning.md); none: provision nothing, proxies bind the listener ports; auto: shared, except with --gateway-address-pool or --in-process-proxy")
+	fs.StringVar(&c.serviceType, "gateway-service-type", string(corev1.ServiceTypeLoadBalancer),
+		"type of the shared mode's VIP Services when the GatewayClass's parameters set none: LoadBalancer, NodePort or ClusterIP")
+	fs.StringVar(&c.proxySelector, "shared-proxy-selector", provision.DefaultProxySelector,
+		"label selector of the shared proxy pool's pods, the VIP Services' selector")
+	fs.StringVar(&c.portRange, "internal-port-range", fmt.Sprintf("%d-%d", provision.DefaultPortRange.First, provision.DefaultPortRange.Last),
+		"ports the shared proxies bind Gateway listeners on (FIRST-LAST); nothing else in the proxy pods may use them")
 	fs.DurationVar(&c.holdoff, "holdoff", 75*time.Millisecond, "how long changes must settle before a translation")
 	fs.DurationVar(&c.maxDelay, "max-delay", time.Second, "the longest a change waits for a translation in a busy cluster")
 	fs.IntVar(&c.statusWorkers, "status-workers", 4, "objects whose status is written concurrently")
@@ -83,6 +98,9 @@ func (c *controllerConfig) check() error {
 		return fmt.Errorf("--status-address: %w", err)
 	}
 	if c.sessionKey, err = c.session.key(); err != nil {
+		return err
+	}
+	if err := c.checkProvisioning(); err != nil {
 		return err
 	}
 	if c.addressPool == "" {
@@ -176,7 +194,7 @@ func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc
 		Log: log.Named("controller"), Kube: kc.kube, Gateway: kc.gateway, REST: kc.rest, Registry: reg,
 		NewPublisher:   dp.NewPublisher,
 		SessionKey:     dp.SessionKey,
-		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool,
+		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool, Provisioning: cc.provision,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
 		LeaderElection: le,
 	})

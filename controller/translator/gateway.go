@@ -36,7 +36,9 @@ type gatewayState struct {
 	routability map[string]gwapiv1.GatewayAddressRoutabilityType
 	unsatisfied []string
 	published   []gwapiv1.GatewayStatusAddress
-	listeners   []*listenerState
+	// notes are appended to the Accepted message: accepted, but not all as written.
+	notes     []string
+	listeners []*listenerState
 	// clientCert is the Secret (IR name) presented to TLS backends, "" for none; backendTLS is
 	// why spec.tls.backend does not resolve (ok when it does, or is not set).
 	clientCert string
@@ -128,7 +130,11 @@ func (t *session) translateGateways() {
 		if why, bad := t.classRejected[string(gw.Spec.GatewayClassName)]; bad {
 			g.reject(gwapiv1.GatewayReasonPending, fmt.Sprintf("GatewayClass %s is not accepted: %s", gw.Spec.GatewayClassName, why))
 		}
-		t.gatewayAddresses(g)
+		if p, ok := t.opts.Provisioned[g.key]; ok {
+			t.provisionedAddresses(g, p)
+		} else {
+			t.gatewayAddresses(g)
+		}
 		// The class's own reference is checked with the class (translateClasses).
 		if _, err := dedicated.ResolveGateway(gw, nil, t.gatewayParameters); err != nil {
 			g.reject(gwapiv1.GatewayReasonInvalidParameters, err.Error())
