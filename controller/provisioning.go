@@ -32,6 +32,8 @@ type Provisioning struct {
 	ProxySelector map[string]string
 	// Ports is the internal port range (provision.DefaultPortRange when zero).
 	Ports provision.PortRange
+	// Dedicated turns the dedicated mode on (dedicated.go); nil: off.
+	Dedicated *Dedicated
 }
 
 // ownedWatch caches the ServiceAccounts the controller provisioned, so that an edited or deleted
@@ -81,7 +83,7 @@ func (c *Controller) newProvisioner() *provision.Provisioner {
 			p, err = provision.New(provision.Options{
 				Log: c.log.Named("provision"), Client: cl, Services: c.watch.services, ServiceAccounts: c.owned.accounts,
 				ServiceType: pv.ServiceType, ProxySelector: pv.ProxySelector, Ports: pv.Ports,
-				StatusAddresses: c.opts.StatusAddresses,
+				StatusAddresses: c.opts.StatusAddresses, Dedicated: c.dedicatedRenderer(),
 			})
 			if err == nil {
 				return p
@@ -114,4 +116,12 @@ func (c *Controller) provision(ctx context.Context, p *provision.Provisioner, st
 		retry()
 	}
 	return out
+}
+
+// dedicatedRenderer is the provisioner's dedicated mode; nil (the registered one, if any) when off.
+func (c *Controller) dedicatedRenderer() provision.DedicatedRenderer {
+	if c.opts.Provisioning.Dedicated == nil {
+		return nil
+	}
+	return &dedicatedRenderer{opts: c.opts.Provisioning.Dedicated, params: c.watch.gatewayParameters}
 }

@@ -36,6 +36,9 @@ type Options struct {
 	ProxySelector map[string]string
 	// Ports is the internal port range (DefaultPortRange when zero).
 	Ports PortRange
+	// Dedicated renders the dedicated mode's objects; the registered renderer
+	// (RegisterDedicated) when nil.
+	Dedicated DedicatedRenderer
 	// StatusAddresses are published for a Gateway whose Service has neither a load-balancer
 	// ingress nor a cluster IP (--status-address).
 	StatusAddresses []gwapiv1.GatewayStatusAddress
@@ -114,7 +117,7 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 		}
 		p.uids[nn] = gw.UID
 		class := in.Classes[string(gw.Spec.GatewayClassName)]
-		if r := dedicated(); r != nil {
+		if r := p.dedicated(); r != nil {
 			objs, handled, err := r.Objects(gw, class)
 			if handled {
 				p.ports.release(nn)
@@ -122,9 +125,11 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 					p.log.Warn("dedicated Gateway not provisioned", zap.String("gateway", nn.String()), zap.Error(err))
 					objs = nil
 				}
-				if res := p.applier.Apply(ctx, gw, objs); res.Err != nil {
+				res := p.applier.Apply(ctx, gw, objs)
+				if res.Err != nil {
 					errs = append(errs, res.Err)
 				}
+				out[nn] = p.dedicatedStatus(gw, objs, res)
 				continue
 			}
 		}
@@ -332,4 +337,37 @@ func (p *Provisioner) live(k ObjectKey) (client.Object, bool) {
 		}
 	}
 	return nil, false
+}
+
+// dedicated is the renderer of the dedicated mode: Options.Dedicated, else the registered one.
+func (p *Provisioner) dedicated() DedicatedRenderer {
+	if p.opts.Dedicated != nil {
+		return p.opts.Dedicated
+	}
+	return dedicated()
+}
+
+// dedicatedStatus is what the translator needs of a dedicated Gateway: its listeners bind their
+// own ports on its own proxies, and its addresses are its Service's.
+func (p *Provisioner) dedicatedStatus(gw *gwapiv1.Gateway, objs []client.Object, res Result) *translator.Provisioned {
+	prov := &translator.Provisioned{Dedicated: true}
+	var why []string
+	for _, c := range res.Conflicts {
+		why = append(why, c.Error())
+	}
+	for _, r := range res.Rejected {
+		why = append(why, r.Error())
+	}
+	if len(why) > 0 {
+		prov.AddressReason, prov.AddressMessage = gwapiv1.GatewayReasonNoResources, strings.Join(why, "; ")
+		return prov
+	}
+	for _, o := range objs {
+		if svc, ok := o.(*corev1.Service); ok {
+			if live, err := p.opts.Services.Services(svc.Namespace).Get(svc.Name); err == nil && ownedBy(live, gw.UID) {
+				prov.Addresses = p.addresses(gw, live)
+			}
+		}
+	}
+	return prov
 }

@@ -37,6 +37,9 @@ const (
 	defaultCPUTarget = 80
 )
 
+// Component is the app.kubernetes.io/component of a dedicated pool's objects.
+const Component = "dedicated-proxy"
+
 // Input is everything Render needs; it makes no API calls.
 type Input struct {
 	Gateway *gwapiv1.Gateway
@@ -81,7 +84,7 @@ func shorten(s string) string {
 func selector(gw *gwapiv1.Gateway) map[string]string {
 	return map[string]string{
 		"app.kubernetes.io/name":                 "coxswain",
-		"app.kubernetes.io/component":            "dedicated-proxy",
+		"app.kubernetes.io/component":            Component,
 		"gateway.networking.k8s.io/gateway-name": shorten(gw.Name),
 	}
 }
