@@ -73,6 +73,8 @@ type controllerOpts struct {
 	// registry is the controller's (what it translates and claims); the test binary's when nil.
 	// The in-process proxy always has the test binary's.
 	registry *core.Registry
+	// provisioning turns the controller's provisioning (shared and dedicated mode) on.
+	provisioning *controller.Provisioning
 }
 
 // publishedSnapshots keeps the latest snapshot a controller's in-process proxy applied: what a
@@ -164,6 +166,7 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 		Holdoff:         20 * time.Millisecond,
 		ShutdownTimeout: 2 * time.Second,
 		Documents:       o.documents,
+		Provisioning:    o.provisioning,
 		LeaderElection: controller.LeaderElection{
 			Namespace: o.leaseNamespace, Name: o.lease, Identity: o.identity,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
