@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -30,6 +31,9 @@ type Options struct {
 	// owned VIP Services among them), ServiceAccounts labelled app.kubernetes.io/managed-by=coxswain.
 	Services        corelisters.ServiceLister
 	ServiceAccounts corelisters.ServiceAccountLister
+	// Deployments are the dedicated mode's Deployments (labelled managed-by=coxswain); nil: a
+	// Deployment's drift is repaired only when its desired content changes.
+	Deployments appslisters.DeploymentLister
 	// ServiceType is the VIP Service's type when the GatewayClass sets none (LoadBalancer when empty).
 	ServiceType corev1.ServiceType
 	// ProxySelector selects the shared pool's pods (DefaultProxySelector when nil).
@@ -320,6 +324,12 @@ func contains(list []string, s string) bool {
 
 // live is the applier's cache lookup for the kinds the controller watches.
 func (p *Provisioner) live(k ObjectKey) (client.Object, bool) {
+	if k.GVK.Group == "apps" && k.GVK.Kind == "Deployment" && p.opts.Deployments != nil {
+		if d, err := p.opts.Deployments.Deployments(k.Namespace).Get(k.Name); err == nil {
+			return d, true
+		}
+		return nil, false
+	}
 	if k.GVK.Group != "" {
 		return nil, false
 	}
