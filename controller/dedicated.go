@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -46,8 +47,9 @@ func (d *Dedicated) validate() error {
 // dedicatedRenderer is the provisioner's DedicatedRenderer: it resolves a Gateway's parameters
 // from the CoxswainGatewayParameters cache and renders its pool.
 type dedicatedRenderer struct {
-	opts   *Dedicated
-	params dedicated.Lookup
+	opts        *Dedicated
+	serviceType corev1.ServiceType
+	params      dedicated.Lookup
 }
 
 var _ provision.DedicatedRenderer = (*dedicatedRenderer)(nil)
@@ -70,7 +72,8 @@ func (r *dedicatedRenderer) Objects(gw *gwapiv1.Gateway, class *gwapiv1.GatewayC
 	return dedicated.Render(dedicated.Input{
 		Gateway: gw, Params: p, Image: r.opts.Image, DiscoveryAddress: r.opts.DiscoveryAddress,
 		TrustBundle: string(r.opts.TrustBundle()), ServiceAccount: sa,
-		Meta: dedicated.Meta{Labels: md.Labels, Annotations: md.Annotations},
+		Meta:        dedicated.Meta{Labels: md.Labels, Annotations: md.Annotations},
+		ServiceType: r.serviceType,
 	}), true, nil
 }
 

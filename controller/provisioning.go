@@ -132,5 +132,5 @@ func (c *Controller) dedicatedRenderer() provision.DedicatedRenderer {
 	if c.opts.Provisioning.Dedicated == nil {
 		return nil
 	}
-	return &dedicatedRenderer{opts: c.opts.Provisioning.Dedicated, params: c.watch.gatewayParameters}
+	return &dedicatedRenderer{opts: c.opts.Provisioning.Dedicated, serviceType: c.opts.Provisioning.ServiceType, params: c.watch.gatewayParameters}
 }

@@ -144,10 +144,11 @@ func TestDedicatedProvisioning(t *testing.T) {
 			}
 			return nil
 		})
-		svc, err := core.Services(ns).Get(ctxFor(t), "coxswain-edge", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		var svc *corev1.Service
+		eventually(t, "the Service", func() (err error) {
+			svc, err = core.Services(ns).Get(ctxFor(t), "coxswain-edge", metav1.GetOptions{})
+			return err
+		})
 		if err := owned(svc); err != nil {
 			t.Error(err)
 		}

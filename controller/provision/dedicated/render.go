@@ -57,6 +57,9 @@ type Input struct {
 	ServiceAccount string
 	// Meta are the labels and annotations every object gets (GEP-1867 over GEP-1762).
 	Meta Meta
+	// ServiceType is the Service's type when spec.service.type is unset (the controller's
+	// --gateway-service-type); LoadBalancer when empty.
+	ServiceType corev1.ServiceType
 }
 
 // Meta are labels and annotations.
@@ -209,6 +212,9 @@ func service(in Input, om metav1.ObjectMeta) *corev1.Service {
 			Selector: selector(in.Gateway),
 			Ports:    listenerPorts(in.Gateway),
 		},
+	}
+	if in.ServiceType != "" {
+		svc.Spec.Type = in.ServiceType
 	}
 	if s := spec.Service; s != nil {
 		if s.Type != nil {
