@@ -118,14 +118,20 @@ func TestDedicatedGateway(t *testing.T) {
 	if !ownedBy(dep.OwnerReferences, created.UID) || dep.Labels["team"] != "edge" || dep.Spec.Template.Labels["tier"] != "edge" {
 		t.Errorf("Deployment owners %+v labels %v pod labels %v", dep.OwnerReferences, dep.Labels, dep.Spec.Template.Labels)
 	}
-	svc, err := kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	must(t, err)
+	var svc *corev1.Service
+	poll(ctx, t, c, "the Service", func() (bool, string) {
+		svc, err = kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Type != corev1.ServiceTypeClusterIP ||
 		svc.Annotations["example.com/lb"] != "internal" || !ownedBy(svc.OwnerReferences, created.UID) {
 		t.Errorf("Service %+v annotations %v owners %+v", svc.Spec, svc.Annotations, svc.OwnerReferences)
 	}
-	sa, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
-	must(t, err)
+	var sa *corev1.ServiceAccount
+	poll(ctx, t, c, "the ServiceAccount", func() (bool, string) {
+		sa, err = kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken || !ownedBy(sa.OwnerReferences, created.UID) {
 		t.Errorf("ServiceAccount %+v", sa)
 	}
