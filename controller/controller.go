@@ -14,7 +14,6 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/documents"
-	"github.com/coxswain-labs/coxswain/controller/features"
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
@@ -72,7 +71,7 @@ func New(opts Options) (*Controller, error) {
 		opts:      opts,
 		log:       opts.Log,
 		trigger:   newCoalescer(opts.Holdoff, opts.MaxDelay),
-		features:  features.Supported(opts.Registry),
+		features:  supportedFeatures(opts),
 		randomKey: make([]byte, 32),
 	}
 	_, _ = rand.Read(c.randomKey) // crypto/rand.Read never fails
@@ -165,7 +164,7 @@ func (c *Controller) lead(ctx context.Context) {
 	w := status.NewWriter(status.Options{
 		Log: c.log.Named("status"), Client: c.opts.Gateway,
 		ControllerName: gwapiv1.GatewayController(c.opts.ControllerName),
-		Addresses:      c.opts.StatusAddresses,
+		Addresses:      c.writerAddresses(),
 		GatewayClasses: c.watch.classes, Gateways: c.watch.gateways, Routes: c.watch.routeStatus(), Policies: c.watch.policyStatus(),
 		ListenerSets: c.watch.listenerSetStatus(c.opts.Gateway),
 		Workers:      c.opts.StatusWorkers, ErrorAnswers: errorAnswersOf(c.opts.Registry),

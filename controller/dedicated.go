@@ -58,8 +58,7 @@ func (r *dedicatedRenderer) Objects(gw *gwapiv1.Gateway, class *gwapiv1.GatewayC
 	p, err := dedicated.ResolveGateway(gw, class, r.params)
 	if err != nil {
 		// The translator reports the same error as the Gateway's Accepted=False InvalidParameters.
-		return nil, true, &provision.ConditionError{Type: string(gwapiv1.GatewayConditionAccepted),
-			Reason: string(gwapiv1.GatewayReasonInvalidParameters), Message: err.Error()}
+		return nil, true, err
 	}
 	if p == nil {
 		return nil, false, nil

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-labs/coxswain/controller/features"
 	"github.com/coxswain-labs/coxswain/controller/provision"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 )
@@ -35,6 +38,28 @@ type Provisioning struct {
 	Ports provision.PortRange
 	// Dedicated turns the dedicated mode on (dedicated.go); nil: off.
 	Dedicated *Dedicated
+}
+
+// supportedFeatures are the features the modules serve, with the shared mode's while it is on.
+func supportedFeatures(opts Options) []gwapiv1.SupportedFeature {
+	fs := features.Supported(opts.Registry)
+	if opts.Provisioning == nil {
+		return fs
+	}
+	fs = append(fs, provision.Features()...)
+	sort.Slice(fs, func(i, j int) bool { return fs[i].Name < fs[j].Name })
+	return slices.CompactFunc(fs, func(a, b gwapiv1.SupportedFeature) bool { return a.Name == b.Name })
+}
+
+// writerAddresses are the status writer's fallback addresses for a Gateway whose translated
+// status has none: --status-address, except in shared mode, where the provisioner already fell
+// back to them and a Gateway without addresses has none for a reason (its Service's address was
+// refused, or it has no Service yet).
+func (c *Controller) writerAddresses() []gwapiv1.GatewayStatusAddress {
+	if c.opts.Provisioning != nil {
+		return nil
+	}
+	return c.opts.StatusAddresses
 }
 
 // ownedWatch caches the ServiceAccounts the controller provisioned, so that an edited or deleted

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,9 +81,11 @@ type Result struct {
 type Applier struct {
 	c      client.Client
 	scheme *runtime.Scheme
-	// Live looks up the cached live object of a key; nil, or (nil, false), when it is not cached
-	// (then the applier asks the API server).
-	Live func(ObjectKey) (client.Object, bool)
+	// Live looks up the cached live object of a key: cached says the kind is cached at all (when
+	// not, the applier asks the API server, which needs get on the kind), found whether the
+	// object is in the cache. A cache may hold only the controller's own objects (labelled): an
+	// object not found is then created, never applied over, so a foreign one is not taken.
+	Live func(ObjectKey) (obj client.Object, found, cached bool)
 
 	mu      sync.Mutex
 	applied map[types.UID]map[ObjectKey]record // by owner Gateway
@@ -121,7 +124,7 @@ func (a *Applier) Apply(ctx context.Context, owner *gwapiv1.Gateway, desired []c
 			res.Rejected = append(res.Rejected, Rejected{Key: key, Err: errors.New(rec.why)})
 			continue
 		}
-		if live, ok := a.live(key); ok && rec.hash == hash && live.GetResourceVersion() == rec.rv {
+		if live, ok, _ := a.live(key); ok && rec.hash == hash && live.GetResourceVersion() == rec.rv {
 			next[key] = rec
 			res.Live[key] = live
 			continue
@@ -129,6 +132,11 @@ func (a *Applier) Apply(ctx context.Context, owner *gwapiv1.Gateway, desired []c
 		live, err := a.applyOne(ctx, owner, key, u)
 		var conflict *Conflict
 		switch {
+		case apierrors.IsAlreadyExists(err) && rec.rv != "":
+			// Ours, made a moment ago, and not in the cache yet.
+			next[key] = rec
+		case apierrors.IsAlreadyExists(err):
+			res.Conflicts = append(res.Conflicts, Conflict{Key: key})
 		case errors.As(err, &conflict):
 			res.Conflicts = append(res.Conflicts, *conflict)
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
@@ -182,11 +190,32 @@ func (a *Applier) Forget(owner types.UID) {
 	delete(a.applied, owner)
 }
 
-func (a *Applier) live(key ObjectKey) (client.Object, bool) {
+func (a *Applier) live(key ObjectKey) (client.Object, bool, bool) {
 	if a.Live == nil {
-		return nil, false
+		return nil, false, false
 	}
 	return a.Live(key)
+}
+
+// current is the live object of key, from the cache when the kind is cached, else from the API
+// server; nil when there is none.
+func (a *Applier) current(ctx context.Context, key ObjectKey) (metav1.Object, error) {
+	if obj, found, cached := a.live(key); cached {
+		if !found {
+			return nil, nil
+		}
+		return obj, nil
+	}
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(key.GVK)
+	err := a.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, cur)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cur, nil
 }
 
 // prepare sets the owner reference and turns obj into the apply request.
@@ -224,25 +253,27 @@ func ownerRef(gw *gwapiv1.Gateway) metav1.OwnerReference {
 	}
 }
 
-// applyOne applies one object after checking that what holds its name, if anything, is ours.
+// applyOne applies one object after checking that what holds its name, if anything, is ours. An
+// object that does not exist is created (a POST fails on a foreign object the cache did not
+// show, where an apply would take it over); an existing one of ours is applied with force, which
+// repairs every field it sets.
 func (a *Applier) applyOne(ctx context.Context, owner *gwapiv1.Gateway, key ObjectKey, u *unstructured.Unstructured) (client.Object, error) {
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(key.GVK)
-	err := a.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, cur)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
+	cur, err := a.current(ctx, key)
+	if err != nil {
 		return nil, err
-	default:
-		if !ownedBy(cur, owner.UID) {
-			return nil, &Conflict{Key: key, Owner: controllerOf(cur)}
+	}
+	if cur == nil {
+		return u, a.c.Create(ctx, u, client.FieldOwner(FieldManager))
+	}
+	if !ownedBy(cur, owner.UID) {
+		return nil, &Conflict{Key: key, Owner: controllerOf(cur)}
+	}
+	if recreate(key, cur, u) {
+		// A field that cannot change in place (a Service's clusterIP): the object is made anew.
+		if err := a.c.Delete(ctx, u.DeepCopy(), client.Preconditions{UID: ptr.To(cur.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
 		}
-		if recreate(key, cur, u) {
-			// A field that cannot change in place (a Service's clusterIP): the object is made anew.
-			if err := a.c.Delete(ctx, cur, client.Preconditions{UID: ptr.To(cur.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
-				return nil, err
-			}
-		}
+		return u, a.c.Create(ctx, u, client.FieldOwner(FieldManager))
 	}
 	if err := a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return nil, err
@@ -252,30 +283,35 @@ func (a *Applier) applyOne(ctx context.Context, owner *gwapiv1.Gateway, key Obje
 
 // recreate reports whether applying u over cur needs cur deleted first: a Service's spec.clusterIP
 // is immutable once allocated.
-func recreate(key ObjectKey, cur, u *unstructured.Unstructured) bool {
+func recreate(key ObjectKey, cur metav1.Object, u *unstructured.Unstructured) bool {
 	if key.GVK.Group != "" || key.GVK.Kind != "Service" {
 		return false
 	}
 	want, _, _ := unstructured.NestedString(u.Object, "spec", "clusterIP")
-	have, _, _ := unstructured.NestedString(cur.Object, "spec", "clusterIP")
+	var have string
+	switch c := cur.(type) {
+	case *corev1.Service:
+		have = c.Spec.ClusterIP
+	case *unstructured.Unstructured:
+		have, _, _ = unstructured.NestedString(c.Object, "spec", "clusterIP")
+	}
 	return want != "" && have != "" && want != have
 }
 
 // prune deletes an object applied for owner before, if it is still owner's.
 func (a *Applier) prune(ctx context.Context, owner *gwapiv1.Gateway, key ObjectKey) error {
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(key.GVK)
-	err := a.c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, cur)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
+	cur, err := a.current(ctx, key)
 	if err != nil {
 		return fmt.Errorf("pruning %s: %w", key, err)
 	}
-	if !ownedBy(cur, owner.UID) {
+	if cur == nil || !ownedBy(cur, owner.UID) {
 		return nil
 	}
-	if err := a.c.Delete(ctx, cur, client.Preconditions{UID: ptr.To(cur.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+	del := &unstructured.Unstructured{}
+	del.SetGroupVersionKind(key.GVK)
+	del.SetNamespace(key.Namespace)
+	del.SetName(key.Name)
+	if err := a.c.Delete(ctx, del, client.Preconditions{UID: ptr.To(cur.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("pruning %s: %w", key, err)
 	}
 	return nil
@@ -288,6 +324,15 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+func controllerUID(obj metav1.Object) types.UID {
+	for _, r := range obj.GetOwnerReferences() {
+		if r.Controller != nil && *r.Controller {
+			return r.UID
+		}
+	}
+	return ""
 }
 
 func controllerOf(obj metav1.Object) string {

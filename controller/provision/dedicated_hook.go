@@ -15,12 +15,18 @@ import (
 // a foreign object of the same name reported as a condition and never overwritten, objects no
 // longer rendered pruned.
 //
-// Objects must carry Namespace, Name and their GVK-typed Go value (e.g. *appsv1.Deployment);
-// labels from Labels(gw, class) are added by the reconciler, so a renderer need not add them
-// but may. handled=false means "not dedicated": the shared mode provisions the Gateway. A
-// non-nil err with handled=true means the Gateway asked for dedicated mode but its parameters
-// are unusable; the error becomes the Gateway's condition (use *ConditionError to choose the
-// type and reason, e.g. Accepted=False InvalidParameters) and nothing is provisioned for it.
+// Objects must carry Namespace (the Gateway's), Name and their typed Go value (e.g.
+// *appsv1.Deployment, any kind client-go's scheme knows); their labels and annotations should be
+// InfrastructureMetadata(gw, component) (GEP-1867 metadata over the reserved GEP-1762 labels),
+// which also marks them as the controller's. The reconciler sets the owner reference. Kinds
+// other than Service and ServiceAccount are not cached: the reconciler reads them with a get
+// (the controller needs get on them) before it creates or applies, and re-applies one only when
+// what the renderer returns for it changes (a watch on the kind, feeding the controller's
+// change notifications, would add drift repair for it). handled=false means "not dedicated":
+// the shared mode provisions the Gateway. A non-nil err with handled=true means the Gateway
+// asked for dedicated mode but its parameters are unusable; nothing is provisioned for it (what
+// was is pruned) and the error is logged; the translator reports the condition
+// (Accepted=False InvalidParameters) from the same parameters.
 type DedicatedRenderer interface {
 	Objects(gw *gwapiv1.Gateway, class *gwapiv1.GatewayClass) (objs []client.Object, handled bool, err error)
 }
@@ -80,10 +86,3 @@ func classServiceType(class *gwapiv1.GatewayClass) (string, bool) {
 	}
 	return s.ServiceType(class)
 }
-
-// ConditionError is an error a renderer returns to set a specific Gateway condition.
-type ConditionError struct {
-	Type, Reason, Message string
-}
-
-func (e *ConditionError) Error() string { return e.Message }

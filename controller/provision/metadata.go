@@ -26,15 +26,16 @@ const (
 	FieldManager = "coxswain"
 )
 
-// reserved are the keys spec.infrastructure.labels and .annotations may not set (GEP-1762).
+// reserved are the label keys spec.infrastructure.labels may not set (GEP-1762): the controller
+// finds its objects by them. As annotations they mean nothing and are applied as given.
 var reserved = []string{LabelName, LabelInstance, LabelManagedBy, LabelComponent, LabelGatewayName}
 
 // Metadata is what a provisioned object's labels and annotations are for one Gateway.
 type Metadata struct {
 	Labels      map[string]string
 	Annotations map[string]string
-	// Dropped are the spec.infrastructure keys that were not applied because they are reserved,
-	// as "labels.<key>" or "annotations.<key>", sorted.
+	// Dropped are the spec.infrastructure.labels keys that were not applied because they are
+	// reserved, as "labels.<key>", sorted.
 	Dropped []string
 }
 
@@ -55,10 +56,6 @@ func InfrastructureMetadata(gw *gwapiv1.Gateway, component string) Metadata {
 	for _, k := range reserved {
 		if _, ok := m.Labels[k]; ok {
 			m.Dropped = append(m.Dropped, "labels."+k)
-		}
-		if _, ok := m.Annotations[k]; ok {
-			m.Dropped = append(m.Dropped, "annotations."+k)
-			delete(m.Annotations, k)
 		}
 	}
 	maps.Copy(m.Labels, OwnLabels(gw, component))

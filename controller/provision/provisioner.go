@@ -58,7 +58,9 @@ type Provisioner struct {
 	applier *Applier
 	seeded  bool
 	warned  map[types.UID]string // the reserved-key message last logged per Gateway
-	uids    map[types.NamespacedName]types.UID
+	// last is each Gateway as last provisioned: one that leaves our classes still exists, and
+	// its objects are pruned through it.
+	last map[types.NamespacedName]*gwapiv1.Gateway
 }
 
 // New builds a provisioner.
@@ -80,7 +82,7 @@ func New(opts Options) (*Provisioner, error) {
 		return nil, err
 	}
 	p := &Provisioner{opts: opts, log: opts.Log, ports: newPortAllocator(opts.Ports), applier: NewApplier(opts.Client),
-		warned: map[types.UID]string{}, uids: map[types.NamespacedName]types.UID{}}
+		warned: map[types.UID]string{}, last: map[types.NamespacedName]*gwapiv1.Gateway{}}
 	p.applier.Live = p.live
 	return p, nil
 }
@@ -115,11 +117,11 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 	for _, gw := range gws {
 		nn := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 		present[nn] = true
-		if old, ok := p.uids[nn]; ok && old != gw.UID {
-			p.applier.Forget(old) // deleted and made again under the same name
+		if old, ok := p.last[nn]; ok && old.UID != gw.UID {
+			p.applier.Forget(old.UID) // deleted and made again under the same name
 			p.ports.release(nn)
 		}
-		p.uids[nn] = gw.UID
+		p.last[nn] = gw
 		class := in.Classes[string(gw.Spec.GatewayClassName)]
 		if r := p.dedicated(); r != nil {
 			objs, handled, err := r.Objects(gw, class)
@@ -143,14 +145,20 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 		}
 		out[nn] = prov
 	}
-	for nn, uid := range p.uids {
-		if !present[nn] {
-			// The garbage collector deletes its objects (owner references).
-			p.ports.release(nn)
-			p.applier.Forget(uid)
-			delete(p.warned, uid)
-			delete(p.uids, nn)
+	for nn, gw := range p.last {
+		if present[nn] {
+			continue
 		}
+		// Deleted (the garbage collector deletes its objects, and pruning finds them gone or
+		// deletes them first) or moved to a class that is not ours (pruning deletes them).
+		if res := p.applier.Apply(ctx, gw, nil); res.Err != nil {
+			errs = append(errs, res.Err)
+			continue
+		}
+		p.ports.release(nn)
+		p.applier.Forget(gw.UID)
+		delete(p.warned, gw.UID)
+		delete(p.last, nn)
 	}
 	return out, errors.Join(errs...)
 }
@@ -170,11 +178,22 @@ func (p *Provisioner) seed(gws []*gwapiv1.Gateway) {
 	}
 	sort.Slice(svcs, func(i, j int) bool { return svcs[i].CreationTimestamp.Before(&svcs[j].CreationTimestamp) })
 	for _, svc := range svcs {
-		for _, gw := range byUID {
-			if ownedBy(svc, gw.UID) {
-				p.ports.seed(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, svc)
-				p.applier.Adopt(gw.UID, ObjectKey{GVK: corev1.SchemeGroupVersion.WithKind("Service"), Namespace: svc.Namespace, Name: svc.Name})
-			}
+		if gw := byUID[controllerUID(svc)]; gw != nil {
+			p.ports.seed(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, svc)
+			p.applier.Adopt(gw.UID, ObjectKey{GVK: corev1.SchemeGroupVersion.WithKind("Service"), Namespace: svc.Namespace, Name: svc.Name})
+		}
+	}
+	if p.opts.ServiceAccounts == nil {
+		return
+	}
+	sas, err := p.opts.ServiceAccounts.List(sel)
+	if err != nil {
+		p.log.Warn("reading the identity ServiceAccounts back", zap.Error(err))
+		return
+	}
+	for _, sa := range sas {
+		if gw := byUID[controllerUID(sa)]; gw != nil {
+			p.applier.Adopt(gw.UID, ObjectKey{GVK: corev1.SchemeGroupVersion.WithKind("ServiceAccount"), Namespace: sa.Namespace, Name: sa.Name})
 		}
 	}
 }
@@ -234,6 +253,13 @@ func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gw
 	}
 	if live, err := p.opts.Services.Services(svc.Namespace).Get(svc.Name); err == nil && ownedBy(live, gw.UID) {
 		prov.Addresses = p.addresses(gw, live)
+		for _, ip := range clusterIPs(live) {
+			typ := gwapiv1.IPAddressType
+			prov.ClusterAddresses = append(prov.ClusterAddresses, gwapiv1.GatewayStatusAddress{Type: &typ, Value: ip})
+		}
+		if len(prov.ClusterAddresses) > 0 {
+			prov.ClusterAddresses = append(prov.ClusterAddresses, specHostnames(gw)...)
+		}
 	}
 	return prov, res.Err
 }
@@ -264,9 +290,16 @@ func (p *Provisioner) addresses(gw *gwapiv1.Gateway, svc *corev1.Service) []gwap
 	if len(out) == 0 {
 		return nil // not resolved: the Gateway is not programmed
 	}
+	return append(out, specHostnames(gw)...)
+}
+
+// specHostnames are the Hostname addresses gw names, published as they are.
+func specHostnames(gw *gwapiv1.Gateway) []gwapiv1.GatewayStatusAddress {
+	var out []gwapiv1.GatewayStatusAddress
 	for _, a := range gw.Spec.Addresses {
 		if a.Type != nil && *a.Type == gwapiv1.HostnameAddressType && a.Value != "" {
-			add(gwapiv1.HostnameAddressType, a.Value)
+			typ := gwapiv1.HostnameAddressType
+			out = append(out, gwapiv1.GatewayStatusAddress{Type: &typ, Value: a.Value})
 		}
 	}
 	return out
@@ -322,31 +355,28 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// live is the applier's cache lookup for the kinds the controller watches.
-func (p *Provisioner) live(k ObjectKey) (client.Object, bool) {
+// live is the applier's cache lookup for the kinds the controller watches: every Service, the
+// ServiceAccounts it labelled as its own, and (dedicated mode) the Deployments it labelled.
+func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
 	if k.GVK.Group == "apps" && k.GVK.Kind == "Deployment" && p.opts.Deployments != nil {
-		if d, err := p.opts.Deployments.Deployments(k.Namespace).Get(k.Name); err == nil {
-			return d, true
-		}
-		return nil, false
+		d, err := p.opts.Deployments.Deployments(k.Namespace).Get(k.Name)
+		return d, err == nil, true
 	}
 	if k.GVK.Group != "" {
-		return nil, false
+		return nil, false, false
 	}
 	switch k.GVK.Kind {
 	case "Service":
-		if s, err := p.opts.Services.Services(k.Namespace).Get(k.Name); err == nil {
-			return s, true
-		}
+		s, err := p.opts.Services.Services(k.Namespace).Get(k.Name)
+		return s, err == nil, true
 	case "ServiceAccount":
 		if p.opts.ServiceAccounts == nil {
-			return nil, false
+			return nil, false, false
 		}
-		if s, err := p.opts.ServiceAccounts.ServiceAccounts(k.Namespace).Get(k.Name); err == nil {
-			return s, true
-		}
+		s, err := p.opts.ServiceAccounts.ServiceAccounts(k.Namespace).Get(k.Name)
+		return s, err == nil, true
 	}
-	return nil, false
+	return nil, false, false
 }
 
 // dedicated is the renderer of the dedicated mode: Options.Dedicated, else the registered one.

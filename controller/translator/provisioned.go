@@ -27,9 +27,12 @@ type Provisioned struct {
 	Dedicated bool
 	// Addresses are published in status.addresses. None: the Gateway is not programmed
 	// (AddressReason, AddressMessage say why).
-	Addresses      []gwapiv1.GatewayStatusAddress
-	AddressReason  gwapiv1.GatewayConditionReason
-	AddressMessage string
+	Addresses []gwapiv1.GatewayStatusAddress
+	// ClusterAddresses are the Service's cluster IPs (and the spec's Hostnames): published instead
+	// of Addresses when spec.addresses asks for routability Cluster (GEP-5093).
+	ClusterAddresses []gwapiv1.GatewayStatusAddress
+	AddressReason    gwapiv1.GatewayConditionReason
+	AddressMessage   string
 	// Notes are appended to the Accepted condition's message (reserved infrastructure keys that
 	// were dropped).
 	Notes []string
@@ -50,8 +53,16 @@ func (t *session) bindPort(l *listenerState) uint32 {
 // type is not supported.
 func (t *session) provisionedAddresses(g *gatewayState, p *Provisioned) {
 	var ips []string
+	asked, askedSet := gwapiv1.GatewayAddressRoutabilityDefault, false
 	for i, a := range g.gw.Spec.Addresses {
 		field := fmt.Sprintf("spec.addresses[%d]", i)
+		if why := provisionedRoutabilityUnsupported(a.Routability); why != "" {
+			g.unsatisfied = append(g.unsatisfied, field+".routability: "+why)
+			continue
+		}
+		if !askedSet {
+			asked, askedSet = a.Routability, true
+		}
 		switch typ := addressType(a.Type); typ {
 		case gwapiv1.IPAddressType:
 			if a.Value == "" {
@@ -87,8 +98,33 @@ func (t *session) provisionedAddresses(g *gatewayState, p *Provisioned) {
 		}
 		g.noAddress(reason, msg)
 	}
-	g.published = p.Addresses
+	published := p.Addresses
+	if asked == gwapiv1.GatewayAddressRoutabilityCluster {
+		published = p.ClusterAddresses
+	}
+	for _, a := range published {
+		if t.opts.Routability {
+			r := asked
+			a.Routability = &r
+		}
+		g.published = append(g.published, a)
+	}
+	if len(g.gw.Spec.Addresses) > 0 && !askedSet && g.rejectReason == "" {
+		g.noAddress(gwapiv1.GatewayReasonAddressNotAssigned, "no spec.addresses entry can be satisfied: "+strings.Join(g.unsatisfied, "; "))
+	}
 	g.notes = append(g.notes, p.Notes...)
+}
+
+// provisionedRoutabilityUnsupported is RoutabilityUnsupported for a provisioned Gateway, whose
+// VIP Service's ClusterIP satisfies Cluster too.
+func provisionedRoutabilityUnsupported(r gwapiv1.GatewayAddressRoutabilityType) string {
+	if r == gwapiv1.GatewayAddressRoutabilityCluster {
+		return ""
+	}
+	if why := RoutabilityUnsupported(r); why != "" {
+		return fmt.Sprintf("%q is not supported; only the default (empty), Cluster and the conformance sentinel are", r)
+	}
+	return ""
 }
 
 // IsIPAddress reports whether v is an IP address as a status address of type IPAddress.

@@ -114,6 +114,8 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	}
 	prog := condState{ok: true, reason: string(gwapiv1.GatewayReasonProgrammed), msg: "Gateway is translated into the snapshot"}
 	switch {
+	case g.rejectReason == gwapiv1.GatewayReasonUnsupportedAddress && t.opts.Provisioned[g.key] != nil:
+		prog = condState{reason: string(gwapiv1.GatewayReasonInvalid), msg: g.rejectMsg}
 	case g.rejectReason == gwapiv1.GatewayReasonUnsupportedAddress:
 		prog = condState{reason: string(gwapiv1.GatewayReasonAddressNotUsable), msg: g.rejectMsg}
 	case g.rejectReason == gwapiv1.GatewayReasonPending:

@@ -273,6 +273,7 @@ func TestDeployManifests(t *testing.T) {
 		}
 	})
 	t.Run("discovery runs with the manifests' RBAC; proxies have none", func(t *testing.T) { deployDiscoveryRBAC(t, e) })
+	t.Run("shared-mode provisioning runs with the manifests' RBAC", func(t *testing.T) { deployProvisioningRBAC(t, e) })
 }
 
 // checkAccess asks the API server what the controller's service account may do: everything the
@@ -329,6 +330,12 @@ func checkAccess(t *testing.T, e *env.Env) {
 		access{"", gw, "backendtlspolicies", "", "list", true}, access{"", gw, "backendtlspolicies", "", "watch", true},
 		access{"", gw, "backendtlspolicies", "", "get", true}, access{"", gw, "backendtlspolicies", "status", "update", true},
 		access{"", gw, "backendtlspolicies", "", "update", false},
+		// Shared-mode provisioning: VIP Services and identity ServiceAccounts, never read one by one.
+		access{"", "", "services", "", "create", true}, access{"", "", "services", "", "patch", true},
+		access{"", "", "services", "", "delete", true},
+		access{"", "", "serviceaccounts", "", "create", true}, access{"", "", "serviceaccounts", "", "patch", true},
+		access{"", "", "serviceaccounts", "", "watch", true}, access{"", "", "serviceaccounts", "", "get", false},
+		access{"", gw, "gateways", "finalizers", "update", true},
 	)
 	for _, c := range checks {
 		sar, err := e.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctxFor(t), &authorizationv1.SubjectAccessReview{

@@ -40,6 +40,10 @@ type Coxswain struct {
 	Proxy      *process
 }
 
+// EnvProvisioning set to "shared" runs the controller in shared-mode provisioning in place of
+// the address pool (see startCoxswain).
+const EnvProvisioning = "COXSWAIN_CONFORMANCE_PROVISIONING"
+
 // startCoxswain runs the controller, then a shared proxy holding what its pod would have mounted:
 // a projected ServiceAccount token for the discovery audience and the trust bundle.
 func startCoxswain(t *testing.T, c *Cluster) *Coxswain {
@@ -56,9 +60,16 @@ func startCoxswain(t *testing.T, c *Cluster) *Coxswain {
 		t.Fatal(err)
 	}
 	discovery := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	ctrl := startProcess(t, c.Artifacts, "coxswain-controller", c.Binaries.Coxswain, "controller",
-		"--kubeconfig", c.Kubeconfig,
-		"--gateway-address-pool", GatewayPool,
+	// The address pool (the default) gives each Gateway an address the proxy binds, which the
+	// suite's traffic reaches; shared-mode provisioning (COXSWAIN_CONFORMANCE_PROVISIONING=shared)
+	// gives each a VIP Service instead, whose cluster IP nothing routes here (no kube-proxy), so
+	// only tests that send no traffic (GatewayInfrastructure) can pass in it.
+	addressing := []string{"--gateway-address-pool", GatewayPool}
+	if os.Getenv(EnvProvisioning) == "shared" {
+		addressing = []string{"--gateway-provisioning=shared", "--gateway-service-type=ClusterIP"}
+	}
+	args := append([]string{"controller", "--kubeconfig", c.Kubeconfig}, addressing...)
+	args = append(args,
 		"--leader-elect=false",
 		"--namespace", coxswainNS,
 		"--discovery-address", discovery,
@@ -66,6 +77,7 @@ func startCoxswain(t *testing.T, c *Cluster) *Coxswain {
 		"--admin-address", "127.0.0.1:0",
 		"--log-format", "console",
 	)
+	ctrl := startProcess(t, c.Artifacts, "coxswain-controller", c.Binaries.Coxswain, args...)
 
 	dir := filepath.Join(c.Artifacts, "proxy")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
