@@ -129,6 +129,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		c.watch.extraFactories = append(c.watch.extraFactories, c.owned.factory)
 		c.watch.informers = append(c.watch.informers, c.owned.factory.Core().V1().ServiceAccounts().Informer())
+		c.watch.informers = append(c.watch.informers, c.owned.factory.Apps().V1().Deployments().Informer())
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {

@@ -114,6 +114,11 @@ func (o *Options) setDefaults() error {
 	if o.AddressPool.IsValid() && o.Provisioning != nil {
 		errs = append(errs, errors.New("an address pool and shared-mode provisioning are exclusive"))
 	}
+	if o.Provisioning != nil && o.Provisioning.Dedicated != nil {
+		if err := o.Provisioning.Dedicated.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if o.Provisioning != nil && o.Provisioning.Ports != (provision.PortRange{}) {
 		if err := o.Provisioning.Ports.Validate(); err != nil {
 			errs = append(errs, err)

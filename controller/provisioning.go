@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -35,6 +36,8 @@ type Provisioning struct {
 	ProxySelector map[string]string
 	// Ports is the internal port range (provision.DefaultPortRange when zero).
 	Ports provision.PortRange
+	// Dedicated turns the dedicated mode on (dedicated.go); nil: off.
+	Dedicated *Dedicated
 }
 
 // supportedFeatures are the features the modules serve, with the shared mode's while it is on.
@@ -64,6 +67,9 @@ func (c *Controller) writerAddresses() []gwapiv1.GatewayStatusAddress {
 type ownedWatch struct {
 	factory  informers.SharedInformerFactory
 	accounts corelisters.ServiceAccountLister
+	// deployments are the dedicated mode's proxy Deployments, so that an edited or deleted one is
+	// repaired at once.
+	deployments appslisters.DeploymentLister
 }
 
 var managedSelector = provision.LabelManagedBy + "=" + provision.ManagedBy
@@ -75,7 +81,12 @@ func newOwnedWatch(kube kubernetes.Interface, ev events) (*ownedWatch, error) {
 	if _, err := inf.Informer().AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged)); err != nil {
 		return nil, fmt.Errorf("adding event handler: %w", err)
 	}
-	return &ownedWatch{factory: f, accounts: inf.Lister()}, nil
+	deps := f.Apps().V1().Deployments()
+	// Spec, label and annotation edits and deletions, not the rollout's status updates.
+	if _, err := deps.Informer().AddEventHandler(changeHandler(changeConfig, ev, generationChanged)); err != nil {
+		return nil, fmt.Errorf("adding event handler: %w", err)
+	}
+	return &ownedWatch{factory: f, accounts: inf.Lister(), deployments: deps.Lister()}, nil
 }
 
 // provisionScheme knows every kind a provisioned object can be: client-go's built-in kinds
@@ -104,9 +115,9 @@ func (c *Controller) newProvisioner() *provision.Provisioner {
 		if err == nil {
 			var p *provision.Provisioner
 			p, err = provision.New(provision.Options{
-				Log: c.log.Named("provision"), Client: cl, Services: c.watch.services, ServiceAccounts: c.owned.accounts,
+				Log: c.log.Named("provision"), Client: cl, Services: c.watch.services, ServiceAccounts: c.owned.accounts, Deployments: c.owned.deployments,
 				ServiceType: pv.ServiceType, ProxySelector: pv.ProxySelector, Ports: pv.Ports,
-				StatusAddresses: c.opts.StatusAddresses,
+				StatusAddresses: c.opts.StatusAddresses, Dedicated: c.dedicatedRenderer(),
 			})
 			if err == nil {
 				return p
@@ -139,4 +150,12 @@ func (c *Controller) provision(ctx context.Context, p *provision.Provisioner, st
 		retry()
 	}
 	return out
+}
+
+// dedicatedRenderer is the provisioner's dedicated mode; nil (the registered one, if any) when off.
+func (c *Controller) dedicatedRenderer() provision.DedicatedRenderer {
+	if c.opts.Provisioning.Dedicated == nil {
+		return nil
+	}
+	return &dedicatedRenderer{opts: c.opts.Provisioning.Dedicated, serviceType: c.opts.Provisioning.ServiceType, params: c.watch.gatewayParameters}
 }

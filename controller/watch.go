@@ -32,6 +32,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
+	infrav1a1 "github.com/coxswain-labs/coxswain/modules/api/infrastructure/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -135,6 +136,11 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 		return nil, err
 	}
 	kinds = append(kinds, policies...)
+	params, err := gatewayParametersKind(cfg, ev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", infrav1a1.GatewayParametersKind, err)
+	}
+	kinds = append(kinds, params)
 	listenerSets, err := listenerSetKind(gw, ev)
 	if err != nil {
 		return nil, fmt.Errorf("ListenerSet: %w", err)

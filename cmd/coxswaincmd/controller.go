@@ -43,6 +43,7 @@ type controllerConfig struct {
 	leaderElect    bool
 	proxy          proxycmd.ProxyFlags // the in-process proxy's limits
 	dataPlane      dataPlaneFlags
+	dedicatedMode  dedicatedFlags
 	log            proxycmd.LogFlags
 	session        sessionKeyFlag
 
@@ -78,6 +79,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 		"address of /healthz, /readyz, /metrics, /api/v1/health and /api/v1/fleet; empty disables them")
 	fs.StringVar(&c.healthAddress, "health-address", ":9902", "the former name of --admin-address")
 	c.dataPlane.register(fs)
+	c.dedicatedMode.register(fs)
 	fs.DurationVar(&c.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "elect a leader on a Lease; only the leader serves, publishes and writes status")
 	fs.StringVar(&c.le.Namespace, "leader-election-namespace", "", "namespace of the Lease; the controller's own when empty")
@@ -190,11 +192,21 @@ func newKubeClients(cc *controllerConfig) (kubeClients, error) {
 func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc kubeClients, dp *dataPlane) (*controller.Controller, error) {
 	le := cc.le
 	le.Disabled = !cc.leaderElect
+	prov := cc.provision
+	if prov != nil {
+		d, err := cc.dedicated(&dp.trustBundle)
+		if err != nil {
+			return nil, err
+		}
+		p := *prov
+		p.Dedicated = d
+		prov = &p
+	}
 	return controller.New(controller.Options{
 		Log: log.Named("controller"), Kube: kc.kube, Gateway: kc.gateway, REST: kc.rest, Registry: reg,
 		NewPublisher:   dp.NewPublisher,
 		SessionKey:     dp.SessionKey,
-		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool, Provisioning: cc.provision,
+		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool, Provisioning: prov,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
 		LeaderElection: le,
 	})

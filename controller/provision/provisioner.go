@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -30,12 +31,18 @@ type Options struct {
 	// owned VIP Services among them), ServiceAccounts labelled app.kubernetes.io/managed-by=coxswain.
 	Services        corelisters.ServiceLister
 	ServiceAccounts corelisters.ServiceAccountLister
+	// Deployments are the dedicated mode's Deployments (labelled managed-by=coxswain); nil: a
+	// Deployment's drift is repaired only when its desired content changes.
+	Deployments appslisters.DeploymentLister
 	// ServiceType is the VIP Service's type when the GatewayClass sets none (LoadBalancer when empty).
 	ServiceType corev1.ServiceType
 	// ProxySelector selects the shared pool's pods (DefaultProxySelector when nil).
 	ProxySelector map[string]string
 	// Ports is the internal port range (DefaultPortRange when zero).
 	Ports PortRange
+	// Dedicated renders the dedicated mode's objects; the registered renderer
+	// (RegisterDedicated) when nil.
+	Dedicated DedicatedRenderer
 	// StatusAddresses are published for a Gateway whose Service has neither a load-balancer
 	// ingress nor a cluster IP (--status-address).
 	StatusAddresses []gwapiv1.GatewayStatusAddress
@@ -116,7 +123,7 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 		}
 		p.last[nn] = gw
 		class := in.Classes[string(gw.Spec.GatewayClassName)]
-		if r := dedicated(); r != nil {
+		if r := p.dedicated(); r != nil {
 			objs, handled, err := r.Objects(gw, class)
 			if handled {
 				p.ports.release(nn)
@@ -124,9 +131,11 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 					p.log.Warn("dedicated Gateway not provisioned", zap.String("gateway", nn.String()), zap.Error(err))
 					objs = nil
 				}
-				if res := p.applier.Apply(ctx, gw, objs); res.Err != nil {
+				res := p.applier.Apply(ctx, gw, objs)
+				if res.Err != nil {
 					errs = append(errs, res.Err)
 				}
+				out[nn] = p.dedicatedStatus(gw, objs, res)
 				continue
 			}
 		}
@@ -346,9 +355,13 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// live is the applier's cache lookup for the kinds the controller watches: every Service, and
-// the ServiceAccounts it labelled as its own.
+// live is the applier's cache lookup for the kinds the controller watches: every Service, the
+// ServiceAccounts it labelled as its own, and (dedicated mode) the Deployments it labelled.
 func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
+	if k.GVK.Group == "apps" && k.GVK.Kind == "Deployment" && p.opts.Deployments != nil {
+		d, err := p.opts.Deployments.Deployments(k.Namespace).Get(k.Name)
+		return d, err == nil, true
+	}
 	if k.GVK.Group != "" {
 		return nil, false, false
 	}
@@ -364,4 +377,37 @@ func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
 		return s, err == nil, true
 	}
 	return nil, false, false
+}
+
+// dedicated is the renderer of the dedicated mode: Options.Dedicated, else the registered one.
+func (p *Provisioner) dedicated() DedicatedRenderer {
+	if p.opts.Dedicated != nil {
+		return p.opts.Dedicated
+	}
+	return dedicated()
+}
+
+// dedicatedStatus is what the translator needs of a dedicated Gateway: its listeners bind their
+// own ports on its own proxies, and its addresses are its Service's.
+func (p *Provisioner) dedicatedStatus(gw *gwapiv1.Gateway, objs []client.Object, res Result) *translator.Provisioned {
+	prov := &translator.Provisioned{Dedicated: true}
+	var why []string
+	for _, c := range res.Conflicts {
+		why = append(why, c.Error())
+	}
+	for _, r := range res.Rejected {
+		why = append(why, r.Error())
+	}
+	if len(why) > 0 {
+		prov.AddressReason, prov.AddressMessage = gwapiv1.GatewayReasonNoResources, strings.Join(why, "; ")
+		return prov
+	}
+	for _, o := range objs {
+		if svc, ok := o.(*corev1.Service); ok {
+			if live, err := p.opts.Services.Services(svc.Namespace).Get(svc.Name); err == nil && ownedBy(live, gw.UID) {
+				prov.Addresses = p.addresses(gw, live)
+			}
+		}
+	}
+	return prov
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-labs/coxswain/controller/provision/dedicated"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
@@ -134,10 +135,11 @@ func (t *session) translateGateways() {
 		} else {
 			t.gatewayAddresses(g)
 		}
-		if ref := infraParams(gw); ref != "" {
-			msg := "infrastructure.parametersRef " + ref + ": no parameters kind is supported"
-			g.reject(gwapiv1.GatewayReasonInvalidParameters, msg)
-			t.gatewayProblem(g, "spec.infrastructure.parametersRef", string(gwapiv1.GatewayReasonInvalidParameters), msg)
+		// The class's own reference is checked with the class (translateClasses).
+		if _, err := dedicated.ResolveGateway(gw, nil, t.gatewayParameters); err != nil {
+			g.reject(gwapiv1.GatewayReasonInvalidParameters, err.Error())
+			field, msg := paramsProblem(err)
+			t.gatewayProblem(g, field, string(gwapiv1.GatewayReasonInvalidParameters), msg)
 		}
 		g.backendTLS.ok = true
 		t.gatewayBackendTLS(g)
@@ -155,14 +157,6 @@ func (g *gatewayState) reject(reason gwapiv1.GatewayConditionReason, msg string)
 	if g.rejectReason == "" {
 		g.rejectReason, g.rejectMsg = reason, msg
 	}
-}
-
-func infraParams(gw *gwapiv1.Gateway) string {
-	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
-		return ""
-	}
-	r := gw.Spec.Infrastructure.ParametersRef
-	return string(r.Kind) + " " + r.Name
 }
 
 // gatewayAddresses turns spec.addresses into bind addresses:

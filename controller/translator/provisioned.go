@@ -22,6 +22,9 @@ type Provisioned struct {
 	// InternalPorts are the ports the shared proxies bind for each listener port and transport,
 	// the VIP Service's targetPorts.
 	InternalPorts map[PortTransport]uint32
+	// Dedicated: the Gateway runs on proxies of its own (CoxswainGatewayParameters), which bind
+	// its listeners at their own ports; InternalPorts is empty.
+	Dedicated bool
 	// Addresses are published in status.addresses. None: the Gateway is not programmed
 	// (AddressReason, AddressMessage say why).
 	Addresses []gwapiv1.GatewayStatusAddress
@@ -38,7 +41,7 @@ type Provisioned struct {
 // bindPort is the port the proxies bind for l: its internal port when the Gateway is
 // provisioned, else the listener port.
 func (t *session) bindPort(l *listenerState) uint32 {
-	if p, ok := t.opts.Provisioned[l.gw.key]; ok {
+	if p, ok := t.opts.Provisioned[l.gw.key]; ok && !p.Dedicated {
 		return p.InternalPorts[PortTransport{Port: int32(l.spec.Port), Transport: transport(l.spec.Protocol)}]
 	}
 	return uint32(l.spec.Port)

@@ -126,6 +126,20 @@ failed=()
 for channel in ${CONFORMANCE_CHANNELS:-standard experimental}; do
 	run_channel "$channel" "$@" || failed+=("$channel")
 done
+# The dedicated mode end to end (TestDedicatedGateway): a stack of its own whose controller
+# provisions Gateways; its provisioned proxy pods run the coxswain binary. Skipped when the suite
+# got arguments (a partial run of one test).
+if [[ $# == 0 ]]; then
+	mkdir -p "$run/dedicated"
+	log "running TestDedicatedGateway; logs in $run/dedicated"
+	set +e
+	(
+		cd "$mod"
+		COXSWAIN_CONFORMANCE_ARTIFACTS=$run/dedicated "$bin/conformance.test" -test.run '^TestDedicatedGateway$' -test.v -test.count=1 -test.timeout 10m
+	) 2>&1 | tee "$run/dedicated/test.log"
+	[[ ${PIPESTATUS[0]} == 0 ]] || failed+=("dedicated")
+	set -e
+fi
 log "total $(($(date +%s) - start))s"
 if ((${#failed[@]} > 0)); then
 	log "failed on: ${failed[*]}"

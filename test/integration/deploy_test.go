@@ -316,10 +316,17 @@ func checkAccess(t *testing.T, e *env.Env) {
 		access{controllerNS, "coordination.k8s.io", "leases", "", "delete", false},
 		access{"default", "coordination.k8s.io", "leases", "", "update", false},
 		access{"", "", "pods", "", "list", false},
-		// BackendTLSPolicy CA bundles: ConfigMaps are listed and watched, never read one by one or written
-		// outside the controller's namespace.
+		// BackendTLSPolicy CA bundles: ConfigMaps are listed and watched. The dedicated mode writes a
+		// copy of the discovery trust bundle next to each dedicated Gateway (docs/dedicated.md), so
+		// the controller may write ConfigMaps in any namespace.
 		access{"", "", "configmaps", "", "list", true}, access{"", "", "configmaps", "", "watch", true},
-		access{"default", "", "configmaps", "", "update", false},
+		access{"default", "", "configmaps", "", "patch", true},
+		// The dedicated mode's proxy pools: Deployments (cached for drift repair), HPAs and PDBs;
+		// never pods themselves.
+		access{"default", "apps", "deployments", "", "patch", true}, access{"", "apps", "deployments", "", "watch", true},
+		access{"default", "autoscaling", "horizontalpodautoscalers", "", "delete", true},
+		access{"default", "policy", "poddisruptionbudgets", "", "patch", true},
+		access{"default", "", "pods", "", "create", false}, access{"default", "apps", "daemonsets", "", "create", false},
 		access{"", gw, "backendtlspolicies", "", "list", true}, access{"", gw, "backendtlspolicies", "", "watch", true},
 		access{"", gw, "backendtlspolicies", "", "get", true}, access{"", gw, "backendtlspolicies", "status", "update", true},
 		access{"", gw, "backendtlspolicies", "", "update", false},

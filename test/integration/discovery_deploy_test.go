@@ -54,8 +54,9 @@ func deployDiscoveryRBAC(t *testing.T, e *env.Env) {
 		{controllerSA, controllerNS, "", "secrets", "coxswain-discovery-ca", "update", false},
 		{controllerSA, "default", "", "secrets", "", "create", false},
 		{controllerSA, controllerNS, "", "configmaps", "coxswain-discovery-trust-bundle", "update", true},
-		{controllerSA, controllerNS, "", "configmaps", "other", "get", false},
-		{controllerSA, "default", "", "configmaps", "", "create", false},
+		// ConfigMaps may be read and written anywhere: the dedicated mode copies the trust bundle
+		// into each dedicated Gateway's namespace (docs/dedicated.md).
+		{controllerSA, "default", "", "configmaps", "", "create", true},
 	}
 	for _, verb := range []string{"get", "list", "watch", "create"} {
 		for _, r := range []string{"configmaps", "secrets", "pods", "serviceaccounts"} {

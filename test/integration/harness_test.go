@@ -73,7 +73,8 @@ type controllerOpts struct {
 	// registry is the controller's (what it translates and claims); the test binary's when nil.
 	// The in-process proxy always has the test binary's.
 	registry *core.Registry
-	// provisioning turns the shared mode on (VIP Services, internal ports).
+	// provisioning turns the controller's provisioning on (shared mode; dedicated mode too when
+	// its Dedicated is set).
 	provisioning *controller.Provisioning
 }
 

@@ -44,6 +44,10 @@ const (
 	NodeName        = "conformance-node"
 	KubeletPort     = 10250
 	podBridge       = "cxpods0"
+	// podGateway is the bridge's address: where pods reach processes of the harness.
+	podGateway = "10.244.0.1"
+	// ProxyImageRepository is the image the provisioning controller runs dedicated proxies from.
+	ProxyImageRepository = "ghcr.io/coxswain-labs/coxswain"
 )
 
 // EnvArtifacts names the directory that receives the logs of a run (kube-controller-manager,
@@ -91,6 +95,20 @@ type Cluster struct {
 // Start brings up the control plane, the node and Coxswain; everything stops when t ends.
 func Start(t *testing.T) *Cluster {
 	t.Helper()
+	return start(t, startCoxswain)
+}
+
+// StartProvisioning brings up the control plane, the node and a Coxswain controller that
+// provisions Gateways (shared and dedicated mode, StartProvisioningController) and no proxy of
+// its own: a dedicated Gateway's proxies are the pods of the Deployment it provisions, which the
+// kubelet runs from the coxswain binary.
+func StartProvisioning(t *testing.T) *Cluster {
+	t.Helper()
+	return start(t, startProvisioningController)
+}
+
+func start(t *testing.T, coxswain func(*testing.T, *Cluster) *Coxswain) *Cluster {
+	t.Helper()
 	began := time.Now()
 	artifacts := os.Getenv(EnvArtifacts)
 	if artifacts == "" {
@@ -110,7 +128,7 @@ func Start(t *testing.T) *Cluster {
 	c.Kubeconfig = c.Env.WriteKubeConfig(t)
 	startKCM(t, c)
 	startKubelet(t, c)
-	c.Coxswain = startCoxswain(t, c)
+	c.Coxswain = coxswain(t, c)
 	t.Logf("harness: cluster up (Gateway API %s channel) in %s; logs in %s", c.Channel, time.Since(began).Round(time.Millisecond), artifacts)
 	return c
 }
@@ -131,6 +149,8 @@ func startKubelet(t *testing.T, c *Cluster) {
 			// v1.7.0 moved echo-basic to its own repository and image name.
 			"registry.k8s.io/gateway-api/conformance/echo-basic": kubelet.EchoBasic(c.Binaries.EchoBasic),
 			"registry.k8s.io/coredns/coredns":                    kubelet.DNSResponder(c.Binaries.DNSResponder),
+			// Coxswain's image (the chart's, --proxy-image's default) is the binary under test.
+			ProxyImageRepository: kubelet.CoxswainProxy(c.Binaries.Coxswain),
 		},
 		Dir: filepath.Join(c.Artifacts, "pods"),
 	})

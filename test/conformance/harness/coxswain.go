@@ -118,9 +118,49 @@ func startCoxswain(t *testing.T, c *Cluster) *Coxswain {
 	return &Coxswain{Controller: ctrl, Proxy: px}
 }
 
+// startProvisioningController runs a controller that provisions Gateways as in a cluster
+// (--gateway-provisioning=shared, which includes the dedicated mode), with its discovery
+// endpoint on the pod bridge so that provisioned proxy pods reach it. It starts no proxy.
+func startProvisioningController(t *testing.T, c *Cluster) *Coxswain {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: coxswainNS}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	discovery := net.JoinHostPort(podGateway, strconv.Itoa(freePort(t)))
+	ctrl := startProcess(t, c.Artifacts, "coxswain-controller", c.Binaries.Coxswain, "controller",
+		"--kubeconfig", c.Kubeconfig,
+		"--gateway-provisioning", "shared",
+		"--gateway-service-type", "ClusterIP",
+		"--proxy-image", ProxyImageRepository+":e2e",
+		"--leader-elect=false",
+		"--namespace", coxswainNS,
+		"--discovery-address", discovery,
+		"--dedicated-discovery-address", discovery,
+		"--discovery-server-name", podGateway,
+		"--admin-address", "127.0.0.1:0",
+		"--log-format", "console",
+	)
+	return &Coxswain{Controller: ctrl}
+}
+
+// Logs are the paths of the processes' logs.
+func (x *Coxswain) Logs() string {
+	logs := x.Controller.log
+	if x.Proxy != nil {
+		logs += ", " + x.Proxy.log
+	}
+	return logs
+}
+
 // exited reports whether either process has ended.
 func (x *Coxswain) exited() (bool, string) {
 	for _, p := range []*process{x.Controller, x.Proxy} {
+		if p == nil {
+			continue
+		}
 		if done, status := p.exited(); done {
 			return true, p.name + " " + status
 		}
@@ -165,8 +205,7 @@ func (c *Cluster) GatewayClass(t *testing.T, name string) *gwapiv1.GatewayClass 
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("GatewayClass %s not accepted: %v (last: %s; logs: %s, %s)", name, err, last,
-			c.Coxswain.Controller.log, c.Coxswain.Proxy.log)
+		t.Fatalf("GatewayClass %s not accepted: %v (last: %s; logs: %s)", name, err, last, c.Coxswain.Logs())
 	}
 	return gc
 }

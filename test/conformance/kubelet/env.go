@@ -219,8 +219,12 @@ func mountDirs(vms []corev1.VolumeMount, volumes map[string]string) ([]mount, er
 	return out, nil
 }
 
-// rewritePath turns a path under a mountPath into the same path under the volume's directory.
+// rewritePath turns a path under a mountPath into the same path under the volume's directory,
+// in a value or in a flag's "--name=value".
 func rewritePath(v string, mounts []mount) string {
+	if name, val, ok := strings.Cut(v, "="); ok && strings.HasPrefix(name, "-") {
+		return name + "=" + rewritePath(val, mounts)
+	}
 	for _, m := range mounts {
 		if v == m.path {
 			return m.dir

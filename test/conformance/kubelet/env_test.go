@@ -69,6 +69,9 @@ func TestRewritePath(t *testing.T) {
 		{"/etc/secret-volumes/crt", "/etc/secret-volumes/crt"},
 		{"/root/Corefile", "/pods/p/volumes/conf/sub/Corefile"},
 		{"1", "1"},
+		{"--token-file=/etc/secret-volume/token", "--token-file=/pods/p/volumes/secret/token"},
+		{"--gateway=ns/name", "--gateway=ns/name"},
+		{"a=/etc/secret-volume/x", "a=/etc/secret-volume/x"},
 	}
 	for _, tc := range tests {
 		if got := rewritePath(tc.in, mounts); got != tc.want {

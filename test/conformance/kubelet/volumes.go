@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,8 +43,14 @@ func (k *Kubelet) materializeVolumes(ctx context.Context, pod *corev1.Pod, dir s
 			}
 			files, items, mode = data, v.ConfigMap.Items, v.ConfigMap.DefaultMode
 		case v.EmptyDir != nil:
+		case v.Projected != nil:
+			if err := k.projectVolume(ctx, pod, v.Projected, vdir); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			out[v.Name] = vdir
+			continue
 		default:
-			return nil, fmt.Errorf("volume %s: only secret, configMap and emptyDir volumes are supported", v.Name)
+			return nil, fmt.Errorf("volume %s: only secret, configMap, emptyDir and projected volumes are supported", v.Name)
 		}
 		if err := writeVolume(vdir, files, items, mode); err != nil {
 			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
@@ -131,4 +139,72 @@ func writeVolume(dir string, files map[string][]byte, items []corev1.KeyToPath, 
 		}
 	}
 	return nil
+}
+
+// projectVolume writes a projected volume: ServiceAccount tokens (requested from the API server
+// for the pod's ServiceAccount, bound to the pod, as the kubelet does), and secret and configMap
+// sources. Tokens are written once and not refreshed: a pod of the harness lives for minutes,
+// far less than the shortest token the API server issues (10 minutes).
+func (k *Kubelet) projectVolume(ctx context.Context, pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, src := range pv.Sources {
+		switch {
+		case src.ServiceAccountToken != nil:
+			tok, err := k.podToken(ctx, pod, src.ServiceAccountToken)
+			if err != nil {
+				return err
+			}
+			if err := writeVolume(dir, map[string][]byte{"token": []byte(tok)},
+				[]corev1.KeyToPath{{Key: "token", Path: src.ServiceAccountToken.Path}}, pv.DefaultMode); err != nil {
+				return err
+			}
+		case src.ConfigMap != nil:
+			data, err := k.configMapData(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Optional)
+			if err != nil {
+				return err
+			}
+			if err := writeVolume(dir, data, src.ConfigMap.Items, pv.DefaultMode); err != nil {
+				return err
+			}
+		case src.Secret != nil:
+			data, err := k.secretData(ctx, pod.Namespace, src.Secret.Name, src.Secret.Optional)
+			if err != nil {
+				return err
+			}
+			if err := writeVolume(dir, data, src.Secret.Items, pv.DefaultMode); err != nil {
+				return err
+			}
+		default:
+			return errors.New("only serviceAccountToken, configMap and secret projections are supported")
+		}
+	}
+	return nil
+}
+
+// podToken requests a token of the pod's ServiceAccount for the projection's audience, bound to
+// the pod: deleting the pod invalidates it.
+func (k *Kubelet) podToken(ctx context.Context, pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: p.ExpirationSeconds,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+	}}
+	if p.Audience != "" {
+		req.Spec.Audiences = []string{p.Audience}
+	}
+	tr, err := k.cfg.Client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", errorf("serviceaccount %q not found", sa)
+	case err != nil:
+		return "", fmt.Errorf("token for serviceaccount %s: %w", sa, err)
+	}
+	return tr.Status.Token, nil
 }

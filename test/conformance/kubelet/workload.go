@@ -88,3 +88,16 @@ func DNSResponder(binary string) Workload {
 		return []Port{{Number: 53, Protocol: corev1.ProtocolUDP}}
 	}}
 }
+
+// CoxswainAdminPort is the --admin-address port of the proxies Coxswain provisions.
+const CoxswainAdminPort = 9901
+
+// CoxswainProxy is Coxswain's own image (the chart's and --proxy-image's), run as the coxswain
+// binary: the dedicated proxies the controller provisions. Its admin endpoint, bound first thing,
+// is the port that makes the container Ready; the Gateway's Programmed condition says when its
+// listeners are bound.
+func CoxswainProxy(binary string) Workload {
+	return Workload{Binary: binary, Ports: func(map[string]string) []Port {
+		return []Port{{Number: CoxswainAdminPort, Protocol: corev1.ProtocolTCP}}
+	}}
+}
