@@ -57,8 +57,8 @@ func NewEvents(kube kubernetes.Interface, groups []string, reporter string) *Eve
 		return false
 	}
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			l, err := kube.CoreV1().Events("").List(context.Background(), o)
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l, err := kube.CoreV1().Events("").List(ctx, o)
 			if err != nil {
 				return nil, err
 			}
@@ -71,8 +71,8 @@ func NewEvents(kube kubernetes.Interface, groups []string, reporter string) *Eve
 			l.Items = kept
 			return l, nil
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			w, err := kube.CoreV1().Events("").Watch(context.Background(), o)
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := kube.CoreV1().Events("").Watch(ctx, o)
 			if err != nil {
 				return nil, err
 			}
