@@ -33,6 +33,7 @@ type Controller struct {
 	opts    Options
 	log     *zap.Logger
 	watch   *watch
+	owned   *ownedWatch // nil without Options.Provisioning
 	trigger *coalescer
 	dirty   atomic.Uint32 // change bits since the last translation
 	// features are those the compiled-in modules serve; a GatewayClass claims the ones of them the
@@ -145,6 +146,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.opts.Provisioning != nil {
+		if c.owned, err = newOwnedWatch(c.opts.Kube, events{changed: c.changed, touched: c.touched}); err != nil {
+			return err
+		}
+		c.watch.extraFactories = append(c.watch.extraFactories, c.owned.factory)
+		c.watch.informers = append(c.watch.informers, c.owned.factory.Core().V1().ServiceAccounts().Informer())
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
@@ -237,7 +245,20 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		pool = newAddressPool(c.opts.AddressPool)
 		opts.AssignsAddresses = true
 	}
-	var last *irv1.Snapshot // the latest snapshot made, published or not
+	prov := c.newProvisioner()
+	var provRetry *time.Timer // one pending retry of a failed provisioning at a time
+	retryProvision := func() {
+		if provRetry != nil {
+			provRetry.Stop()
+		}
+		provRetry = time.AfterFunc(publishRetry, func() { c.changed(changeConfig) })
+	}
+	defer func() {
+		if provRetry != nil {
+			provRetry.Stop()
+		}
+	}()
+	var last *irv1.Snapshot    // the latest snapshot made, published or not
 	var lastRes *translator.Result
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
 	var published string
@@ -261,6 +282,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		} else {
 			if pool != nil {
 				opts.GatewayAddresses = pool.assign(store.Gateways, c.ourClasses(store))
+			}
+			if prov != nil {
+				opts.Provisioned = c.provision(ctx, prov, store, retryProvision)
 			}
 			claimed := c.claimed()
 			opts.Routability = reportsRoutability(claimed)

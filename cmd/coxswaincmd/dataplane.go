@@ -68,9 +68,11 @@ func dataPlaneModule() fx.Option {
 
 // dataPlane is the controller's side of the data plane.
 type dataPlane struct {
-	inProcess controller.NewPublisher // nil unless --in-process-proxy
-	discovery *discovery.Server       // nil with an in-process proxy, and until started
-	addr      net.Addr
+	// trustBundle is the discovery CA bundle once started, for the dedicated mode.
+	trustBundle trustBundle
+	inProcess   controller.NewPublisher // nil unless --in-process-proxy
+	discovery   *discovery.Server       // nil with an in-process proxy, and until started
+	addr        net.Addr
 	// sessionKey is --session-key-file's, else (once started) derived from the discovery CA;
 	// nil with an in-process proxy and no file, and the controller makes a random one.
 	sessionKey []byte
@@ -131,6 +133,7 @@ func (d *dataPlaneFlags) start(ctx context.Context, dp *dataPlane, log *zap.Logg
 	if err := discovery.PublishBundle(ctx, kc.kube, ns, d.bundleConfigMap, ca.Bundle()); err != nil {
 		return fmt.Errorf("publishing the trust bundle: %w", err)
 	}
+	dp.trustBundle.set(ca.Bundle())
 	shared := []string(d.sharedProxies)
 	if len(shared) == 0 {
 		shared = []string{ns + "/coxswain-proxy"}
