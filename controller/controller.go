@@ -46,6 +46,8 @@ type Controller struct {
 	writer atomic.Pointer[status.Writer] // set while leading
 	// latest is the newest translation while leading (the admin API's routing and problems).
 	latest adminapi.Latest
+	// manifests are the objects provisioning applied, by Gateway (/api/v1/manifests).
+	manifests *manifests
 	// leader is the identity of the Lease holder last observed.
 	leader atomic.Pointer[string]
 	synced atomic.Bool
@@ -76,6 +78,7 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		opts:      opts,
 		log:       opts.Log,
+		manifests: newManifests(),
 		trigger:   newCoalescer(opts.Holdoff, opts.MaxDelay),
 		features:  features.Supported(opts.Registry),
 		randomKey: make([]byte, 32),
@@ -98,6 +101,13 @@ func (c *Controller) Synced() bool { return c.synced.Load() }
 
 // Latest is the newest translation of the current leadership term; empty on a standby.
 func (c *Controller) Latest() *adminapi.Latest { return &c.latest }
+
+// Manifests returns the objects provisioning last applied for the Gateway with uid, as the
+// provisioner rendered them; empty when it provisions nothing for it (or provisioning is off).
+func (c *Controller) Manifests(uid types.UID) []map[string]any { return c.manifests.Of(uid) }
+
+// Provisions says whether this controller provisions objects for Gateways.
+func (c *Controller) Provisions() bool { return c.opts.Provisioning != nil }
 
 // Identity is this replica's Lease identity.
 func (c *Controller) Identity() string { return c.opts.LeaderElection.Identity }
@@ -258,7 +268,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			provRetry.Stop()
 		}
 	}()
-	var last *irv1.Snapshot    // the latest snapshot made, published or not
+	var last *irv1.Snapshot // the latest snapshot made, published or not
 	var lastRes *translator.Result
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
 	var published string

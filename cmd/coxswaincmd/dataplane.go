@@ -219,6 +219,7 @@ func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.Ad
 		}
 		adminapi.RegisterTranslation(mux, ctrl.Latest(), "this replica has not translated yet: it is not the leader, or its caches are still syncing (see /api/v1/health)")
 		events.Register(mux)
+		adminapi.RegisterManifests(mux, ctrl.Latest(), ctrl)
 		(&adminapi.PodLogs{Kube: kc.kube, Auth: authz}).Register(mux)
 		if authz != nil {
 			return authz.Wrap(mux)
