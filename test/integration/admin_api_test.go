@@ -161,6 +161,31 @@ func TestAdminAPI(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	t.Run("manifests", func(t *testing.T) {
+		// The controller runs with the default --gateway-provisioning (shared): a VIP Service and an
+		// identity ServiceAccount for the Gateway.
+		eventually(t, "the Gateway's provisioned objects", func() error {
+			var m adminapi.Manifests
+			body, err := c.get("/api/v1/manifests/"+ns+"/gw", reader, 200)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(body, &m); err != nil {
+				return err
+			}
+			kinds := map[string]bool{}
+			for _, o := range m.Objects {
+				kinds[fmt.Sprint(o["kind"])] = true
+			}
+			if m.Mode != "shared" || !kinds["Service"] || !kinds["ServiceAccount"] || m.Gateway.UID == "" {
+				return fmt.Errorf("manifests %s", body)
+			}
+			return nil
+		})
+		if _, err := c.get("/api/v1/manifests/"+ns+"/nope", reader, 404); err != nil {
+			t.Error(err)
+		}
+	})
 	t.Run("pod logs", func(t *testing.T) {
 		proxyPod(t, e, ctrlNS, "proxy-0", map[string]string{"app.kubernetes.io/name": "coxswain", "app.kubernetes.io/component": "proxy"})
 		proxyPod(t, e, ctrlNS, "other-0", map[string]string{"app": "other"})
