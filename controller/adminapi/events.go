@@ -77,8 +77,10 @@ func NewEvents(kube kubernetes.Interface, groups []string, reporter string) *Eve
 				return nil, err
 			}
 			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+				// A bookmark (an Event with only a resourceVersion, and the end of a watch-list's
+				// initial events) must reach the reflector.
 				e, ok := ev.Object.(*corev1.Event)
-				return ev, !ok || ours(e)
+				return ev, ev.Type == watch.Bookmark || !ok || ours(e)
 			}), nil
 		},
 	}
