@@ -78,7 +78,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.maxDelay, "max-delay", time.Second, "the longest a change waits for a translation in a busy cluster")
 	fs.IntVar(&c.statusWorkers, "status-workers", 4, "objects whose status is written concurrently")
 	fs.StringVar(&c.healthAddress, "admin-address", ":9902",
-		"address of /healthz, /readyz, /metrics, /api/v1/health and /api/v1/fleet; empty disables them")
+		"address of /healthz, /readyz, /metrics and the /api/v1 admin API (docs/admin-api.md); empty disables them")
 	fs.StringVar(&c.healthAddress, "health-address", ":9902", "the former name of --admin-address")
 	fs.StringVar(&c.adminAuth, "admin-auth", adminapi.AuthAuto,
 		"who may read /api/v1 on the admin address: kubernetes (a bearer token checked with TokenReview, and a SubjectAccessReview for get on the path), none, or auto (none on a loopback address, kubernetes otherwise); /healthz, /readyz and /metrics are always open")
