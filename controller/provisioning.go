@@ -115,7 +115,7 @@ func (c *Controller) newProvisioner() *provision.Provisioner {
 		if err == nil {
 			var p *provision.Provisioner
 			p, err = provision.New(provision.Options{
-				Log: c.log.Named("provision"), Client: cl, Services: c.watch.services, ServiceAccounts: c.owned.accounts, Deployments: c.owned.deployments,
+				Log: c.log.Named("provision"), Client: c.manifests.wrap(cl), Services: c.watch.services, ServiceAccounts: c.owned.accounts, Deployments: c.owned.deployments,
 				ServiceType: pv.ServiceType, ProxySelector: pv.ProxySelector, Ports: pv.Ports,
 				StatusAddresses: c.opts.StatusAddresses, Dedicated: c.dedicatedRenderer(),
 			})
