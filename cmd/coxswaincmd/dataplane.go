@@ -14,6 +14,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
+	"github.com/coxswain-labs/coxswain/controller/console"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
@@ -181,7 +182,7 @@ func controllerCollectors(ctrl *controller.Controller) []prometheus.Collector {
 
 // serveControllerAdmin serves the controller's admin endpoints: the common ones, and the fleet.
 func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.AdminServer, ctrl *controller.Controller, dp *dataPlane,
-	metrics *prometheus.Registry) {
+	metrics *prometheus.Registry, log *zap.Logger) {
 	if cc.healthAddress == "" {
 		return
 	}
@@ -194,8 +195,14 @@ func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.Ad
 		if dp.discovery != nil {
 			dp.discovery.RegisterAdmin(mux)
 		}
+		console.Register(mux)
 		return mux
 	}, "change it with --admin-address")
+	lc.Append(fx.StartHook(func() {
+		if a := as.Addr(); a != nil {
+			log.Info("operator console", zap.String("url", console.URL(a)))
+		}
+	}))
 }
 
 func (dp *dataPlane) subsystems(ctrl *controller.Controller) []admin.Subsystem {

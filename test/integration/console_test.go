@@ -1,0 +1,189 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/coxswain-labs/coxswain/test/browser"
+)
+
+// The console tests drive the operator console (controller/console) in a real headless Chromium
+// (test/browser): against standalone `coxswain serve -f examples/quickstart`, and against a
+// controller on the real API server with a proxy process connected. Screenshots of every view, at
+// 1280 and 800 pixels wide, are saved as artifacts (see test/browser).
+
+// consoleWait bounds how long the page may take to show what the API says: the page polls every
+// 2s, so a few polls.
+const consoleWait = 10 * time.Second
+
+// serveProcess is a `coxswain serve` child process; stdout is kept apart from the log (stderr).
+type serveProcess struct {
+	cmd    *exec.Cmd
+	stdout *syncBuffer
+	log    *syncBuffer
+	admin  string
+}
+
+func startServe(t *testing.T, dir string) *serveProcess {
+	t.Helper()
+	s := &serveProcess{stdout: &syncBuffer{}, log: &syncBuffer{},
+		admin: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))}
+	s.cmd = exec.Command(coxswainBinary(t), "serve", "-f", dir, "--admin-address", s.admin, "--log-format", "console")
+	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = s.cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		if t.Failed() {
+			t.Logf("stdout of serve:\n%s\nlog of serve:\n%s", s.stdout.String(), tail(s.log.String(), 8000))
+		}
+	})
+	return s
+}
+
+// consoleURL waits for the line `coxswain serve` prints with the console's address.
+func (s *serveProcess) consoleURL(t *testing.T) string {
+	t.Helper()
+	want := "Coxswain console: http://" + s.admin + "/"
+	eventually(t, "serve prints the console address", func() error {
+		if !strings.Contains(s.stdout.String(), want) {
+			return fmt.Errorf("stdout %q has no %q", s.stdout.String(), want)
+		}
+		return nil
+	})
+	return "http://" + s.admin + "/"
+}
+
+// open navigates to the console's view (a hash route) and waits until it has rendered it.
+func open(t *testing.T, ctx context.Context, base, view string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"#/"+view)); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ctx, view+" view rendered", fmt.Sprintf(`document.body.dataset.ready === "true" && document.body.dataset.view === %q`, view))
+}
+
+func await(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	if err := browser.WaitFor(ctx, what, js, consoleWait); err != nil {
+		var text string
+		text, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		t.Fatalf("%v\npage text:\n%s", err, text)
+	}
+}
+
+// pageHas is a JavaScript predicate: the main area's text contains every string.
+func pageHas(s ...string) string {
+	var parts []string
+	for _, x := range s {
+		parts = append(parts, fmt.Sprintf("document.getElementById('main').innerText.includes(%q)", x))
+	}
+	return strings.Join(parts, " && ")
+}
+
+// shoot saves a screenshot of the view at both widths the console must lay out at.
+func shoot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	for _, w := range []int64{1280, 800} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, 900)); err != nil {
+			t.Fatal(err)
+		}
+		// A broken layout at this width shows as a page wider than the window.
+		await(t, ctx, fmt.Sprintf("%s fits %dpx", name, w), fmt.Sprintf(`document.documentElement.scrollWidth <= %d`, w))
+		browser.Screenshot(t, ctx, fmt.Sprintf("%s-%d", name, w))
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConsoleStandalone: `coxswain serve -f examples/quickstart` prints the console's address,
+// and the console there shows the quickstart's Gateway with its listeners and address, its five
+// routes Accepted, and no problems. Then, on a copy of the quickstart, a file whose name is
+// markup adds a route with a missing backend: the page picks it up by itself, lists it under
+// Problems with its hint and its file name as text, and runs none of it.
+func TestConsoleStandalone(t *testing.T) {
+	t.Run("quickstart", func(t *testing.T) {
+		s := startServe(t, filepath.Join("..", "..", "examples", "quickstart"))
+		base := s.consoleURL(t)
+		ctx := browser.New(t, browser.Options{})
+
+		open(t, ctx, base, "gateways")
+		await(t, ctx, "the quickstart Gateway", `document.querySelector('[data-gateway="default/quickstart"]') !== null && `+
+			pageHas("default/quickstart", "127.0.0.1", "http", "https", "Programmed", "Accepted"))
+		shoot(t, ctx, "standalone-gateways")
+
+		open(t, ctx, base, "routes")
+		var js []string
+		for _, r := range []string{"web", "app", "weighted", "redirect", "headers"} {
+			js = append(js, fmt.Sprintf(`document.querySelector('[data-route="HTTPRoute default/%s"]') !== null`, r))
+		}
+		await(t, ctx, "the quickstart's five routes", strings.Join(js, " && ")+" && "+pageHas("ResolvedRefs"))
+		await(t, ctx, "no route in trouble", `document.querySelectorAll('#main .dot.bad').length === 0`)
+		shoot(t, ctx, "standalone-routes")
+
+		open(t, ctx, base, "problems")
+		await(t, ctx, "no problems", pageHas("Nothing is broken")+` && document.getElementById('problem-count').textContent === "0"`)
+		open(t, ctx, base, "fleet")
+		await(t, ctx, "standalone fleet", pageHas("Standalone mode"))
+		shoot(t, ctx, "standalone-fleet")
+	})
+
+	t.Run("a problem appears, escaped", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, f := range []string{"gateway.yaml", "routes.yaml", "backends.yaml", "tls-secret.yaml"} {
+			b, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := startServe(t, dir)
+		base := s.consoleURL(t)
+		ctx := browser.New(t, browser.Options{})
+		open(t, ctx, base, "problems")
+		await(t, ctx, "no problems yet", pageHas("Nothing is broken"))
+
+		const evil = `<img src=x onerror="document.title='pwned'">.yaml`
+		route := `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: broken
+spec:
+  parentRefs:
+  - name: quickstart
+  hostnames: ["broken.example"]
+  rules:
+  - backendRefs:
+    - name: no-such-service
+      port: 80
+`
+		if err := os.WriteFile(filepath.Join(dir, evil), []byte(route), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		await(t, ctx, "the missing backend under Problems", pageHas("HTTPRoute default/broken", "BackendNotFound", "no-such-service", evil)+
+			` && document.querySelector('#main .hint') !== null && document.getElementById('problem-count').textContent !== "0"`)
+		await(t, ctx, "the file name shown as text, not run", `document.title !== 'pwned' && document.querySelector('#main img') === null`)
+		shoot(t, ctx, "standalone-problems")
+	})
+}
