@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/test/browser"
+	"github.com/coxswain-labs/coxswain/test/integration/env"
 )
 
 // The console tests drive the operator console (controller/console) in a real headless Chromium
@@ -186,4 +188,55 @@ spec:
 		await(t, ctx, "the file name shown as text, not run", `document.title !== 'pwned' && document.querySelector('#main img') === null`)
 		shoot(t, ctx, "standalone-problems")
 	})
+}
+
+// TestConsoleController: the console of a controller on the real API server, with a `coxswain
+// proxy` process connected over discovery. The fleet view shows the proxy, the snapshot it
+// acknowledged and the listener it bound; its routing table shows the route; and a route created
+// with a missing backend is listed under Problems, with a hint, within a few seconds.
+func TestConsoleController(t *testing.T) {
+	e := env.Start(t)
+	ctrlNS := namespace(t, e, "coxswain", nil)
+	ctrl := startFleetController(t, e, "controller", ctrlNS, "--leader-elect=false")
+	ns := namespace(t, e, "console", nil)
+	startBackend(t, "v1", "10.99.7.1:8080")
+	createService(t, e, ns, "v1", "10.99.7.1")
+	createClass(t, e, "coxswain", "")
+	const port = 18720
+	createGateway(t, e, ns, "gw", "coxswain", httpListener("http", port))
+	createRoute(t, e, httpRoute(ns, "good", []gwapiv1.ParentReference{parentRef(ns, "gw")}, nil, prefixRule("/", backendRef("v1", 1))))
+	files := mountProxyFiles(t, e, ctrlNS, ctrlNS, "coxswain-proxy")
+	p := startProxyProcess(t, "edge-1", "10.99.0.31", files, ctrl.discovery)
+	servedAt(t, p.ip, port, "any.example", "/", 200, "v1")
+	waitGateway(t, e, ns, "gw", func(gw *gwapiv1.Gateway) error {
+		return checkConds(gw.Status.Conditions, gw.Generation, programmed)
+	})
+
+	base := "http://" + ctrl.admin + "/"
+	ctx := browser.New(t, browser.Options{})
+	open(t, ctx, base, "fleet")
+	bound := net.JoinHostPort(p.ip, strconv.Itoa(port))
+	await(t, ctx, "the connected proxy in the fleet", pageHas("edge-1", "acked", bound, "Proxies connected", ns+"/gw")+
+		` && document.querySelector('#main a[href="#/proxy/edge-1"]') !== null`)
+	shoot(t, ctx, "controller-fleet")
+
+	open(t, ctx, base, "proxy/edge-1")
+	await(t, ctx, "the proxy's routing table", pageHas(fmt.Sprintf(":%d/HTTP", port), "HTTPRoute/"+ns+"/good", ns+"/v1:80", "10.99.7.1:8080"))
+	shoot(t, ctx, "controller-proxy-routes")
+
+	open(t, ctx, base, "problems")
+	await(t, ctx, "no problems yet", pageHas("Nothing is broken"))
+	created := time.Now()
+	createRoute(t, e, httpRoute(ns, "broken", []gwapiv1.ParentReference{parentRef(ns, "gw")}, nil, prefixRule("/broken", backendRef("no-such-service", 1))))
+	await(t, ctx, "the missing backend under Problems", pageHas("broken", "BackendNotFound", "no-such-service")+
+		` && document.querySelector('#main .problem .hint') !== null`)
+	t.Logf("the route with a missing backend was under Problems %s after it was created", time.Since(created).Round(10*time.Millisecond))
+	shoot(t, ctx, "controller-problems")
+
+	open(t, ctx, base, "routes")
+	await(t, ctx, "both routes", pageHas(ns+"/good", ns+"/broken"))
+	shoot(t, ctx, "controller-routes")
+	open(t, ctx, base, "gateways")
+	await(t, ctx, "the Gateway", pageHas(ns+"/gw"))
+	shoot(t, ctx, "controller-gateways")
 }

@@ -119,6 +119,7 @@ function gateways() {
         conditions: g.conditions || st.conditions || [],
         listeners: (g.listeners || []).map((l) => ({
           name: l.name, protocol: l.protocol || "", port: l.port || "", hostname: l.hostname || "",
+          kinds: kindsOf(l.supportedKinds || (l.status && l.status.supportedKinds)),
           attachedRoutes: l.attachedRoutes, conditions: l.conditions || (l.status && l.status.conditions) || [],
         })),
       };
@@ -130,7 +131,8 @@ function gateways() {
       addresses: ((g.status && g.status.addresses) || []).map((a) => a.value),
       conditions: (g.status && g.status.conditions) || [],
       listeners: ((g.status && g.status.listeners) || []).map((l) => ({
-        name: l.name, protocol: "", port: "", hostname: "", attachedRoutes: l.attachedRoutes, conditions: l.conditions || [],
+        name: l.name, protocol: "", port: "", hostname: "", kinds: kindsOf(l.supportedKinds),
+        attachedRoutes: l.attachedRoutes, conditions: l.conditions || [],
       })),
     }));
   }
@@ -173,6 +175,10 @@ function routes() {
   return [...seen.values()];
 }
 
+function kindsOf(ks) {
+  return (ks || []).map((k) => (typeof k === "string" ? k : k.kind)).filter(Boolean);
+}
+
 function parentLabel(ref, routeNS) {
   if (typeof ref === "string") return ref;
   let s = (ref.namespace && ref.namespace !== routeNS ? ref.namespace + "/" : "") + (ref.name || "");
@@ -188,7 +194,7 @@ function problems() {
   const out = [];
   const seen = new Set();
   const push = (p) => {
-    const k = p.object + "|" + p.reason + "|" + p.message;
+    const k = p.object + "|" + p.reason;
     if (seen.has(k)) return;
     seen.add(k);
     out.push(p);
@@ -251,6 +257,8 @@ const HINTS = {
 // ---- rendering helpers ------------------------------------------------------------------------
 
 function chip(c) {
+  // "Conflicted: False" is the good state; say it as its reason (NoConflicts), not as the type.
+  if (NEGATIVE.has(c.type) && tone(c) === "ok" && c.reason) return el("span", { class: "chip ok", title: c.message || "" }, c.reason);
   return el("span", { class: "chip " + tone(c), title: c.message || "" },
     c.type, " ", el("span", { class: "reason" }, c.reason && c.reason !== c.type ? "· " + c.reason : ""));
 }
@@ -383,16 +391,24 @@ function viewGateways() {
       el("div", { class: "body" },
         el("div", {}, el("span", { class: "msg" }, "Addresses: "), g.addresses.length ? g.addresses.map((a) => el("span", { class: "tag" }, a)) : el("span", { class: "msg" }, "none yet")),
         g.conditions.filter((c) => tone(c) !== "ok" && c.message).map((c) => el("div", { class: "msg" }, c.type + ": " + c.message))),
-      g.listeners.length
-        ? table(["Listener", "Protocol / port", "Hostname", "Routes", "Conditions"], g.listeners.map((l) => el("tr", {},
-          el("td", {}, el("span", { class: "dot " + worst(l.conditions) }), l.name),
-          el("td", { class: "nowrap" }, [l.protocol, l.port].filter(Boolean).join(" / ") || "—"),
-          el("td", {}, l.hostname || "*"),
-          el("td", {}, l.attachedRoutes === undefined ? "—" : String(l.attachedRoutes)),
-          el("td", {}, conditionList(l.conditions)))))
-        : el("div", { class: "body msg" }, "No listener detail from this endpoint.")));
+      g.listeners.length ? listenerTable(g.listeners) : el("div", { class: "body msg" }, "No listener detail from this endpoint.")));
   }
   return out;
+}
+
+// listenerTable leaves out the columns no listener has data for (standalone /status carries
+// status, not spec).
+function listenerTable(ls) {
+  const spec = ls.some((l) => l.protocol || l.port || l.hostname);
+  const kinds = ls.some((l) => l.kinds && l.kinds.length);
+  const headers = ["Listener", spec && "Protocol / port", spec && "Hostname", kinds && "Route kinds", "Routes", "Conditions"].filter(Boolean);
+  return table(headers, ls.map((l) => el("tr", {},
+          el("td", {}, el("span", { class: "dot " + worst(l.conditions) }), l.name),
+          spec ? el("td", { class: "nowrap" }, [l.protocol, l.port].filter(Boolean).join(" / ") || "—") : null,
+          spec ? el("td", {}, l.hostname || "*") : null,
+          kinds ? el("td", {}, l.kinds.map((k) => el("span", { class: "tag" }, k))) : null,
+          el("td", {}, l.attachedRoutes === undefined ? "—" : String(l.attachedRoutes)),
+          el("td", {}, conditionList(l.conditions)))));
 }
 
 function viewRoutes() {
@@ -508,11 +524,12 @@ function render() {
 
   const meta = document.getElementById("meta");
   const h = state.health || {};
-  meta.replaceChildren(
+  meta.replaceChildren(...[
     el("span", { class: "pill" }, mode()),
     h.version ? el("span", {}, h.version) : null,
-    h.leader !== undefined && h.leader !== null ? el("span", {}, h.leader ? "leader" : "standby") : null,
-    el("span", { class: "live" + (state.reachable ? "" : " stale") }, state.updated ? "updated " + state.updated.toLocaleTimeString() : "connecting"));
+    typeof h.leader === "boolean" ? el("span", {}, h.leader ? "leader" : "standby") : null,
+    el("span", { class: "live" + (state.reachable ? "" : " stale") }, state.updated ? "updated " + state.updated.toLocaleTimeString() : "connecting"),
+  ].filter(Boolean));
   const banner = document.getElementById("banner");
   banner.hidden = state.reachable;
   banner.textContent = state.reachable ? "" : "Lost contact with the admin API; showing what was last seen. Retrying every " + POLL_MS / 1000 + "s.";
