@@ -314,6 +314,16 @@ function viewFleet() {
       card("Snapshot", short(st.version), true),
       card("Applied", ago(st.time)),
       card("Problems", String(problems().length))));
+    const gws = gateways();
+    out.push(el("h2", {}, "Served by the in-process proxy"));
+    out.push(gws.length
+      ? el("div", { class: "panel" }, table(["Gateway", "Addresses", "Listeners", "Status"], gws.map((g) => el("tr", {},
+        el("td", {}, el("a", { href: "#/gateways" }, nsName(g))),
+        el("td", {}, g.addresses.length ? g.addresses.map((a) => el("span", { class: "tag" }, a)) : el("span", { class: "msg" }, "every local address")),
+        el("td", {}, g.listeners.map((l) => el("div", {}, el("span", { class: "dot " + worst(l.conditions) }), l.name,
+          l.attachedRoutes !== undefined ? el("span", { class: "msg" }, " · " + l.attachedRoutes + " routes") : null))),
+        el("td", {}, g.conditions.filter((c) => c.type === "Programmed" || tone(c) !== "ok").map(chip))))))
+      : empty("Nothing to serve", "No Gateway of Coxswain's GatewayClass was found in the files."));
     const unbound = st.unboundListeners || [];
     if (st.applyError) out.push(el("div", { class: "panel problem" }, el("div", { class: "body" }, el("div", { class: "what" }, "The last configuration was not applied"), el("div", { class: "msg" }, st.applyError))));
     if (unbound.length) {
