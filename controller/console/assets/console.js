@@ -27,9 +27,18 @@ function el(tag, attrs, ...children) {
 
 // ---- fetching ---------------------------------------------------------------------------------
 
+// A controller whose admin address is not loopback authenticates /api/v1 with a bearer token
+// (TokenReview + SubjectAccessReview, docs/admin-api.md). The operator pastes one; it lives in
+// this tab's sessionStorage only and goes to this origin only.
+const TOKEN_KEY = "coxswain-console-token";
+
 async function getJSON(path) {
   try {
-    const res = await fetch(path, { headers: { Accept: "application/json" }, cache: "no-store" });
+    const headers = { Accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    const res = await fetch(path, { headers, cache: "no-store", credentials: "omit" });
+    if (res.status === 401 || res.status === 403) state.denied = res.status;
     if (!res.ok) return { status: res.status, data: null };
     return { status: res.status, data: await res.json() };
   } catch (err) {
@@ -41,9 +50,12 @@ const state = {
   loaded: false, reachable: true, updated: null,
   health: null, fleet: null, status: null, routing: null, problems: null,
   proxyTables: {}, // node -> {status, data}
+  gatewayDetails: {}, // "namespace/name" -> /api/v1/routing/{namespace}/{name}
+  denied: 0, // 401 or 403 from the API: ask for a token
 };
 
 async function refresh() {
+  state.denied = 0;
   const [health, fleet, status, routing, problems] = await Promise.all([
     getJSON("/api/v1/health"), getJSON("/api/v1/fleet"), getJSON("/status"),
     getJSON("/api/v1/routing"), getJSON("/api/v1/problems"),
@@ -53,6 +65,11 @@ async function refresh() {
     state.health = health.data; state.fleet = fleet.data; state.status = status.data;
     state.routing = routing.data; state.problems = problems.data;
     state.loaded = true; state.updated = new Date();
+    // The list has counts; the per-Gateway documents have the listeners, routes and rules.
+    const details = await Promise.all(list(state.routing, "gateways").map((g) =>
+      getJSON("/api/v1/routing/" + encodeURIComponent(g.namespace) + "/" + encodeURIComponent(g.name))));
+    state.gatewayDetails = {};
+    for (const d of details) if (d.data) state.gatewayDetails[nsName(d.data)] = d.data;
   }
   const v = currentView();
   if (v.name === "proxy" && state.fleet) {
@@ -110,16 +127,17 @@ function list(x, key) {
 function gateways() {
   const fromRouting = list(state.routing, "gateways");
   if (fromRouting.length) {
-    return fromRouting.map((g) => {
+    return fromRouting.map((summary) => {
+      const g = state.gatewayDetails[nsName(summary)] || summary;
       const st = g.status || {};
       return {
         name: g.name || nsName(g.gateway), namespace: g.namespace || "", source: g.source || "",
-        className: g.gatewayClassName || g.className || "",
+        className: g.gatewayClass || g.gatewayClassName || "", detailed: Array.isArray(g.listeners),
         addresses: (g.addresses || st.addresses || []).map((a) => (typeof a === "string" ? a : a.value)),
         conditions: g.conditions || st.conditions || [],
-        listeners: (g.listeners || []).map((l) => ({
+        listeners: (Array.isArray(g.listeners) ? g.listeners : []).map((l) => ({
           name: l.name, protocol: l.protocol || "", port: l.port || "", hostname: l.hostname || "",
-          kinds: kindsOf(l.supportedKinds || (l.status && l.status.supportedKinds)),
+          kinds: kindsOf(l.supportedKinds || (l.status && l.status.supportedKinds)), binds: l.binds || [],
           attachedRoutes: l.attachedRoutes, conditions: l.conditions || (l.status && l.status.conditions) || [],
         })),
       };
@@ -151,13 +169,10 @@ function gateways() {
 
 // routes: [{kind, name, namespace, source, hostnames[], parents[{parent, conditions}]}]
 function routes() {
-  let rs = list(state.routing, "routes");
-  if (!rs.length) {
-    for (const g of list(state.routing, "gateways")) {
-      for (const r of g.routes || []) rs.push(r);
-    }
-  }
-  if (!rs.length && state.status && state.status.report) rs = state.status.report.routes || [];
+  const details = Object.values(state.gatewayDetails);
+  if (details.length) return routesFromRouting(details);
+  let rs = [];
+  if (state.status && state.status.report) rs = state.status.report.routes || [];
   const seen = new Map();
   for (const r of rs) {
     const key = (r.kind || "") + " " + nsName(r);
@@ -175,6 +190,27 @@ function routes() {
   return [...seen.values()];
 }
 
+// routesFromRouting merges each Gateway's view of its routes into one entry per route, with one
+// parent per Gateway.
+function routesFromRouting(details) {
+  const byKey = new Map();
+  for (const g of details) {
+    for (const r of g.routes || []) {
+      const key = r.kind + " " + nsName(r);
+      if (!byKey.has(key)) {
+        byKey.set(key, { kind: r.kind, name: r.name, namespace: r.namespace || "", source: r.source || "", hostnames: [], parents: [], rules: [] });
+      }
+      const e = byKey.get(key);
+      const gw = (g.namespace && g.namespace !== r.namespace ? g.namespace + "/" : "") + g.name;
+      e.parents.push({ parent: gw + (r.sections && r.sections.length ? "/" + r.sections.join(",") : ""), conditions: r.conditions || [] });
+      for (const rule of r.rules || []) {
+        if (rule.hostname && !e.hostnames.includes(rule.hostname)) e.hostnames.push(rule.hostname);
+      }
+    }
+  }
+  return [...byKey.values()].sort((a, b) => (a.kind + nsName(a)).localeCompare(b.kind + nsName(b)));
+}
+
 function kindsOf(ks) {
   return (ks || []).map((k) => (typeof k === "string" ? k : k.kind)).filter(Boolean);
 }
@@ -189,8 +225,10 @@ function parentLabel(ref, routeNS) {
 
 // problems: [{object, field, reason, message, hint, source, severity}]
 function problems() {
-  const api = list(state.problems, "problems");
-  if (state.problems) return api.map((p) => ({ ...p, object: objectLabel(p.object) || p.object }));
+  if (state.problems) {
+    return list(state.problems, "problems").map((p) => ({ ...p, object: objectLabel(p.object) }))
+      .concat(list(state.problems.warnings).map((p) => ({ ...p, object: objectLabel(p.object), severity: "warning" })));
+  }
   const out = [];
   const seen = new Set();
   const push = (p) => {
@@ -395,7 +433,8 @@ function viewGateways() {
   }
   for (const g of gws) {
     out.push(el("section", { class: "panel", "data-gateway": nsName(g) },
-      el("header", {}, el("span", { class: "dot " + worst(g.conditions) }), el("h3", {}, nsName(g)),
+      el("header", {}, el("span", { class: "dot " + worst(g.conditions) }),
+        el("h3", {}, g.detailed ? el("a", { href: "#/gateway/" + encodeURIComponent(g.namespace) + "/" + encodeURIComponent(g.name) }, nsName(g)) : nsName(g)),
         el("span", {}, g.conditions.map(chip)),
         g.source ? el("span", { class: "src" }, g.source) : null),
       el("div", { class: "body" },
@@ -411,12 +450,14 @@ function viewGateways() {
 function listenerTable(ls) {
   const spec = ls.some((l) => l.protocol || l.port || l.hostname);
   const kinds = ls.some((l) => l.kinds && l.kinds.length);
-  const headers = ["Listener", spec && "Protocol / port", spec && "Hostname", kinds && "Route kinds", "Routes", "Conditions"].filter(Boolean);
+  const binds = ls.some((l) => l.binds && l.binds.length);
+  const headers = ["Listener", spec && "Protocol / port", spec && "Hostname", kinds && "Route kinds", binds && "Proxy sockets", "Routes", "Conditions"].filter(Boolean);
   return table(headers, ls.map((l) => el("tr", {},
           el("td", {}, el("span", { class: "dot " + worst(l.conditions) }), l.name),
           spec ? el("td", { class: "nowrap" }, [l.protocol, l.port].filter(Boolean).join(" / ") || "—") : null,
           spec ? el("td", {}, l.hostname || "*") : null,
           kinds ? el("td", {}, l.kinds.map((k) => el("span", { class: "tag" }, k))) : null,
+          binds ? el("td", {}, l.binds.length ? l.binds.map((b) => el("div", { class: "mono" }, b)) : el("span", { class: "msg" }, "not bound")) : null,
           el("td", {}, l.attachedRoutes === undefined ? "—" : String(l.attachedRoutes)),
           el("td", {}, conditionList(l.conditions)))));
 }
@@ -465,7 +506,9 @@ function viewProblems() {
 function decodeModule(m) {
   if (!m) return "";
   let cfg = "";
-  if (m.json) {
+  if (m.config !== undefined) {
+    cfg = JSON.stringify(m.config);
+  } else if (m.json) {
     try { cfg = JSON.stringify(JSON.parse(atob(m.json))); } catch (e) { cfg = ""; }
   }
   return cfg && cfg !== "{}" ? m.id + " " + cfg : m.id;
@@ -489,10 +532,8 @@ function viewProxy(node) {
             el("td", {}, vh.hostname || s.hostname || "*", s.tls ? el("div", { class: "msg" }, "TLS " + (s.tls.mode || "TERMINATE")) : null),
             el("td", { class: "mono" }, rt.name),
             el("td", { class: "mono" }, decodeModule(rt.match)),
-            el("td", {}, (rt.filters || []).length ? rt.filters.map((f) => el("span", { class: "tag", title: decodeModule(f) }, f.id)) : el("span", { class: "msg" }, "none")),
-            el("td", {}, (rt.backends || []).length ? rt.backends.map((b) => b.cluster
-              ? el("div", {}, el("span", { class: "mono" }, b.cluster), " ", el("span", { class: "msg" }, "weight " + (b.weight || 0)))
-              : el("div", {}, el("span", { class: "chip bad" }, "unresolved"), el("span", { class: "msg" }, b.error || ""))) : el("span", { class: "msg" }, "none"))));
+            el("td", {}, filterTags(rt.filters)),
+            el("td", {}, backendList(rt.backends))));
         }
       }
     }
@@ -510,12 +551,72 @@ function viewProxy(node) {
   return out;
 }
 
+// viewGateway is one Gateway's compiled routing: per route, its rules in the proxy's precedence
+// order, and the clusters they send to.
+function viewGateway(key) {
+  const out = [el("a", { class: "back", href: "#/gateways" }, "← Gateways"), el("h1", {}, "Routing of Gateway " + key)];
+  out.push(el("p", { class: "sub" }, "What the latest translation compiled for this Gateway: each route's rules in the order the proxy matches them."));
+  const g = state.gatewayDetails[key];
+  if (!g) return out.concat(empty("No such Gateway", "It is not one of Coxswain's, or it is not in the latest translation."));
+  const gw = gateways().find((x) => nsName(x) === key);
+  if (gw && gw.listeners.length) out.push(el("section", { class: "panel" }, el("header", {}, el("h3", {}, "Listeners")), listenerTable(gw.listeners)));
+  const rs = g.routes || [];
+  if (!rs.length) out.push(empty("No routes", "No route names this Gateway as a parent."));
+  for (const r of rs) {
+    const rows = (r.rules || []).map((rule) => el("tr", {},
+      el("td", {}, rule.hostname || "*", el("div", { class: "msg" }, rule.listener || "")),
+      el("td", { class: "mono" }, rule.name),
+      el("td", { class: "mono" }, decodeModule(rule.match)),
+      el("td", {}, filterTags(rule.filters)),
+      el("td", {}, backendList(rule.backends))));
+    out.push(el("section", { class: "panel", "data-route": r.kind + " " + nsName(r) },
+      el("header", {}, el("span", { class: "dot " + worst(r.conditions) }), el("h3", {}, r.kind + " " + nsName(r)), el("span", {}, (r.conditions || []).map(chip))),
+      rows.length ? table(["Host", "Rule", "Match", "Filters", "Backends"], rows)
+        : el("div", { class: "body msg" }, "No compiled rules: the route is not accepted on this Gateway (see its conditions)."),
+      (r.clusters || []).length ? el("div", { class: "body" }, r.clusters.map((c) => el("div", {},
+        el("span", { class: "mono" }, c.name), " ", el("span", { class: "msg" }, (c.balancer ? c.balancer.id : "lb.round_robin") + " · "),
+        (c.endpoints || []).length ? c.endpoints.map((e) => el("span", { class: "tag" }, e.address + ":" + e.port)) : el("span", { class: "chip bad" }, "no endpoints")))) : null));
+  }
+  return out;
+}
+
+function filterTags(fs) {
+  return (fs || []).length ? fs.map((f) => el("span", { class: "tag", title: decodeModule(f) }, f.id)) : el("span", { class: "msg" }, "none");
+}
+
+function backendList(bs) {
+  if (!(bs || []).length) return el("span", { class: "msg" }, "none");
+  return bs.map((b) => b.cluster && !b.error
+    ? el("div", {}, el("span", { class: "mono" }, b.cluster), " ", el("span", { class: "msg" }, "weight " + (b.weight || 0)))
+    : el("div", {}, el("span", { class: "chip bad" }, "unresolved"), el("span", { class: "msg" }, b.error || "")));
+}
+
+// signIn asks for a bearer token when the API refuses this browser.
+function signIn() {
+  const input = el("input", { type: "password", id: "token", autocomplete: "off", placeholder: "paste a token", "aria-label": "Bearer token" });
+  const form = el("form", { class: "filter" }, input, " ", el("button", { type: "submit" }, "Use token"),
+    sessionStorage.getItem(TOKEN_KEY) ? [" ", el("button", { type: "button", id: "forget" }, "Forget token")] : null);
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    if (input.value.trim()) sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    refresh();
+  });
+  const forget = form.querySelector("#forget");
+  if (forget) forget.addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); refresh(); });
+  return el("section", { class: "panel problem" }, el("div", { class: "body" },
+    el("div", { class: "what" }, state.denied === 403 ? "This token may not read the admin API" : "The admin API needs a token"),
+    el("div", { class: "msg" }, "This controller checks bearer tokens with a TokenReview and a SubjectAccessReview (get on the non-resource URL /api/v1/*). " +
+      "Paste one, e.g. from `kubectl create token <service-account>`; it is kept in this tab only."),
+    form));
+}
+
 // ---- shell ------------------------------------------------------------------------------------
 
 function currentView() {
   const h = location.hash.replace(/^#\/?/, "");
   const [name, ...rest] = h.split("/");
   if (name === "proxy" && rest.length) return { name, arg: decodeURIComponent(rest.join("/")) };
+  if (name === "gateway" && rest.length === 2) return { name, arg: rest.map(decodeURIComponent).join("/") };
   if (["fleet", "gateways", "routes", "problems"].includes(name)) return { name };
   return { name: "default" };
 }
@@ -524,9 +625,10 @@ function render() {
   let v = currentView();
   if (v.name === "default") v = { name: mode() === "controller" ? "fleet" : "gateways" };
   for (const a of document.querySelectorAll("#nav a")) {
-    a.classList.toggle("active", a.dataset.view === v.name || (v.name === "proxy" && a.dataset.view === "fleet"));
+    a.classList.toggle("active", a.dataset.view === v.name || (v.name === "proxy" && a.dataset.view === "fleet") ||
+      (v.name === "gateway" && a.dataset.view === "gateways"));
   }
-  const n = state.loaded ? problems().length : 0;
+  const n = state.loaded ? problems().filter((p) => p.severity !== "warning").length : 0;
   const count = document.getElementById("problem-count");
   count.hidden = !state.loaded;
   count.textContent = String(n);
@@ -546,8 +648,12 @@ function render() {
 
   if (!state.loaded) return;
   const views = { fleet: viewFleet, gateways: viewGateways, routes: viewRoutes, problems: viewProblems };
-  const body = v.name === "proxy" ? viewProxy(v.arg) : views[v.name]();
-  document.getElementById("main").replaceChildren(...[].concat(body).flat(Infinity).filter(Boolean));
+  let body = v.name === "proxy" ? viewProxy(v.arg) : v.name === "gateway" ? viewGateway(v.arg) : views[v.name]();
+  if (state.denied) body = [signIn()].concat(body);
+  const main = document.getElementById("main");
+  // Re-rendering while the operator types a token would wipe it.
+  if (document.activeElement && document.activeElement.id === "token" && main.contains(document.activeElement)) return;
+  main.replaceChildren(...[].concat(body).flat(Infinity).filter(Boolean));
   document.body.dataset.view = v.name;
   document.body.dataset.ready = "true";
 }
