@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-labs/coxswain/controller/adminapi"
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/features"
 	"github.com/coxswain-labs/coxswain/controller/status"
@@ -42,6 +43,10 @@ type Controller struct {
 	randomKey []byte
 
 	writer atomic.Pointer[status.Writer] // set while leading
+	// latest is the newest translation while leading (the admin API's routing and problems).
+	latest adminapi.Latest
+	// leader is the identity of the Lease holder last observed.
+	leader atomic.Pointer[string]
 	synced atomic.Bool
 	stats  Stats
 }
@@ -89,6 +94,23 @@ func New(opts Options) (*Controller, error) {
 
 // Synced reports whether the informer caches have been filled once.
 func (c *Controller) Synced() bool { return c.synced.Load() }
+
+// Latest is the newest translation of the current leadership term; empty on a standby.
+func (c *Controller) Latest() *adminapi.Latest { return &c.latest }
+
+// Identity is this replica's Lease identity.
+func (c *Controller) Identity() string { return c.opts.LeaderElection.Identity }
+
+// LeaderIdentity is the identity of the leader last observed, "" before one is.
+func (c *Controller) LeaderIdentity() string {
+	if c.opts.LeaderElection.Disabled {
+		return c.opts.LeaderElection.Identity
+	}
+	if p := c.leader.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
 
 // Stats returns the controller's live counters.
 func (c *Controller) Stats() *Stats { return &c.stats }
@@ -164,7 +186,10 @@ func (c *Controller) lead(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(ctx) })
 	c.writer.Store(w)
+	events := newProblemEvents(c.opts.Kube, c.opts.ControllerName, c.log.Named("events"))
 	defer func() {
+		c.latest.Store(nil)
+		events.shutdown()
 		c.writer.Store(nil)
 		cancel()
 		wg.Wait()
@@ -181,7 +206,7 @@ func (c *Controller) lead(ctx context.Context) {
 			c.log.Warn("closing the publisher", zap.Error(err))
 		}
 	}()
-	c.drive(ctx, pub, w)
+	c.drive(ctx, pub, w, events)
 }
 
 func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publisher {
@@ -203,7 +228,7 @@ func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publis
 // snapshot, when its version changed, to the publisher. A burst of EndpointSlice changes only
 // takes the endpoints fast path: the clusters of the last snapshot get fresh endpoints, and no
 // route is translated again (status cannot change either: it never depends on endpoints).
-func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer) {
+func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer, events *problemEvents) {
 	c.changed(changeConfig) // a new term starts from a full translation
 	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry, Documents: c.docs,
 		SessionKey: c.sessionKey()}
@@ -212,7 +237,8 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 		pool = newAddressPool(c.opts.AddressPool)
 		opts.AssignsAddresses = true
 	}
-	var last *irv1.Snapshot    // the latest snapshot made, published or not
+	var last *irv1.Snapshot // the latest snapshot made, published or not
+	var lastRes *translator.Result
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
 	var published string
 	retry := publishRetry
@@ -227,6 +253,11 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 		if ch == changeEndpoints && last != nil {
 			last = translator.RefreshEndpoints(ctx, last, store, opts)
 			c.stats.EndpointRefreshes.Add(1)
+			if lastRes != nil {
+				refreshed := *lastRes
+				refreshed.Snapshot = last
+				c.latest.Store(&adminapi.Translation{Store: store, Result: &refreshed, At: time.Now()})
+			}
 		} else {
 			if pool != nil {
 				opts.GatewayAddresses = pool.assign(store.Gateways, c.ourClasses(store))
@@ -243,7 +274,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 			}
 			c.docs.Sweep()
 			w.Desire(desired(res, claimed))
-			last = res.Snapshot
+			last, lastRes = res.Snapshot, res
+			c.latest.Store(&adminapi.Translation{Store: store, Result: res, At: time.Now()})
+			events.record(store, res)
 			if len(res.Problems) > 0 {
 				c.log.Debug("translation problems", zap.Int("count", len(res.Problems)))
 			}

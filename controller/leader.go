@@ -45,6 +45,7 @@ func (c *Controller) campaign(ctx context.Context) error {
 				},
 				OnStoppedLeading: func() {},
 				OnNewLeader: func(id string) {
+					c.leader.Store(&id)
 					log.Info("leader observed", zap.String("leader", id))
 				},
 			},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
+	"github.com/coxswain-labs/coxswain/controller/adminapi"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -32,6 +33,7 @@ type controllerConfig struct {
 	maxDelay       time.Duration
 	statusWorkers  int
 	healthAddress  string
+	adminAuth      string
 	drain          time.Duration
 	le             controller.LeaderElection
 	leaderElect    bool
@@ -62,6 +64,8 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.healthAddress, "admin-address", ":9902",
 		"address of /healthz, /readyz, /metrics, /api/v1/health and /api/v1/fleet; empty disables them")
 	fs.StringVar(&c.healthAddress, "health-address", ":9902", "the former name of --admin-address")
+	fs.StringVar(&c.adminAuth, "admin-auth", adminapi.AuthAuto,
+		"who may read /api/v1 on the admin address: kubernetes (a bearer token checked with TokenReview, and a SubjectAccessReview for get on the path), none, or auto (none on a loopback address, kubernetes otherwise); /healthz, /readyz and /metrics are always open")
 	c.dataPlane.register(fs)
 	fs.DurationVar(&c.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "elect a leader on a Lease; only the leader serves, publishes and writes status")
@@ -81,6 +85,11 @@ func (c *controllerConfig) check() error {
 	var err error
 	if c.addrs, err = controller.ParseAddresses(c.statusAddress); err != nil {
 		return fmt.Errorf("--status-address: %w", err)
+	}
+	switch c.adminAuth {
+	case adminapi.AuthAuto, adminapi.AuthNone, adminapi.AuthKubernetes:
+	default:
+		return fmt.Errorf("--admin-auth: %q is not auto, none or kubernetes", c.adminAuth)
 	}
 	if c.sessionKey, err = c.session.key(); err != nil {
 		return err

@@ -11,15 +11,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
+	"github.com/coxswain-labs/coxswain/controller/adminapi"
 	"github.com/coxswain-labs/coxswain/controller/console"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/admin"
 	"github.com/coxswain-labs/coxswain/core/discovery/svid"
+	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 )
 
 // dataPlaneFlags choose where the controller's snapshots go: to proxy processes over the
@@ -180,22 +183,46 @@ func controllerCollectors(ctrl *controller.Controller) []prometheus.Collector {
 	}
 }
 
-// serveControllerAdmin serves the controller's admin endpoints: the common ones, and the fleet.
+// serveControllerAdmin serves the controller's admin endpoints (docs/admin-api.md): the common
+// ones, the fleet, routing and problems from the latest translation, Events, and proxy pod logs,
+// with /api/v1 behind --admin-auth.
 func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.AdminServer, ctrl *controller.Controller, dp *dataPlane,
-	metrics *prometheus.Registry, log *zap.Logger) {
+	metrics *prometheus.Registry, kc kubeClients, log *zap.Logger) {
 	if cc.healthAddress == "" {
 		return
 	}
 	st := ctrl.Stats()
 	v, _ := proxycmd.BuildVersion()
+	events := adminapi.NewEvents(kc.kube, eventGroups, cc.controllerName)
+	ctx, stop := context.WithCancel(context.Background())
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error { go events.Run(ctx); return nil },
+		OnStop:  func(context.Context) error { stop(); return nil },
+	})
+	auth := adminapi.ResolveAuth(cc.adminAuth, cc.healthAddress)
+	var authz *adminapi.Authorizer
+	if auth == adminapi.AuthKubernetes {
+		authz = adminapi.NewAuthorizer(kc.kube)
+	} else {
+		log.Warn("the admin API runs without authentication (--admin-auth); pod logs are not served",
+			zap.String("address", cc.healthAddress))
+	}
 	// The mux is made at start, after the data plane's, whose fleet endpoints it mounts.
 	as.Serve(lc, cc.healthAddress, func() http.Handler {
 		mux := admin.NewMux(admin.Options{Component: "controller", Version: v, Gatherer: metrics, Leader: st.Leading.Load,
-			Subsystems: func() []admin.Subsystem { return dp.subsystems(ctrl) }})
+			Identity: ctrl.Identity(), LeaderIdentity: ctrl.LeaderIdentity,
+			Subsystems: func() []admin.Subsystem { return dp.subsystems(ctrl, events) }})
 		if dp.discovery != nil {
 			dp.discovery.RegisterAdmin(mux)
 		}
+		adminapi.RegisterTranslation(mux, ctrl.Latest(), "this replica has not translated yet: it is not the leader, or its caches are still syncing (see /api/v1/health)")
+		events.Register(mux)
+		(&adminapi.PodLogs{Kube: kc.kube, Auth: authz}).Register(mux)
+		// The page holds no data; what it shows comes from /api/v1, which authz guards.
 		console.Register(mux)
+		if authz != nil {
+			return authz.Wrap(mux)
+		}
 		return mux
 	}, "change it with --admin-address")
 	lc.Append(fx.StartHook(func() {
@@ -205,8 +232,11 @@ func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.Ad
 	}))
 }
 
-func (dp *dataPlane) subsystems(ctrl *controller.Controller) []admin.Subsystem {
-	subs := []admin.Subsystem{{Name: "informers", Ready: ctrl.Synced()}}
+// eventGroups are the API groups whose objects' Events /api/v1/events shows.
+var eventGroups = []string{gwapiv1.GroupName, policyv1a1.GroupName}
+
+func (dp *dataPlane) subsystems(ctrl *controller.Controller, events *adminapi.Events) []admin.Subsystem {
+	subs := []admin.Subsystem{{Name: "informers", Ready: ctrl.Synced()}, {Name: "events", Ready: true, Detail: map[string]any{"synced": events.HasSynced()}}}
 	if dp.discovery == nil {
 		return append(subs, admin.Subsystem{Name: "in-process proxy", Ready: true})
 	}

@@ -45,7 +45,7 @@ func serve(args []string, e *proxycmd.Env) int {
 	sc.limits.Register(fs)
 	sc.memory.Register(fs)
 	fs.StringVar(&sc.adminAddr, "admin-address", "127.0.0.1:9901",
-		"address of the operator console (/) and the admin endpoints /healthz, /readyz, /status and /metrics; empty disables them")
+		"address of the operator console (/) and the admin endpoints /healthz, /readyz, /status, /metrics and /api/v1 (docs/admin-api.md); empty disables them")
 	fs.DurationVar(&sc.debounce, "debounce", standalone.DefaultDebounce, "how long file changes must settle before a reload")
 	fs.DurationVar(&sc.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	sc.session.register(fs, "without it a random key per process, so cookies do not survive a restart")
@@ -119,7 +119,8 @@ func serveStandaloneAdmin(lc fx.Lifecycle, sc *serveConfig, e *proxycmd.Env, log
 	}
 	mux := http.NewServeMux()
 	console.Register(mux)
-	mux.Handle("/", standalone.AdminHandler(r))
+	v, _ := proxycmd.BuildVersion()
+	mux.Handle("/", standalone.AdminHandler(r, v))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	lc.Append(fx.Hook{
@@ -135,7 +136,7 @@ func serveStandaloneAdmin(lc fx.Lifecycle, sc *serveConfig, e *proxycmd.Env, log
 			}()
 			url := console.URL(ln.Addr())
 			log.Info("admin endpoints listening", zap.String("address", ln.Addr().String()), zap.String("console", url),
-				zap.Strings("paths", []string{"/", "/healthz", "/readyz", "/status", "/metrics"}))
+				zap.Strings("paths", []string{"/", "/healthz", "/readyz", "/status", "/metrics", "/api/v1/health", "/api/v1/routing", "/api/v1/problems"}))
 			fmt.Fprintf(e.Stdout, "Coxswain console: %s\n", url)
 			return nil
 		},

@@ -3,13 +3,16 @@ package discovery
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/coxswain-labs/coxswain/core/admin"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
@@ -26,12 +29,14 @@ type Fleet struct {
 
 // ProxyView is one connected proxy.
 type ProxyView struct {
-	Node      string    `json:"node"`
-	SPIFFEID  string    `json:"spiffeID"`
-	Mode      string    `json:"mode"`
-	Gateway   string    `json:"gateway,omitempty"`
-	Build     string    `json:"build,omitempty"`
-	Modules   int       `json:"modules"`
+	Node     string `json:"node"`
+	SPIFFEID string `json:"spiffeID"`
+	Mode     string `json:"mode"`
+	Gateway  string `json:"gateway,omitempty"`
+	Build    string `json:"build,omitempty"`
+	Modules  int    `json:"modules"`
+	// ModuleIDs are the module IDs the proxy announced, sorted.
+	ModuleIDs []string  `json:"moduleIDs"`
 	Connected time.Time `json:"connectedAt"`
 	CertUntil time.Time `json:"certificateNotAfter"`
 	// AckedVersion and AckedSequence are the newest snapshot the proxy acknowledged.
@@ -95,6 +100,7 @@ func (s *Server) Fleet() Fleet {
 	for _, sess := range t.sessions {
 		f.Proxies = append(f.Proxies, sess.view())
 	}
+	sort.Slice(f.Proxies, func(i, j int) bool { return f.Proxies[i].Node < f.Proxies[j].Node })
 	for k, st := range t.gateways {
 		g := GatewayState{Gateway: k.String(), Generation: st.gen.GetGeneration(), FirstSequence: st.first, Programmed: st.applied, Unbound: st.unbound}
 		if !st.applied {
@@ -109,7 +115,7 @@ func (s *Server) Fleet() Fleet {
 // view describes the session (t.mu held).
 func (s *session) view() ProxyView {
 	v := ProxyView{Node: s.node, SPIFFEID: s.id.String(), Mode: "shared", Build: s.hello.GetBuild(),
-		Modules: len(s.modules), Connected: s.connected, CertUntil: s.notAfter,
+		Modules: len(s.modules), ModuleIDs: slices.Sorted(maps.Keys(s.modules)), Connected: s.connected, CertUntil: s.notAfter,
 		AckedVersion: s.acked.version, AckedSequence: s.acked.seq, AckedAt: s.acked.at, Bound: []BoundView{}, MissingModules: s.missing}
 	if s.gw != nil {
 		v.Mode, v.Gateway = "dedicated", s.gw.String()
@@ -154,19 +160,31 @@ func (s *Server) SentTo(node string) (*irv1.Snapshot, bool) {
 	return out, true
 }
 
-// RegisterAdmin adds the fleet endpoints to mux: /api/v1/fleet and
-// /api/v1/fleet/proxies/{name}/routes (the routing table the proxy was sent, without keys).
+// RegisterAdmin adds the fleet endpoints to mux: /api/v1/fleet, /api/v1/fleet/proxies,
+// /api/v1/fleet/proxies/{name} and /api/v1/fleet/proxies/{name}/routes (the routing table the
+// proxy was sent, without keys). docs/admin-api.md documents them.
 func (s *Server) RegisterAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(s.Fleet())
+		admin.WriteJSON(w, s.Fleet())
+	})
+	mux.HandleFunc("GET /api/v1/fleet/proxies", func(w http.ResponseWriter, _ *http.Request) {
+		admin.WriteJSON(w, struct {
+			Proxies []ProxyView `json:"proxies"`
+		}{s.Fleet().Proxies})
+	})
+	mux.HandleFunc("GET /api/v1/fleet/proxies/{name}", func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range s.Fleet().Proxies {
+			if p.Node == r.PathValue("name") {
+				admin.WriteJSON(w, p)
+				return
+			}
+		}
+		admin.WriteError(w, http.StatusNotFound, "no proxy named "+r.PathValue("name")+" is connected to this controller")
 	})
 	mux.HandleFunc("GET /api/v1/fleet/proxies/{name}/routes", func(w http.ResponseWriter, r *http.Request) {
 		snap, ok := s.SentTo(r.PathValue("name"))
 		if !ok {
-			http.Error(w, "no such proxy connected to this controller (or it has been sent nothing yet)", http.StatusNotFound)
+			admin.WriteError(w, http.StatusNotFound, "no such proxy connected to this controller (or it has been sent nothing yet)")
 			return
 		}
 		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(snap)
@@ -176,7 +194,7 @@ func (s *Server) RegisterAdmin(mux *http.ServeMux) {
 			err = json.Indent(&out, b, "", "  ")
 		}
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			admin.WriteError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

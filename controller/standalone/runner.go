@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/coxswain-labs/coxswain/controller/adminapi"
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
@@ -74,6 +75,22 @@ type Runner struct {
 
 	docs       *documents.Fetcher // nil without Options.Documents
 	docChanged chan struct{}
+
+	// latest is the translation serving now (the admin API's routing and problems).
+	latest adminapi.Latest
+}
+
+// Latest is the translation serving now; empty before the first apply.
+func (r *Runner) Latest() *adminapi.Latest { return &r.latest }
+
+// adminTranslation is tr as the admin API shows it, with the files objects came from.
+func adminTranslation(res *Result, tr *translator.Result) *adminapi.Translation {
+	return &adminapi.Translation{Store: res.Store, Result: tr, At: time.Now(), Source: func(kind, ns, name string) string {
+		if src, ok := res.Sources[ObjectRef{Kind: kind, Namespace: ns, Name: name}]; ok {
+			return src.String()
+		}
+		return ""
+	}}
 }
 
 // State is what the runner knows after its latest reload.
@@ -192,6 +209,7 @@ func (r *Runner) reload(ctx context.Context, force bool) error {
 	}
 	tr, rep := r.translate(ctx, res)
 	if r.opts.Engine == nil {
+		r.latest.Store(adminTranslation(res, tr))
 		r.state.Store(&State{Report: rep, Time: time.Now()})
 		return nil
 	}
@@ -205,6 +223,7 @@ func (r *Runner) reload(ctx context.Context, force bool) error {
 		return err
 	}
 	r.lastDigest, r.lastReport = res.Digest, rep
+	r.latest.Store(adminTranslation(res, tr))
 	prev := r.State().Version
 	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now(), snap: tr.Snapshot})
 	r.once.Do(func() { close(r.ready) })

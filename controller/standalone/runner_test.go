@@ -115,7 +115,7 @@ func TestRunnerReload(t *testing.T) {
 func TestAdminHandler(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"class.yaml": classDoc, "bad.yaml": "kind: Nope\napiVersion: x/v1\nmetadata: {name: n}\n"})
 	r := NewRunner(Options{Path: dir, Log: zaptest.NewLogger(t), Engine: &recordingEngine{}})
-	srv := httptest.NewServer(AdminHandler(r))
+	srv := httptest.NewServer(AdminHandler(r, "test"))
 	defer srv.Close()
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.URL + path)

@@ -81,7 +81,7 @@ func TestUnboundListener(t *testing.T) {
 		"busy.yaml": loopbackGateway("busy", busyPort), "free.yaml": loopbackGateway("free", freePort)})
 	r := NewRunner(Options{Path: dir, Log: zaptest.NewLogger(t), Engine: realEngine(t), Translate: translator.Options{Registry: core.Freeze()}})
 	must(t, r.Reload(context.Background()))
-	srv := httptest.NewServer(AdminHandler(r))
+	srv := httptest.NewServer(AdminHandler(r, "test"))
 	defer srv.Close()
 	read := func() statusBody {
 		t.Helper()

@@ -36,6 +36,9 @@ type Options struct {
 	Subsystems func() []Subsystem
 	// Leader says whether this controller leads; nil for a process that does not elect.
 	Leader func() bool
+	// Identity is this replica's Lease identity; LeaderIdentity the holder's last observed.
+	Identity       string
+	LeaderIdentity func() string
 	// Gatherer is what /metrics exposes; NewRegistry makes one.
 	Gatherer prometheus.Gatherer
 }
@@ -50,18 +53,24 @@ func NewRegistry() *prometheus.Registry {
 
 // Health is the body of /api/v1/health.
 type Health struct {
-	Component  string      `json:"component"`
-	Version    string      `json:"version"`
-	Ready      bool        `json:"ready"`
-	Leader     *bool       `json:"leader,omitempty"`
-	Subsystems []Subsystem `json:"subsystems"`
+	Component string `json:"component"`
+	Version   string `json:"version"`
+	Ready     bool   `json:"ready"`
+	Leader    *bool  `json:"leader,omitempty"`
+	// Identity and LeaderIdentity are a controller's Lease identity and the current holder's.
+	Identity       string      `json:"identity,omitempty"`
+	LeaderIdentity string      `json:"leaderIdentity,omitempty"`
+	Subsystems     []Subsystem `json:"subsystems"`
 }
 
 // NewMux returns a mux serving the common endpoints; callers may add their own.
 func NewMux(opts Options) *http.ServeMux {
 	mux := http.NewServeMux()
 	health := func() Health {
-		h := Health{Component: opts.Component, Version: opts.Version, Ready: true, Subsystems: []Subsystem{}}
+		h := Health{Component: opts.Component, Version: opts.Version, Ready: true, Subsystems: []Subsystem{}, Identity: opts.Identity}
+		if opts.LeaderIdentity != nil {
+			h.LeaderIdentity = opts.LeaderIdentity()
+		}
 		if opts.Subsystems != nil {
 			h.Subsystems = opts.Subsystems()
 		}
@@ -101,6 +110,19 @@ func WriteJSON(w http.ResponseWriter, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// Error is the body of every /api/v1 error (docs/admin-api.md).
+type Error struct {
+	Error  string `json:"error"`
+	Status int    `json:"status"`
+}
+
+// WriteError writes an Error with status code.
+func WriteError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(Error{Error: msg, Status: code})
 }
 
 // Server is a running admin server.
