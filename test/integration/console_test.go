@@ -80,7 +80,8 @@ func open(t *testing.T, ctx context.Context, base, view string) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"#/"+view)); err != nil {
 		t.Fatal(err)
 	}
-	await(t, ctx, view+" view rendered", fmt.Sprintf(`document.body.dataset.ready === "true" && document.body.dataset.view === %q`, view))
+	name, _, _ := strings.Cut(view, "/")
+	await(t, ctx, view+" view rendered", fmt.Sprintf(`document.body.dataset.ready === "true" && document.body.dataset.view === %q`, name))
 }
 
 func await(t *testing.T, ctx context.Context, what, js string) {
@@ -130,8 +131,16 @@ func TestConsoleStandalone(t *testing.T) {
 
 		open(t, ctx, base, "gateways")
 		await(t, ctx, "the quickstart Gateway", `document.querySelector('[data-gateway="default/quickstart"]') !== null && `+
-			pageHas("default/quickstart", "127.0.0.1", "http", "https", "Programmed", "Accepted"))
+			pageHas("default/quickstart", "127.0.0.1", "HTTP / 8080", "HTTPS / 8443", "127.0.0.1:8080/HTTP", "Programmed", "Accepted"))
 		shoot(t, ctx, "standalone-gateways")
+
+		// The Gateway's compiled routing: rules in match order, with their backends' clusters.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-gateway="default/quickstart"] h3 a`))); err != nil {
+			t.Fatal(err)
+		}
+		await(t, ctx, "the quickstart's routing", `document.body.dataset.view === "gateway" && `+
+			pageHas("HTTPRoute/default/web/rule/0/match/0", "HTTPRoute/default/weighted", "default/app-v1:80", "default/app-v2:80", "127.0.0.1:9001"))
+		shoot(t, ctx, "standalone-gateway-routing")
 
 		open(t, ctx, base, "routes")
 		var js []string

@@ -564,7 +564,7 @@ function viewGateway(key) {
   if (!rs.length) out.push(empty("No routes", "No route names this Gateway as a parent."));
   for (const r of rs) {
     const rows = (r.rules || []).map((rule) => el("tr", {},
-      el("td", {}, rule.hostname || "*", el("div", { class: "msg" }, rule.listener || "")),
+      el("td", {}, rule.hostname || "*", el("div", { class: "msg nowrap" }, rule.listener || "")),
       el("td", { class: "mono" }, rule.name),
       el("td", { class: "mono" }, decodeModule(rule.match)),
       el("td", {}, filterTags(rule.filters)),
@@ -581,7 +581,8 @@ function viewGateway(key) {
 }
 
 function filterTags(fs) {
-  return (fs || []).length ? fs.map((f) => el("span", { class: "tag", title: decodeModule(f) }, f.id)) : el("span", { class: "msg" }, "none");
+  // The namespace is the column's; the full ID and config are in the tooltip.
+  return (fs || []).length ? fs.map((f) => el("span", { class: "tag nowrap", title: decodeModule(f) }, String(f.id).replace(/^filter\.http\./, ""))) : el("span", { class: "msg" }, "none");
 }
 
 function backendList(bs) {
