@@ -139,7 +139,8 @@ func TestConsoleStandalone(t *testing.T) {
 			t.Fatal(err)
 		}
 		await(t, ctx, "the quickstart's routing", `document.body.dataset.view === "gateway" && `+
-			pageHas("HTTPRoute/default/web/rule/0/match/0", "HTTPRoute/default/weighted", "default/app-v1:80", "default/app-v2:80", "127.0.0.1:9001"))
+			pageHas("HTTPRoute default/web", "HTTPRoute default/weighted", "PathPrefix /weighted", "header x-canary = true", "rule 1 · match 0",
+				"default/app-v1:80", "weight 80", "default/app-v2:80", "weight 20", "127.0.0.1:9001"))
 		shoot(t, ctx, "standalone-gateway-routing")
 
 		open(t, ctx, base, "routes")

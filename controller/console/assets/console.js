@@ -307,9 +307,12 @@ function conditionList(conds) {
   return [conds.map(chip), bad.map((c) => el("div", { class: "msg" }, c.type + ": " + c.message))];
 }
 
+// WIDE_COLUMNS are left out below 900px (console.css), where they would crowd the rest.
+const WIDE_COLUMNS = new Set(["Route kinds"]);
+
 function table(headers, rows) {
   return el("div", { class: "scroll" }, el("table", {},
-    el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))),
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { class: WIDE_COLUMNS.has(h) ? "wide" : null }, h)))),
     el("tbody", {}, rows)));
 }
 
@@ -456,8 +459,8 @@ function listenerTable(ls) {
           el("td", {}, el("span", { class: "dot " + worst(l.conditions) }), l.name),
           spec ? el("td", { class: "nowrap" }, [l.protocol, l.port].filter(Boolean).join(" / ") || "—") : null,
           spec ? el("td", {}, l.hostname || "*") : null,
-          kinds ? el("td", {}, l.kinds.map((k) => el("span", { class: "tag" }, k))) : null,
-          binds ? el("td", {}, l.binds.length ? l.binds.map((b) => el("div", { class: "mono" }, b)) : el("span", { class: "msg" }, "not bound")) : null,
+          kinds ? el("td", { class: "wide" }, l.kinds.map((k) => el("span", { class: "tag" }, k))) : null,
+          binds ? el("td", {}, l.binds.length ? l.binds.map((b) => el("div", { class: "mono nowrap" }, b)) : el("span", { class: "msg" }, "not bound")) : null,
           el("td", {}, l.attachedRoutes === undefined ? "—" : String(l.attachedRoutes)),
           el("td", {}, conditionList(l.conditions)))));
 }
@@ -503,6 +506,34 @@ function viewProblems() {
   return out;
 }
 
+// matchSummary says a route.http / route.grpc match the way an operator writes it
+// ("PathPrefix /app · header x-canary = true"); other kinds show their module config.
+function matchSummary(m) {
+  if (!m) return "";
+  let cfg = m.config;
+  if (cfg === undefined && m.json) {
+    try { cfg = JSON.parse(atob(m.json)); } catch (e) { cfg = undefined; }
+  }
+  if (!cfg || typeof cfg !== "object") return decodeModule(m);
+  const parts = [];
+  if (cfg.path) parts.push((cfg.path.type || "PathPrefix") + " " + cfg.path.value);
+  if (cfg.method && typeof cfg.method === "string") parts.push(cfg.method);
+  if (cfg.method && typeof cfg.method === "object") parts.push([cfg.method.service, cfg.method.method].filter(Boolean).join("/") || "any method");
+  for (const h of cfg.headers || []) parts.push("header " + h.name + (h.type === "RegularExpression" ? " ~ " : " = ") + h.value);
+  for (const q of cfg.queryParams || cfg.query_params || []) parts.push("query " + q.name + (q.type === "RegularExpression" ? " ~ " : " = ") + q.value);
+  const known = new Set(["path", "method", "headers", "queryParams", "query_params"]);
+  const rest = Object.keys(cfg).filter((k) => !known.has(k));
+  if (!parts.length || rest.length) return decodeModule(m);
+  return parts.join(" · ");
+}
+
+// ruleLabel drops the route's own kind/namespace/name from an IR route name, which the panel
+// already says: "HTTPRoute/default/app/rule/1/match/0" -> "rule 1 · match 0".
+function ruleLabel(name) {
+  const m = /\/rule\/([^/]+)\/match\/([^/]+)$/.exec(name || "");
+  return m ? "rule " + m[1] + " · match " + m[2] : name;
+}
+
 function decodeModule(m) {
   if (!m) return "";
   let cfg = "";
@@ -531,7 +562,7 @@ function viewProxy(node) {
           rows.push(el("tr", {},
             el("td", {}, vh.hostname || s.hostname || "*", s.tls ? el("div", { class: "msg" }, "TLS " + (s.tls.mode || "TERMINATE")) : null),
             el("td", { class: "mono" }, rt.name),
-            el("td", { class: "mono" }, decodeModule(rt.match)),
+            el("td", { class: "mono", title: decodeModule(rt.match) }, matchSummary(rt.match)),
             el("td", {}, filterTags(rt.filters)),
             el("td", {}, backendList(rt.backends))));
         }
@@ -565,8 +596,8 @@ function viewGateway(key) {
   for (const r of rs) {
     const rows = (r.rules || []).map((rule) => el("tr", {},
       el("td", {}, rule.hostname || "*", el("div", { class: "msg nowrap" }, rule.listener || "")),
-      el("td", { class: "mono" }, rule.name),
-      el("td", { class: "mono" }, decodeModule(rule.match)),
+      el("td", { class: "nowrap", title: rule.name }, ruleLabel(rule.name)),
+      el("td", { class: "mono", title: decodeModule(rule.match) }, matchSummary(rule.match)),
       el("td", {}, filterTags(rule.filters)),
       el("td", {}, backendList(rule.backends))));
     out.push(el("section", { class: "panel", "data-route": r.kind + " " + nsName(r) },
