@@ -65,8 +65,13 @@ async function refresh() {
     state.health = health.data; state.fleet = fleet.data; state.status = status.data;
     state.routing = routing.data; state.problems = problems.data;
     state.loaded = true; state.updated = new Date();
-    // The list has counts; the per-Gateway documents have the listeners, routes and rules.
-    const details = await Promise.all(list(state.routing, "gateways").map((g) =>
+    // The list has counts; the per-Gateway documents have the listeners, routes and rules. A
+    // controller may have hundreds of Gateways: fetch them only for the views that show them.
+    const shown = currentView();
+    let wanted = [];
+    if (shown.name === "gateway") wanted = list(state.routing, "gateways").filter((g) => nsName(g) === shown.arg);
+    else if (["gateways", "routes"].includes(shown.name) || mode() === "standalone") wanted = list(state.routing, "gateways");
+    const details = await Promise.all(wanted.map((g) =>
       getJSON("/api/v1/routing/" + encodeURIComponent(g.namespace) + "/" + encodeURIComponent(g.name))));
     state.gatewayDetails = {};
     for (const d of details) if (d.data) state.gatewayDetails[nsName(d.data)] = d.data;
