@@ -436,7 +436,7 @@ function viewGateways() {
   const gws = gateways();
   out.push(el("p", { class: "sub" }, "Every Gateway of Coxswain's GatewayClasses, with its listeners and the addresses it is reachable on."));
   if (!gws.length) {
-    out.push(empty("No Gateways", "Create a Gateway whose gatewayClassName names a GatewayClass with controllerName coxswain-labs.dev/gateway-controller."));
+    out.push(empty("No Gateways", noRoutingReason() || "Create a Gateway whose gatewayClassName names a GatewayClass with controllerName coxswain-labs.dev/gateway-controller."));
     return out;
   }
   for (const g of gws) {
@@ -470,12 +470,19 @@ function listenerTable(ls) {
           el("td", {}, conditionList(l.conditions)))));
 }
 
+// noRoutingReason says why a controller shows no routing, when the reason is not "there is none".
+function noRoutingReason() {
+  if (state.routing || mode() !== "controller") return "";
+  if (state.fleet && !state.fleet.leader) return "This replica is a standby: it does not translate. Open the leader's console.";
+  return "This controller has not translated yet (its caches may still be syncing), or it does not serve /api/v1/routing.";
+}
+
 function viewRoutes() {
   const out = [el("h1", {}, "Routes")];
   const rs = routes();
   out.push(el("p", { class: "sub" }, "Routes of every kind, with their status per parent Gateway."));
   if (!rs.length) {
-    out.push(empty("No routes", mode() === "controller" && !state.routing ? "This controller does not serve /api/v1/routing." : "Attach an HTTPRoute, GRPCRoute, TLSRoute, TCPRoute or UDPRoute to a Gateway."));
+    out.push(empty("No routes", noRoutingReason() || "Attach an HTTPRoute, GRPCRoute, TLSRoute, TCPRoute or UDPRoute to a Gateway."));
     return out;
   }
   out.push(el("div", { class: "panel" }, table(["Route", "Kind", "Hostnames", "Parent", "Conditions"], rs.flatMap((r) => {
