@@ -93,11 +93,12 @@ func await(t *testing.T, ctx context.Context, what, js string) {
 	}
 }
 
-// pageHas is a JavaScript predicate: the main area's text contains every string.
+// pageHas is a JavaScript predicate: the main area's text contains every string (textContent:
+// innerText would apply CSS text-transform).
 func pageHas(s ...string) string {
 	var parts []string
 	for _, x := range s {
-		parts = append(parts, fmt.Sprintf("document.getElementById('main').innerText.includes(%q)", x))
+		parts = append(parts, fmt.Sprintf("document.getElementById('main').textContent.includes(%q)", x))
 	}
 	return strings.Join(parts, " && ")
 }
