@@ -313,7 +313,7 @@ function conditionList(conds) {
 }
 
 // WIDE_COLUMNS are left out below 900px (console.css), where they would crowd the rest.
-const WIDE_COLUMNS = new Set(["Route kinds"]);
+const WIDE_COLUMNS = new Set(["Route kinds", "Build"]);
 
 function table(headers, rows) {
   return el("div", { class: "scroll" }, el("table", {},
@@ -417,18 +417,18 @@ function proxyRow(p, f) {
     snap = el("span", { class: "chip warn" }, p.ackedVersion ? "behind: " + short(p.ackedVersion) : "nothing acked yet");
   }
   const binds = [
-    (p.boundListeners || []).map((b) => el("div", {}, el("span", { class: "dot ok" }), el("span", { class: "mono" }, b.address), " ", el("span", { class: "msg" }, b.name))),
+    (p.boundListeners || []).map((b) => el("div", {}, el("span", { class: "dot ok" }), el("span", { class: "mono nowrap" }, b.address), " ", el("span", { class: "msg" }, b.name))),
     (p.failedListeners || []).map((b) => el("div", { title: b.message }, el("span", { class: "dot bad" }), el("span", { class: "mono" }, b.address), " ", el("span", { class: "chip bad" }, b.reason), el("div", { class: "msg" }, b.message))),
   ];
   if (!(p.boundListeners || []).length && !(p.failedListeners || []).length) binds.push(el("span", { class: "msg" }, "none"));
   const missing = (p.missingModules || []).length ? el("div", { class: "msg" }, "missing modules: " + p.missingModules.join(", ")) : null;
   return el("tr", {},
-    el("td", {}, el("a", { href: "#/proxy/" + encodeURIComponent(p.node) }, p.node), el("div", { class: "msg" }, p.spiffeID)),
-    el("td", {}, p.mode, p.gateway ? el("div", { class: "msg" }, p.gateway) : null),
+    el("td", { title: p.spiffeID }, el("a", { href: "#/proxy/" + encodeURIComponent(p.node) }, p.node), el("div", { class: "msg wide" }, p.spiffeID)),
+    el("td", { class: "nowrap" }, p.mode, p.gateway ? el("div", { class: "msg" }, p.gateway) : null),
     el("td", {}, snap, missing),
     el("td", {}, binds),
     el("td", { class: "nowrap" }, ago(p.connectedAt), el("div", { class: "msg" }, "cert until " + (p.certificateNotAfter ? new Date(p.certificateNotAfter).toLocaleString() : "—"))),
-    el("td", {}, p.build || "—", el("div", { class: "msg" }, p.modules + " modules")));
+    el("td", { class: "wide" }, p.build || "—", el("div", { class: "msg" }, p.modules + " modules")));
 }
 
 function viewGateways() {
