@@ -248,6 +248,10 @@ func TestConsoleController(t *testing.T) {
 	await(t, ctx, "both routes", pageHas(ns+"/good", ns+"/broken"))
 	shoot(t, ctx, "controller-routes")
 	open(t, ctx, base, "gateways")
-	await(t, ctx, "the Gateway", pageHas(ns+"/gw"))
+	await(t, ctx, "the Gateway", pageHas(ns+"/gw", fmt.Sprintf("HTTP / %d", port), fmt.Sprintf(":%d/HTTP", port)))
 	shoot(t, ctx, "controller-gateways")
+	// The Gateway's compiled routing: the missing backend is there too, as unresolved.
+	open(t, ctx, base, "gateway/"+ns+"/gw")
+	await(t, ctx, "the Gateway's routing", pageHas("HTTPRoute "+ns+"/good", "HTTPRoute "+ns+"/broken", "PathPrefix /broken", "unresolved", ns+"/v1:80", "10.99.7.1:8080"))
+	shoot(t, ctx, "controller-gateway-routing")
 }
