@@ -33,6 +33,7 @@ type Controller struct {
 	opts    Options
 	log     *zap.Logger
 	watch   *watch
+	owned   *ownedWatch // nil without Options.Provisioning
 	trigger *coalescer
 	dirty   atomic.Uint32 // change bits since the last translation
 	// features are those the compiled-in modules serve; a GatewayClass claims the ones of them the
@@ -45,6 +46,8 @@ type Controller struct {
 	writer atomic.Pointer[status.Writer] // set while leading
 	// latest is the newest translation while leading (the admin API's routing and problems).
 	latest adminapi.Latest
+	// manifests are the objects provisioning applied, by Gateway (/api/v1/manifests).
+	manifests *manifests
 	// leader is the identity of the Lease holder last observed.
 	leader atomic.Pointer[string]
 	synced atomic.Bool
@@ -75,6 +78,7 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		opts:      opts,
 		log:       opts.Log,
+		manifests: newManifests(),
 		trigger:   newCoalescer(opts.Holdoff, opts.MaxDelay),
 		features:  features.Supported(opts.Registry),
 		randomKey: make([]byte, 32),
@@ -97,6 +101,13 @@ func (c *Controller) Synced() bool { return c.synced.Load() }
 
 // Latest is the newest translation of the current leadership term; empty on a standby.
 func (c *Controller) Latest() *adminapi.Latest { return &c.latest }
+
+// Manifests returns the objects provisioning last applied for the Gateway with uid, as the
+// provisioner rendered them; empty when it provisions nothing for it (or provisioning is off).
+func (c *Controller) Manifests(uid types.UID) []map[string]any { return c.manifests.Of(uid) }
+
+// Provisions says whether this controller provisions objects for Gateways.
+func (c *Controller) Provisions() bool { return c.opts.Provisioning != nil }
 
 // Identity is this replica's Lease identity.
 func (c *Controller) Identity() string { return c.opts.LeaderElection.Identity }
@@ -144,6 +155,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.watch, err = newWatch(c.opts.Kube, c.opts.Gateway, c.opts.REST, c.opts.Registry, events{changed: c.changed, touched: c.touched})
 	if err != nil {
 		return err
+	}
+	if c.opts.Provisioning != nil {
+		if c.owned, err = newOwnedWatch(c.opts.Kube, events{changed: c.changed, touched: c.touched}); err != nil {
+			return err
+		}
+		c.watch.extraFactories = append(c.watch.extraFactories, c.owned.factory)
+		c.watch.informers = append(c.watch.informers, c.owned.factory.Core().V1().ServiceAccounts().Informer())
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -237,6 +255,19 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		pool = newAddressPool(c.opts.AddressPool)
 		opts.AssignsAddresses = true
 	}
+	prov := c.newProvisioner()
+	var provRetry *time.Timer // one pending retry of a failed provisioning at a time
+	retryProvision := func() {
+		if provRetry != nil {
+			provRetry.Stop()
+		}
+		provRetry = time.AfterFunc(publishRetry, func() { c.changed(changeConfig) })
+	}
+	defer func() {
+		if provRetry != nil {
+			provRetry.Stop()
+		}
+	}()
 	var last *irv1.Snapshot // the latest snapshot made, published or not
 	var lastRes *translator.Result
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
@@ -261,6 +292,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		} else {
 			if pool != nil {
 				opts.GatewayAddresses = pool.assign(store.Gateways, c.ourClasses(store))
+			}
+			if prov != nil {
+				opts.Provisioned = c.provision(ctx, prov, store, retryProvision)
 			}
 			claimed := c.claimed()
 			opts.Routability = reportsRoutability(claimed)

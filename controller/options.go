@@ -16,6 +16,7 @@ import (
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/coxswain-labs/coxswain/controller/documents"
+	"github.com/coxswain-labs/coxswain/controller/provision"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -49,6 +50,11 @@ type Options struct {
 	// this range: its listeners bind it and its status publishes it. The range must be routed to
 	// the proxies' hosts. It excludes StatusAddresses.
 	AddressPool netip.Prefix
+	// Provisioning turns the shared mode on: every Gateway gets a VIP Service in front of the
+	// shared proxy pool and an identity ServiceAccount, its listeners bind internal ports, and its
+	// status publishes the Service's addresses (StatusAddresses only when the Service has none).
+	// Exclusive with AddressPool.
+	Provisioning *Provisioning
 
 	// Holdoff is how long the world must be quiet before a burst of changes is translated (75ms
 	// when zero); MaxDelay bounds how long a change waits in a busy world (1s when zero).
@@ -103,6 +109,19 @@ func (o *Options) setDefaults() error {
 	}
 	if o.AddressPool.IsValid() && len(o.StatusAddresses) > 0 {
 		errs = append(errs, errors.New("status addresses and an address pool are exclusive"))
+	}
+	if o.AddressPool.IsValid() && o.Provisioning != nil {
+		errs = append(errs, errors.New("an address pool and shared-mode provisioning are exclusive"))
+	}
+	if o.Provisioning != nil && o.Provisioning.Dedicated != nil {
+		if err := o.Provisioning.Dedicated.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.Provisioning != nil && o.Provisioning.Ports != (provision.PortRange{}) {
+		if err := o.Provisioning.Ports.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.ControllerName == "" {
 		o.ControllerName = translator.DefaultControllerName

@@ -32,6 +32,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
+	infrav1a1 "github.com/coxswain-labs/coxswain/modules/api/infrastructure/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -49,8 +50,10 @@ type watch struct {
 	kube, tls informers.SharedInformerFactory
 	// labelled are the factories of the Secrets resolvers select by label (SecretSelector).
 	labelled []informers.SharedInformerFactory
-	extra    []corelisters.SecretLister
-	gw       gwinformers.SharedInformerFactory
+	// extraFactories are started with the others (the owned ServiceAccounts' of provisioning).
+	extraFactories []informers.SharedInformerFactory
+	extra          []corelisters.SecretLister
+	gw             gwinformers.SharedInformerFactory
 
 	classes  gwlisters.GatewayClassLister
 	gateways gwlisters.GatewayLister
@@ -133,6 +136,11 @@ func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Con
 		return nil, err
 	}
 	kinds = append(kinds, policies...)
+	params, err := gatewayParametersKind(cfg, ev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", infrav1a1.GatewayParametersKind, err)
+	}
+	kinds = append(kinds, params)
 	listenerSets, err := listenerSetKind(gw, ev)
 	if err != nil {
 		return nil, fmt.Errorf("ListenerSet: %w", err)
@@ -179,7 +187,7 @@ func (w *watch) start(ctx context.Context, log *zap.Logger) bool {
 	w.kube.Start(ctx.Done())
 	w.tls.Start(ctx.Done())
 	w.gw.Start(ctx.Done())
-	for _, f := range w.labelled {
+	for _, f := range append(w.labelled, w.extraFactories...) {
 		f.Start(ctx.Done())
 	}
 	synced := make([]cache.InformerSynced, 0, len(w.informers)+len(w.kinds))
@@ -222,7 +230,7 @@ func (w *watch) shutdown() {
 	w.kube.Shutdown()
 	w.tls.Shutdown()
 	w.gw.Shutdown()
-	for _, f := range w.labelled {
+	for _, f := range append(w.labelled, w.extraFactories...) {
 		f.Shutdown()
 	}
 	w.running.Wait()
@@ -310,7 +318,10 @@ func labelsChanged(old, cur any) bool {
 // serviceChanged ignores Service status (load-balancer ingress), which a translation never reads.
 func serviceChanged(old, cur any) bool {
 	o, c := old.(*corev1.Service), cur.(*corev1.Service)
-	return !equality.Semantic.DeepEqual(o.Spec, c.Spec) || !maps.Equal(o.Labels, c.Labels) || !maps.Equal(o.Annotations, c.Annotations)
+	// The load balancer's ingress is a provisioned Gateway's status.addresses; the owner
+	// references say which Gateway a provisioned Service is for.
+	return !equality.Semantic.DeepEqual(o.Spec, c.Spec) || !maps.Equal(o.Labels, c.Labels) || !maps.Equal(o.Annotations, c.Annotations) ||
+		!equality.Semantic.DeepEqual(o.Status.LoadBalancer, c.Status.LoadBalancer) || !equality.Semantic.DeepEqual(o.OwnerReferences, c.OwnerReferences)
 }
 
 // stripManagedFields drops metadata.managedFields before an object enters a cache: the controller

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -17,6 +18,7 @@ import (
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/adminapi"
+	"github.com/coxswain-labs/coxswain/controller/provision"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
 )
@@ -29,6 +31,10 @@ type controllerConfig struct {
 	controllerName string
 	statusAddress  proxycmd.StringList
 	addressPool    string
+	provisioning   string
+	serviceType    string
+	proxySelector  string
+	portRange      string
 	holdoff        time.Duration
 	maxDelay       time.Duration
 	statusWorkers  int
@@ -39,13 +45,15 @@ type controllerConfig struct {
 	leaderElect    bool
 	proxy          proxycmd.ProxyFlags // the in-process proxy's limits
 	dataPlane      dataPlaneFlags
+	dedicatedMode  dedicatedFlags
 	log            proxycmd.LogFlags
 	session        sessionKeyFlag
 
 	// Parsed from the flags above by check.
 	addrs      []gwapiv1.GatewayStatusAddress
 	pool       netip.Prefix
-	sessionKey []byte // nil: derived from the discovery CA, or random with --in-process-proxy
+	provision  *controller.Provisioning // nil: no objects provisioned
+	sessionKey []byte                   // nil: derived from the discovery CA, or random with --in-process-proxy
 }
 
 func (c *controllerConfig) register(fs *flag.FlagSet) {
@@ -58,15 +66,24 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 		"address published in every Gateway's status.addresses: an IP or a hostname (repeatable, or comma-separated)")
 	fs.StringVar(&c.addressPool, "gateway-address-pool", "",
 		"CIDR range: give each Gateway that asks for no address one of its own from it, bound by the proxy and published in status (the range must be routed to this host); excludes --status-address")
+	fs.StringVar(&c.provisioning, "gateway-provisioning", "auto",
+		"shared: give each Gateway a VIP Service in front of the shared proxy pool (docs/provisioning.md); none: provision nothing, proxies bind the listener ports; auto: shared, except with --gateway-address-pool or --in-process-proxy")
+	fs.StringVar(&c.serviceType, "gateway-service-type", string(corev1.ServiceTypeLoadBalancer),
+		"type of the shared mode's VIP Services when the GatewayClass's parameters set none: LoadBalancer, NodePort or ClusterIP")
+	fs.StringVar(&c.proxySelector, "shared-proxy-selector", provision.DefaultProxySelector,
+		"label selector of the shared proxy pool's pods, the VIP Services' selector")
+	fs.StringVar(&c.portRange, "internal-port-range", fmt.Sprintf("%d-%d", provision.DefaultPortRange.First, provision.DefaultPortRange.Last),
+		"ports the shared proxies bind Gateway listeners on (FIRST-LAST); nothing else in the proxy pods may use them")
 	fs.DurationVar(&c.holdoff, "holdoff", 75*time.Millisecond, "how long changes must settle before a translation")
 	fs.DurationVar(&c.maxDelay, "max-delay", time.Second, "the longest a change waits for a translation in a busy cluster")
 	fs.IntVar(&c.statusWorkers, "status-workers", 4, "objects whose status is written concurrently")
 	fs.StringVar(&c.healthAddress, "admin-address", ":9902",
-		"address of /healthz, /readyz, /metrics, /api/v1/health and /api/v1/fleet; empty disables them")
+		"address of /healthz, /readyz, /metrics and the /api/v1 admin API (docs/admin-api.md); empty disables them")
 	fs.StringVar(&c.healthAddress, "health-address", ":9902", "the former name of --admin-address")
 	fs.StringVar(&c.adminAuth, "admin-auth", adminapi.AuthAuto,
 		"who may read /api/v1 on the admin address: kubernetes (a bearer token checked with TokenReview, and a SubjectAccessReview for get on the path), none, or auto (none on a loopback address, kubernetes otherwise); /healthz, /readyz and /metrics are always open")
 	c.dataPlane.register(fs)
+	c.dedicatedMode.register(fs)
 	fs.DurationVar(&c.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "elect a leader on a Lease; only the leader serves, publishes and writes status")
 	fs.StringVar(&c.le.Namespace, "leader-election-namespace", "", "namespace of the Lease; the controller's own when empty")
@@ -92,6 +109,9 @@ func (c *controllerConfig) check() error {
 		return fmt.Errorf("--admin-auth: %q is not auto, none or kubernetes", c.adminAuth)
 	}
 	if c.sessionKey, err = c.session.key(); err != nil {
+		return err
+	}
+	if err := c.checkProvisioning(); err != nil {
 		return err
 	}
 	if c.addressPool == "" {
@@ -181,11 +201,21 @@ func newKubeClients(cc *controllerConfig) (kubeClients, error) {
 func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc kubeClients, dp *dataPlane) (*controller.Controller, error) {
 	le := cc.le
 	le.Disabled = !cc.leaderElect
+	prov := cc.provision
+	if prov != nil {
+		d, err := cc.dedicated(&dp.trustBundle)
+		if err != nil {
+			return nil, err
+		}
+		p := *prov
+		p.Dedicated = d
+		prov = &p
+	}
 	return controller.New(controller.Options{
 		Log: log.Named("controller"), Kube: kc.kube, Gateway: kc.gateway, REST: kc.rest, Registry: reg,
 		NewPublisher:   dp.NewPublisher,
 		SessionKey:     dp.SessionKey,
-		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool,
+		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool, Provisioning: prov,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
 		LeaderElection: le,
 	})

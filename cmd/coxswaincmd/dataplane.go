@@ -69,9 +69,11 @@ func dataPlaneModule() fx.Option {
 
 // dataPlane is the controller's side of the data plane.
 type dataPlane struct {
-	inProcess controller.NewPublisher // nil unless --in-process-proxy
-	discovery *discovery.Server       // nil with an in-process proxy, and until started
-	addr      net.Addr
+	// trustBundle is the discovery CA bundle once started, for the dedicated mode.
+	trustBundle trustBundle
+	inProcess   controller.NewPublisher // nil unless --in-process-proxy
+	discovery   *discovery.Server       // nil with an in-process proxy, and until started
+	addr        net.Addr
 	// sessionKey is --session-key-file's, else (once started) derived from the discovery CA;
 	// nil with an in-process proxy and no file, and the controller makes a random one.
 	sessionKey []byte
@@ -132,6 +134,7 @@ func (d *dataPlaneFlags) start(ctx context.Context, dp *dataPlane, log *zap.Logg
 	if err := discovery.PublishBundle(ctx, kc.kube, ns, d.bundleConfigMap, ca.Bundle()); err != nil {
 		return fmt.Errorf("publishing the trust bundle: %w", err)
 	}
+	dp.trustBundle.set(ca.Bundle())
 	shared := []string(d.sharedProxies)
 	if len(shared) == 0 {
 		shared = []string{ns + "/coxswain-proxy"}
@@ -217,6 +220,7 @@ func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.Ad
 		}
 		adminapi.RegisterTranslation(mux, ctrl.Latest(), "this replica has not translated yet: it is not the leader, or its caches are still syncing (see /api/v1/health)")
 		events.Register(mux)
+		adminapi.RegisterManifests(mux, ctrl.Latest(), ctrl)
 		(&adminapi.PodLogs{Kube: kc.kube, Auth: authz}).Register(mux)
 		// The page holds no data; what it shows comes from /api/v1, which authz guards.
 		console.Register(mux)

@@ -58,11 +58,17 @@ func UserFrom(ctx context.Context) (User, bool) {
 	return u, ok
 }
 
+// URLPrefix is put before a request's path in its SubjectAccessReview: an RBAC rule for the
+// admin API names "/coxswain/api/v1/*".
+const URLPrefix = "/coxswain"
+
 // authTTL is how long a review's answer is reused for one token and path.
 const authTTL = 10 * time.Second
 
 // Authorizer checks /api/v1 requests like kube-rbac-proxy: TokenReview for the bearer token,
-// then a SubjectAccessReview for `get` on the request path as a non-resource URL.
+// then a SubjectAccessReview for `get` on the non-resource URL URLPrefix + the request path.
+// The prefix matters: Kubernetes' system:discovery role lets every authenticated user get
+// "/api/*", so a review of the bare path would allow anyone with a token.
 type Authorizer struct {
 	kube kubernetes.Interface
 	mu   sync.Mutex
@@ -151,12 +157,12 @@ func (a *Authorizer) review(ctx context.Context, token, path string) cached {
 		}
 	}
 	allowed, why, err := a.Allowed(ctx, u, authorizationv1.SubjectAccessReviewSpec{
-		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: "get"}})
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: URLPrefix + path, Verb: "get"}})
 	switch {
 	case err != nil:
 		return cached{code: http.StatusBadGateway, msg: "SubjectAccessReview: " + err.Error()}
 	case !allowed:
-		return cached{user: u, code: http.StatusForbidden, msg: "user " + u.Name + " may not get " + path + why}
+		return cached{user: u, code: http.StatusForbidden, msg: "user " + u.Name + " may not get " + URLPrefix + path + why}
 	}
 	return cached{user: u}
 }

@@ -57,8 +57,8 @@ func NewEvents(kube kubernetes.Interface, groups []string, reporter string) *Eve
 		return false
 	}
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			l, err := kube.CoreV1().Events("").List(context.Background(), o)
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l, err := kube.CoreV1().Events("").List(ctx, o)
 			if err != nil {
 				return nil, err
 			}
@@ -71,14 +71,16 @@ func NewEvents(kube kubernetes.Interface, groups []string, reporter string) *Eve
 			l.Items = kept
 			return l, nil
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			w, err := kube.CoreV1().Events("").Watch(context.Background(), o)
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := kube.CoreV1().Events("").Watch(ctx, o)
 			if err != nil {
 				return nil, err
 			}
 			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+				// A bookmark (an Event with only a resourceVersion, and the end of a watch-list's
+				// initial events) must reach the reflector.
 				e, ok := ev.Object.(*corev1.Event)
-				return ev, !ok || ours(e)
+				return ev, ev.Type == watch.Bookmark || !ok || ours(e)
 			}), nil
 		},
 	}

@@ -1,9 +1,9 @@
 package adminapi
 
 import (
+	"encoding/json"
 	"net/http"
 
-	"encoding/json"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 

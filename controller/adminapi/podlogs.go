@@ -14,8 +14,9 @@ import (
 	"github.com/coxswain-labs/coxswain/core/admin"
 )
 
-// ProxyPodSelector selects the pods of the proxy pools, shared and dedicated.
-const ProxyPodSelector = "app.kubernetes.io/name=coxswain,app.kubernetes.io/component=proxy"
+// ProxyPodSelector selects the pods of the proxy pools: the shared pool as deploy/ and the chart
+// label it, and every dedicated pool (controller/provision/dedicated.Component).
+const ProxyPodSelector = "app.kubernetes.io/name=coxswain,app.kubernetes.io/component in (proxy,dedicated-proxy)"
 
 // Pod log limits: the default and largest tailLines, and the most bytes returned.
 const (

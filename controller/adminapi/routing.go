@@ -288,7 +288,7 @@ func refersTo(ref gwapiv1.ParentReference, ns string, g *gwapiv1.Gateway) bool {
 
 func routeView(t *Translation, g *gwapiv1.Gateway, r attachedRoute) RouteView {
 	v := RouteView{Kind: r.kind, Namespace: r.namespace, Name: r.name, Conditions: []metav1.Condition{},
-		Rules: []RuleView{}, Clusters: []ClusterView{}, Policies: policiesOf(t, g)}
+		Rules: []RuleView{}, Clusters: []ClusterView{}}
 	for _, p := range r.parents {
 		if p.ParentRef.SectionName != nil {
 			v.Sections = append(v.Sections, string(*p.ParentRef.SectionName))
@@ -326,13 +326,46 @@ func routeView(t *Translation, g *gwapiv1.Gateway, r attachedRoute) RouteView {
 			}
 		}
 	}
+	services := map[string]bool{} // "<namespace>/<name>" of the Services the rules send to
 	for _, c := range t.Result.Snapshot.GetClusters() {
 		if clusters[c.GetName()] {
 			v.Clusters = append(v.Clusters, clusterView(c))
+			if svc, _, ok := strings.Cut(c.GetName(), ":"); ok {
+				services[svc] = true
+			}
 		}
 	}
+	v.Policies = policiesOf(t, g, services)
 	return v
 }
+
+// servicePolicyTargets are the Services each Service-targeting policy of the store names, as
+// "<namespace>/<name>", by policy.
+func servicePolicyTargets(t *Translation) map[PolicyRef][]string {
+	out := map[PolicyRef][]string{}
+	for _, p := range t.Store.BackendPolicies {
+		ref := PolicyRef{Kind: "CoxswainBackendPolicy", Namespace: p.Namespace, Name: p.Name}
+		out[ref] = []string{}
+		for _, tg := range p.Spec.TargetRefs {
+			if tg.Group == "" && tg.Kind == "Service" {
+				out[ref] = append(out[ref], p.Namespace+"/"+string(tg.Name))
+			}
+		}
+	}
+	for _, p := range t.Store.BackendTLSPolicies {
+		ref := PolicyRef{Kind: "BackendTLSPolicy", Namespace: p.Namespace, Name: p.Name}
+		out[ref] = []string{}
+		for _, tg := range p.Spec.TargetRefs {
+			if tg.Group == "" && tg.Kind == "Service" {
+				out[ref] = append(out[ref], p.Namespace+"/"+string(tg.Name))
+			}
+		}
+	}
+	return out
+}
+
+// PolicyRef names a policy object.
+type PolicyRef struct{ Kind, Namespace, Name string }
 
 func clusterView(c *irv1.Cluster) ClusterView {
 	v := ClusterView{Name: c.GetName(), Protocol: c.GetProtocol().String(), ConnectTimeoutMS: c.GetConnectTimeoutMs(),
@@ -358,10 +391,17 @@ func clusterView(c *irv1.Cluster) ClusterView {
 	return v
 }
 
-// policiesOf are the policies with an ancestor status for g.
-func policiesOf(t *Translation, g *gwapiv1.Gateway) []PolicyView {
+// policiesOf are the policies with an ancestor status for g that bear on a route sending to
+// services: a Service-targeting policy only when it targets one of them, any other (a
+// ClientTrafficPolicy, a Gateway-wide filter policy) always.
+func policiesOf(t *Translation, g *gwapiv1.Gateway, services map[string]bool) []PolicyView {
 	out := []PolicyView{}
+	targets := servicePolicyTargets(t)
 	for k, ps := range t.Result.Policies {
+		if svcs, ok := targets[PolicyRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}]; ok &&
+			!slices.ContainsFunc(svcs, func(s string) bool { return services[s] }) {
+			continue
+		}
 		for _, a := range ps.Ancestors {
 			if refersTo(a.AncestorRef, k.Namespace, g) {
 				out = append(out, PolicyView{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Conditions: nonNil(a.Conditions)})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
+	infrav1a1 "github.com/coxswain-labs/coxswain/modules/api/infrastructure/v1alpha1"
 	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
@@ -99,6 +100,11 @@ var coreKinds = []kind{
 	}, nil},
 	{policyV1alpha1, policyV1alpha1, policyv1a1.ClientTrafficPolicyKind, true, decodeAs[policyv1a1.ClientTrafficPolicy], func(s *translator.Store, o object) {
 		s.ClientTrafficPolicies = append(s.ClientTrafficPolicies, o.(*policyv1a1.ClientTrafficPolicy))
+	}, nil},
+	// Read so that a parametersRef resolves as it does in a cluster; standalone mode provisions
+	// nothing, so a dedicated Gateway is served by the one in-process proxy.
+	{policyV1alpha1, policyV1alpha1, infrav1a1.GatewayParametersKind, true, decodeAs[infrav1a1.CoxswainGatewayParameters], func(s *translator.Store, o object) {
+		s.GatewayParameters = append(s.GatewayParameters, o.(*infrav1a1.CoxswainGatewayParameters))
 	}, nil},
 }
 

@@ -49,7 +49,7 @@ func (t *session) snapshot() *irv1.Snapshot {
 				continue
 			}
 			for _, addr := range g.addresses {
-				k := irListenerKey{addr, uint32(l.spec.Port), string(l.spec.Protocol)}
+				k := irListenerKey{addr, t.bindPort(l), string(l.spec.Protocol)}
 				if listeners[k] == nil {
 					listeners[k] = map[string]*serverBuild{}
 				}

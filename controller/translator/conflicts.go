@@ -128,7 +128,7 @@ func (t *session) crossGatewayConflicts() {
 			if !l.programmed() {
 				continue
 			}
-			k := portKey{int32(l.spec.Port), transport(l.spec.Protocol)}
+			k := portKey{int32(t.bindPort(l)), transport(l.spec.Protocol)}
 			if t.claimConflicts(l, claims[k]) {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-labs/coxswain/controller/provision/dedicated"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
@@ -35,7 +36,9 @@ type gatewayState struct {
 	routability map[string]gwapiv1.GatewayAddressRoutabilityType
 	unsatisfied []string
 	published   []gwapiv1.GatewayStatusAddress
-	listeners   []*listenerState
+	// notes are appended to the Accepted message: accepted, but not all as written.
+	notes     []string
+	listeners []*listenerState
 	// clientCert is the Secret (IR name) presented to TLS backends, "" for none; backendTLS is
 	// why spec.tls.backend does not resolve (ok when it does, or is not set).
 	clientCert string
@@ -127,11 +130,16 @@ func (t *session) translateGateways() {
 		if why, bad := t.classRejected[string(gw.Spec.GatewayClassName)]; bad {
 			g.reject(gwapiv1.GatewayReasonPending, fmt.Sprintf("GatewayClass %s is not accepted: %s", gw.Spec.GatewayClassName, why))
 		}
-		t.gatewayAddresses(g)
-		if ref := infraParams(gw); ref != "" {
-			msg := "infrastructure.parametersRef " + ref + ": no parameters kind is supported"
-			g.reject(gwapiv1.GatewayReasonInvalidParameters, msg)
-			t.gatewayProblem(g, "spec.infrastructure.parametersRef", string(gwapiv1.GatewayReasonInvalidParameters), msg)
+		if p, ok := t.opts.Provisioned[g.key]; ok {
+			t.provisionedAddresses(g, p)
+		} else {
+			t.gatewayAddresses(g)
+		}
+		// The class's own reference is checked with the class (translateClasses).
+		if _, err := dedicated.ResolveGateway(gw, nil, t.gatewayParameters); err != nil {
+			g.reject(gwapiv1.GatewayReasonInvalidParameters, err.Error())
+			field, msg := paramsProblem(err)
+			t.gatewayProblem(g, field, string(gwapiv1.GatewayReasonInvalidParameters), msg)
 		}
 		g.backendTLS.ok = true
 		t.gatewayBackendTLS(g)
@@ -149,14 +157,6 @@ func (g *gatewayState) reject(reason gwapiv1.GatewayConditionReason, msg string)
 	if g.rejectReason == "" {
 		g.rejectReason, g.rejectMsg = reason, msg
 	}
-}
-
-func infraParams(gw *gwapiv1.Gateway) string {
-	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
-		return ""
-	}
-	r := gw.Spec.Infrastructure.ParametersRef
-	return string(r.Kind) + " " + r.Name
 }
 
 // gatewayAddresses turns spec.addresses into bind addresses:

@@ -109,6 +109,9 @@ func (t *session) gatewayStatus(g *gatewayState) *gwapiv1.GatewayStatus {
 	case len(notValid) > 0:
 		acc = condState{ok: true, reason: string(gwapiv1.GatewayReasonListenersNotValid), msg: "invalid listeners: " + strings.Join(notValid, ", ")}
 	}
+	if acc.ok && len(g.notes) > 0 {
+		acc.msg += "; " + strings.Join(g.notes, "; ")
+	}
 	prog := condState{ok: true, reason: string(gwapiv1.GatewayReasonProgrammed), msg: "Gateway is translated into the snapshot"}
 	switch {
 	case g.rejectReason == gwapiv1.GatewayReasonUnsupportedAddress:

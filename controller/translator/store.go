@@ -8,6 +8,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	infrav1a1 "github.com/coxswain-labs/coxswain/modules/api/infrastructure/v1alpha1"
 	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
@@ -39,6 +40,9 @@ type Store struct {
 	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
 	// ClientTrafficPolicies configure the sockets of the Gateway listeners they target.
 	ClientTrafficPolicies []*policyv1a1.ClientTrafficPolicy
+	// GatewayParameters are what Gateways' and GatewayClasses' parametersRefs name (dedicated
+	// mode); the translator checks a reference resolves and is valid.
+	GatewayParameters []*infrav1a1.CoxswainGatewayParameters
 	// Objects holds route objects (typed, as their kind's RouteAPI.New makes them) and
 	// extension objects (typed or unstructured), by GroupKind.
 	Objects map[schema.GroupKind][]translation.Object

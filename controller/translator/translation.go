@@ -2,7 +2,7 @@ package translator
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sort"
 	"time"
 
@@ -15,8 +15,10 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	"github.com/coxswain-labs/coxswain/controller/provision/dedicated"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	infrav1a1 "github.com/coxswain-labs/coxswain/modules/api/infrastructure/v1alpha1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
@@ -199,12 +201,30 @@ func (t *session) translateClasses() {
 			continue
 		}
 		t.classes[gc.Name] = gc
-		if ref := gc.Spec.ParametersRef; ref != nil {
-			msg := fmt.Sprintf("parametersRef %s %s: no parameters kind is supported", groupKind(string(ref.Group), string(ref.Kind)), ref.Name)
-			t.classRejected[gc.Name] = msg
-			t.problem("GatewayClass", "", gc.Name, "spec.parametersRef", string(gwapiv1.GatewayClassReasonInvalidParameters), msg)
+		if _, err := dedicated.ResolveClass(gc, t.gatewayParameters); err != nil {
+			t.classRejected[gc.Name] = err.Error()
+			field, msg := paramsProblem(err)
+			t.problem("GatewayClass", "", gc.Name, field, string(gwapiv1.GatewayClassReasonInvalidParameters), msg)
 		}
 	}
+}
+
+// paramsProblem splits a parametersRef error into the field and what is wrong with it.
+func paramsProblem(err error) (field, msg string) {
+	if pe, ok := errors.AsType[*dedicated.ParamsError](err); ok {
+		return pe.Field, pe.Message
+	}
+	return "parametersRef", err.Error()
+}
+
+// gatewayParameters finds a CoxswainGatewayParameters of the store.
+func (t *session) gatewayParameters(ns, name string) (*infrav1a1.CoxswainGatewayParameters, bool) {
+	for _, p := range t.store.GatewayParameters {
+		if p.Namespace == ns && p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
 }
 
 func (t *session) problem(kind, ns, name, field, reason, msg string) {

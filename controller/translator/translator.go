@@ -44,6 +44,11 @@ type Options struct {
 	// StatusAddresses are the controller's --status-address values: with Routability, a Gateway
 	// bound on every address reports them itself, with the routability its spec asked for.
 	StatusAddresses []gwapiv1.GatewayStatusAddress
+	// Provisioned are the Gateways the shared proxy pool serves behind VIP Services the
+	// controller provisioned (controller/provision): their listeners bind internal ports on every
+	// address and their status publishes the Service's addresses. Other Gateways are translated
+	// as the options above say.
+	Provisioned map[types.NamespacedName]*Provisioned
 	// Documents are the remote documents resolvers read (JWKS); nil means none can be fetched
 	// in this process, and a resolver that needs one reports it.
 	Documents translation.Documents

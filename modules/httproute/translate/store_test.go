@@ -15,6 +15,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
+	infrav1a1 "github.com/coxswain-labs/coxswain/modules/api/infrastructure/v1alpha1"
 )
 
 // docSep splits multi-document YAML.
@@ -94,6 +95,10 @@ func decodeInto(s *translator.Store, doc []byte) error {
 	case "Namespace":
 		o := &corev1.Namespace{}
 		s.Namespaces = append(s.Namespaces, o)
+		return strict(o)
+	case infrav1a1.GatewayParametersKind:
+		o := &infrav1a1.CoxswainGatewayParameters{}
+		s.GatewayParameters = append(s.GatewayParameters, o)
 		return strict(o)
 	}
 	return fmt.Errorf("unsupported kind %q", h.Kind)

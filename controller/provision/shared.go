@@ -1,0 +1,114 @@
+package provision
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// ComponentGateway is the app.kubernetes.io/component of the shared mode's per-Gateway objects.
+const ComponentGateway = "gateway"
+
+// ServiceName is the name of a Gateway's VIP Service and identity ServiceAccount. The Gateway's
+// own name, suffixed so that a user's Service named like the Gateway is not taken, and cut to
+// the 63 characters a Service name may have.
+func ServiceName(gw *gwapiv1.Gateway) string {
+	const suffix = "-coxswain"
+	name := gw.Name
+	if len(name)+len(suffix) > 63 {
+		name = strings.TrimRight(name[:63-len(suffix)], "-.")
+	}
+	return name + suffix
+}
+
+// listenerKeys are the sockets of gw: its listeners' and those of the ListenerSets naming it as
+// their parent, by port and transport.
+func listenerKeys(gw *gwapiv1.Gateway, sets []*gwapiv1.ListenerSet) []PortKey {
+	seen := map[PortKey]bool{}
+	add := func(port gwapiv1.PortNumber, proto gwapiv1.ProtocolType) {
+		k := PortKey{Port: int32(port), Protocol: corev1.ProtocolTCP}
+		if proto == gwapiv1.UDPProtocolType {
+			k.Protocol = corev1.ProtocolUDP
+		}
+		seen[k] = true
+	}
+	for _, l := range gw.Spec.Listeners {
+		add(l.Port, l.Protocol)
+	}
+	for _, s := range sets {
+		if !setOf(s, gw) {
+			continue
+		}
+		for _, l := range s.Spec.Listeners {
+			add(l.Port, l.Protocol)
+		}
+	}
+	out := make([]PortKey, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return keyLess(out[i], out[j]) })
+	return out
+}
+
+func setOf(s *gwapiv1.ListenerSet, gw *gwapiv1.Gateway) bool {
+	ref := s.Spec.ParentRef
+	ns := s.Namespace
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	return ns == gw.Namespace && string(ref.Name) == gw.Name &&
+		(ref.Kind == nil || *ref.Kind == "Gateway") && (ref.Group == nil || *ref.Group == gwapiv1.GroupName)
+}
+
+// vipService is the shared mode's Service for gw: its ports are the listener ports, its
+// targetPorts the internal ports the shared pool binds for them, its selector the shared pool's
+// pods. clusterIP pins the Service to a static address ("" lets the API server pick).
+func vipService(gw *gwapiv1.Gateway, md Metadata, typ corev1.ServiceType, selector map[string]string, ports map[PortKey]int32, clusterIP string) *corev1.Service {
+	svc := &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: gw.Namespace, Name: ServiceName(gw), Labels: md.Labels, Annotations: md.Annotations,
+		},
+		Spec: corev1.ServiceSpec{Type: typ, Selector: selector, ClusterIP: clusterIP},
+	}
+	if clusterIP != "" {
+		svc.Spec.Type = corev1.ServiceTypeClusterIP
+	}
+	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer || svc.Spec.Type == corev1.ServiceTypeNodePort {
+		// The client address reaches the proxy; ClientTrafficPolicy and logs need it.
+		svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	keys := make([]PortKey, 0, len(ports))
+	for k := range ports {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
+	for _, k := range keys {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name:       fmt.Sprintf("%s-%d", strings.ToLower(string(k.Protocol)), k.Port),
+			Protocol:   k.Protocol,
+			Port:       k.Port,
+			TargetPort: intstr.FromInt32(ports[k]),
+		})
+	}
+	return svc
+}
+
+// identity is the Gateway's ServiceAccount: the identity its proxies present (the dedicated
+// mode's pods run as it) and the object GEP-1867 metadata is checked on. It holds no token.
+func identity(gw *gwapiv1.Gateway, md Metadata) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: gw.Namespace, Name: ServiceName(gw), Labels: md.Labels, Annotations: md.Annotations,
+		},
+		AutomountServiceAccountToken: ptr.To(false),
+	}
+}

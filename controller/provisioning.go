@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/controller/provision"
+	"github.com/coxswain-labs/coxswain/controller/translator"
+)
+
+// Provisioning configures the shared mode (controller/provision): each Gateway gets a VIP Service
+// in front of the shared proxy pool and an identity ServiceAccount, and its listeners are bound at
+// internal ports. Nil Options.Provisioning: no objects are provisioned and listeners bind their
+// own ports (standalone, --in-process-proxy, --gateway-address-pool).
+type Provisioning struct {
+	// ServiceType of the VIP Services (LoadBalancer when empty); a GatewayClass's parameters may
+	// set another.
+	ServiceType corev1.ServiceType
+	// ProxySelector selects the shared pool's pods (provision.DefaultProxySelector when nil).
+	ProxySelector map[string]string
+	// Ports is the internal port range (provision.DefaultPortRange when zero).
+	Ports provision.PortRange
+	// Dedicated turns the dedicated mode on (dedicated.go); nil: off.
+	Dedicated *Dedicated
+}
+
+// ownedWatch caches the ServiceAccounts the controller provisioned, so that an edited or deleted
+// one is repaired; the owned Services are in the watch's Service cache already.
+type ownedWatch struct {
+	factory  informers.SharedInformerFactory
+	accounts corelisters.ServiceAccountLister
+}
+
+var managedSelector = provision.LabelManagedBy + "=" + provision.ManagedBy
+
+func newOwnedWatch(kube kubernetes.Interface, ev events) (*ownedWatch, error) {
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
+	inf := f.Core().V1().ServiceAccounts()
+	if _, err := inf.Informer().AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged)); err != nil {
+		return nil, fmt.Errorf("adding event handler: %w", err)
+	}
+	return &ownedWatch{factory: f, accounts: inf.Lister()}, nil
+}
+
+// provisionScheme knows every kind a provisioned object can be: client-go's built-in kinds
+// (Services, ServiceAccounts, Deployments, HPAs, PDBs) and the Gateway API's.
+func provisionScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := gwapiv1.Install(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newProvisioner builds a leadership term's provisioner; nil when the shared mode is off.
+func (c *Controller) newProvisioner() *provision.Provisioner {
+	pv := c.opts.Provisioning
+	if pv == nil {
+		return nil
+	}
+	scheme, err := provisionScheme()
+	if err == nil {
+		var cl client.Client
+		cl, err = client.New(c.opts.REST, client.Options{Scheme: scheme})
+		if err == nil {
+			var p *provision.Provisioner
+			p, err = provision.New(provision.Options{
+				Log: c.log.Named("provision"), Client: c.manifests.wrap(cl), Services: c.watch.services, ServiceAccounts: c.owned.accounts,
+				ServiceType: pv.ServiceType, ProxySelector: pv.ProxySelector, Ports: pv.Ports,
+				StatusAddresses: c.opts.StatusAddresses, Dedicated: c.dedicatedRenderer(),
+			})
+			if err == nil {
+				return p
+			}
+		}
+	}
+	// Options were validated in New: this is a programming error, and provisioning stays off.
+	c.log.Error("the shared-mode provisioner cannot start", zap.Error(err))
+	return nil
+}
+
+// provision reconciles the provisioned objects of store's Gateways and returns what the
+// translator needs of them. A transient failure is retried after retry.
+func (c *Controller) provision(ctx context.Context, p *provision.Provisioner, store *translator.Store, retry func()) map[types.NamespacedName]*translator.Provisioned {
+	ours := c.ourClasses(store)
+	in := provision.Input{Classes: map[string]*gwapiv1.GatewayClass{}, ListenerSets: store.ListenerSets}
+	for _, gc := range store.GatewayClasses {
+		if ours[gc.Name] {
+			in.Classes[gc.Name] = gc
+		}
+	}
+	for _, gw := range store.Gateways {
+		if ours[string(gw.Spec.GatewayClassName)] {
+			in.Gateways = append(in.Gateways, gw)
+		}
+	}
+	out, err := p.Reconcile(ctx, in)
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("provisioning Gateways", zap.Error(err))
+		retry()
+	}
+	return out
+}
+
+// dedicatedRenderer is the provisioner's dedicated mode; nil (the registered one, if any) when off.
+func (c *Controller) dedicatedRenderer() provision.DedicatedRenderer {
+	if c.opts.Provisioning.Dedicated == nil {
+		return nil
+	}
+	return &dedicatedRenderer{opts: c.opts.Provisioning.Dedicated, params: c.watch.gatewayParameters}
+}
