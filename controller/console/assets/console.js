@@ -649,7 +649,7 @@ function signIn() {
   if (forget) forget.addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); refresh(); });
   return el("section", { class: "panel problem" }, el("div", { class: "body" },
     el("div", { class: "what" }, state.denied === 403 ? "This token may not read the admin API" : "The admin API needs a token"),
-    el("div", { class: "msg" }, "This controller checks bearer tokens with a TokenReview and a SubjectAccessReview (get on the non-resource URL /api/v1/*). " +
+    el("div", { class: "msg" }, "This controller checks bearer tokens with a TokenReview and a SubjectAccessReview (get on the non-resource URL /coxswain/api/v1/*, e.g. the chart's coxswain-admin-reader role). " +
       "Paste one, e.g. from `kubectl create token <service-account>`; it is kept in this tab only."),
     form));
 }
