@@ -255,3 +255,39 @@ func TestConsoleController(t *testing.T) {
 	await(t, ctx, "the Gateway's routing", pageHas("HTTPRoute "+ns+"/good", "HTTPRoute "+ns+"/broken", "PathPrefix /broken", "unresolved", ns+"/v1:80", "10.99.7.1:8080"))
 	shoot(t, ctx, "controller-gateway-routing")
 }
+
+// TestConsoleSignIn: against a controller with --admin-auth=kubernetes the page itself loads,
+// the API refuses it, and the console asks for a token; a token of a ServiceAccount without the
+// reader role is refused with 403 and said so; one with it shows the fleet and Gateways.
+func TestConsoleSignIn(t *testing.T) {
+	e := env.Start(t)
+	ctrlNS := namespace(t, e, "coxswain", nil)
+	ctrl := startFleetController(t, e, "controller", ctrlNS, "--leader-elect=false", "--admin-auth=kubernetes")
+	ns := namespace(t, e, "signin", nil)
+	createClass(t, e, "coxswain", "")
+	createGateway(t, e, ns, "gw", "coxswain", httpListener("http", 18730))
+	reader := apiToken(t, e, ns, "reader", true, false)
+	stranger := apiToken(t, e, ns, "stranger", false, false)
+
+	base := "http://" + ctrl.admin + "/"
+	ctx := browser.New(t, browser.Options{})
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"#/fleet")); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ctx, "the sign-in form", pageHas("The admin API needs a token")+` && document.getElementById('token') !== null`)
+	shoot(t, ctx, "controller-sign-in")
+
+	signIn := func(token string) {
+		t.Helper()
+		// A click, as a person submits it (form.submit() from Submit would skip the page's handler).
+		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS(`#main form button[type="submit"]`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signIn(stranger)
+	await(t, ctx, "a refusal", pageHas("This token may not read the admin API"))
+	signIn(reader)
+	await(t, ctx, "the fleet, signed in", `document.getElementById('token') === null && `+pageHas("This controller leads", "No proxy is connected", ns+"/gw"))
+	open(t, ctx, base, "gateways")
+	await(t, ctx, "the Gateway, signed in", pageHas(ns+"/gw", "HTTP / 18730"))
+}

@@ -643,6 +643,8 @@ function signIn() {
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     if (input.value.trim()) sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    input.value = "";
+    input.blur();
     refresh();
   });
   const forget = form.querySelector("#forget");
@@ -681,7 +683,7 @@ function render() {
   const meta = document.getElementById("meta");
   const h = state.health || {};
   meta.replaceChildren(...[
-    el("span", { class: "pill" }, mode()),
+    el("span", { class: "pill" }, state.denied ? "signed out" : mode()),
     h.version ? el("span", {}, h.version) : null,
     typeof h.leader === "boolean" ? el("span", {}, h.leader ? "leader" : "standby") : null,
     el("span", { class: "live" + (state.reachable ? "" : " stale") }, state.updated ? "updated " + state.updated.toLocaleTimeString() : "connecting"),
@@ -692,11 +694,13 @@ function render() {
 
   if (!state.loaded) return;
   const views = { fleet: viewFleet, gateways: viewGateways, routes: viewRoutes, problems: viewProblems };
-  let body = v.name === "proxy" ? viewProxy(v.arg) : v.name === "gateway" ? viewGateway(v.arg) : views[v.name]();
-  if (state.denied) body = [signIn()].concat(body);
+  // Refused: nothing the API said can be shown (not even the mode), only the way in.
+  const body = state.denied ? [signIn()]
+    : v.name === "proxy" ? viewProxy(v.arg) : v.name === "gateway" ? viewGateway(v.arg) : views[v.name]();
   const main = document.getElementById("main");
   // Re-rendering while the operator types a token would wipe it.
-  if (document.activeElement && document.activeElement.id === "token" && main.contains(document.activeElement)) return;
+  const typing = document.getElementById("token");
+  if (typing && typing === document.activeElement && typing.value) return;
   main.replaceChildren(...[].concat(body).flat(Infinity).filter(Boolean));
   document.body.dataset.view = v.name;
   document.body.dataset.ready = "true";
