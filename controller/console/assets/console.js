@@ -676,7 +676,7 @@ function render() {
   }
   const n = state.loaded ? problems().filter((p) => p.severity !== "warning").length : 0;
   const count = document.getElementById("problem-count");
-  count.hidden = !state.loaded;
+  count.hidden = !state.loaded || Boolean(state.denied);
   count.textContent = String(n);
   count.classList.toggle("zero", n === 0);
 
