@@ -67,12 +67,15 @@ test-examples:
 
 # Debian packages the tests use: iproute2 (`ip`) sets up the integration tests' private network
 # namespace; redis-server backs the RateLimit filter's Global mode tests; curl runs
-# examples/filters/try.sh. Installed only when missing (CI runs as root).
+# examples/filters/try.sh; chromium (headless, driven by chromedp; chromium-driver comes with it)
+# runs the operator console's browser tests (test/browser). Installed only when missing (CI runs
+# as root).
 test-deps:
 	@missing=""; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v curl >/dev/null || missing="$$missing curl ca-certificates"; \
+	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y --no-install-recommends $$missing; fi
 
 vet:

@@ -16,6 +16,7 @@ import (
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/adminapi"
+	"github.com/coxswain-labs/coxswain/controller/console"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
@@ -221,11 +222,18 @@ func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.Ad
 		events.Register(mux)
 		adminapi.RegisterManifests(mux, ctrl.Latest(), ctrl)
 		(&adminapi.PodLogs{Kube: kc.kube, Auth: authz}).Register(mux)
+		// The page holds no data; what it shows comes from /api/v1, which authz guards.
+		console.Register(mux)
 		if authz != nil {
 			return authz.Wrap(mux)
 		}
 		return mux
 	}, "change it with --admin-address")
+	lc.Append(fx.StartHook(func() {
+		if a := as.Addr(); a != nil {
+			log.Info("operator console", zap.String("url", console.URL(a)))
+		}
+	}))
 }
 
 // eventGroups are the API groups whose objects' Events /api/v1/events shows.

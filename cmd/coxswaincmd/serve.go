@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
+	"github.com/coxswain-labs/coxswain/controller/console"
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/standalone"
 	"github.com/coxswain-labs/coxswain/core"
@@ -44,7 +45,7 @@ func serve(args []string, e *proxycmd.Env) int {
 	sc.limits.Register(fs)
 	sc.memory.Register(fs)
 	fs.StringVar(&sc.adminAddr, "admin-address", "127.0.0.1:9901",
-		"address of the admin endpoints /healthz, /readyz, /status, /metrics and /api/v1 (docs/admin-api.md); empty disables them")
+		"address of the operator console (/) and the admin endpoints /healthz, /readyz, /status, /metrics and /api/v1 (docs/admin-api.md); empty disables them")
 	fs.DurationVar(&sc.debounce, "debounce", standalone.DefaultDebounce, "how long file changes must settle before a reload")
 	fs.DurationVar(&sc.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	sc.session.register(fs, "without it a random key per process, so cookies do not survive a restart")
@@ -79,7 +80,7 @@ func serve(args []string, e *proxycmd.Env) int {
 		proxycmd.MetricsModule(),
 		proxycmd.EngineModule(),
 		fx.Module("standalone", fx.Provide(newRunner), fx.Invoke(runRunner)),
-		fx.Module("admin", fx.Invoke(serveStandaloneAdmin)),
+		fx.Module("admin", fx.Supply(e), fx.Invoke(serveStandaloneAdmin)),
 		fx.Populate(&appLog),
 		proxycmd.StopTimeout(sc.drain),
 	)
@@ -109,13 +110,15 @@ func runRunner(lc fx.Lifecycle, sd fx.Shutdowner, sc *serveConfig, log *zap.Logg
 	proxycmd.Background(lc, sd, log, "coxswain serve", r.Run)
 }
 
-// serveStandaloneAdmin serves /healthz, /readyz, /status and /metrics; it is stopped first,
-// gracefully.
-func serveStandaloneAdmin(lc fx.Lifecycle, sc *serveConfig, log *zap.Logger, r *standalone.Runner, metrics *prometheus.Registry) {
+// serveStandaloneAdmin serves the console at /, and /healthz, /readyz, /status and /metrics; it
+// is stopped first, gracefully. The console's address goes to stdout, where a newcomer reads it
+// among nothing else (the log is on stderr).
+func serveStandaloneAdmin(lc fx.Lifecycle, sc *serveConfig, e *proxycmd.Env, log *zap.Logger, r *standalone.Runner, metrics *prometheus.Registry) {
 	if sc.adminAddr == "" {
 		return
 	}
 	mux := http.NewServeMux()
+	console.Register(mux)
 	v, _ := proxycmd.BuildVersion()
 	mux.Handle("/", standalone.AdminHandler(r, v))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
@@ -131,8 +134,10 @@ func serveStandaloneAdmin(lc fx.Lifecycle, sc *serveConfig, log *zap.Logger, r *
 					log.Error("admin server stopped", zap.Error(err))
 				}
 			}()
-			log.Info("admin endpoints listening", zap.String("address", ln.Addr().String()),
-				zap.Strings("paths", []string{"/healthz", "/readyz", "/status", "/metrics", "/api/v1/health", "/api/v1/routing", "/api/v1/problems"}))
+			url := console.URL(ln.Addr())
+			log.Info("admin endpoints listening", zap.String("address", ln.Addr().String()), zap.String("console", url),
+				zap.Strings("paths", []string{"/", "/healthz", "/readyz", "/status", "/metrics", "/api/v1/health", "/api/v1/routing", "/api/v1/problems"}))
+			fmt.Fprintf(e.Stdout, "Coxswain console: %s\n", url)
 			return nil
 		},
 		OnStop: srv.Shutdown,

@@ -3,6 +3,7 @@ package proxycmd
 import (
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -176,4 +177,12 @@ func (a *AdminServer) Serve(lc fx.Lifecycle, addr string, h func() http.Handler,
 		a.srv = srv
 		return nil
 	}))
+}
+
+// Addr is the address the admin server listens on; nil before it has started.
+func (a *AdminServer) Addr() net.Addr {
+	if a.srv == nil {
+		return nil
+	}
+	return a.srv.Addr()
 }

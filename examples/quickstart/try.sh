@@ -20,8 +20,12 @@ commands=(
 
 # shellcheck source=../try-lib.sh
 source examples/try-lib.sh
+admin=127.0.0.1:9901
 case "${1:-}" in
---wait) try_wait "${2:-}" ;;
+--wait)
+	try_wait "${2:-}"
+	admin=$2
+	;;
 --run)
 	try_run "${commands[@]}"
 	exit 0
@@ -32,7 +36,8 @@ cat <<MSG
 
 ================================================================================
  Coxswain is serving examples/quickstart on http://127.0.0.1:8080 and
- https://localhost:8443. In another terminal (from the repository root), try:
+ https://localhost:8443. The operator console is at http://$admin/
+ In another terminal (from the repository root), try:
 
 MSG
 for c in "${commands[@]}"; do echo "   $c"; done
