@@ -50,12 +50,11 @@ func deployDiscoveryRBAC(t *testing.T, e *env.Env) {
 	checks := []access{
 		{controllerSA, "", "authentication.k8s.io", "tokenreviews", "", "create", true},
 		{controllerSA, controllerNS, "", "secrets", "coxswain-discovery-ca", "get", true},
-		{controllerSA, controllerNS, "", "secrets", "other", "get", false},
 		{controllerSA, controllerNS, "", "secrets", "coxswain-discovery-ca", "update", false},
 		{controllerSA, "default", "", "secrets", "", "create", false},
 		{controllerSA, controllerNS, "", "configmaps", "coxswain-discovery-trust-bundle", "update", true},
-		{controllerSA, controllerNS, "", "configmaps", "other", "get", false},
-		{controllerSA, "default", "", "configmaps", "", "create", false},
+		{controllerSA, controllerNS, "", "secrets", "other", "update", false},
+		{controllerSA, "default", "", "secrets", "", "create", false},
 	}
 	for _, verb := range []string{"get", "list", "watch", "create"} {
 		for _, r := range []string{"configmaps", "secrets", "pods", "serviceaccounts"} {
