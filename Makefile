@@ -17,6 +17,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 GOLANGCI_LINT_VERSION := v2.15.0
 CONTROLLER_GEN_VERSION := v0.23.0
+HELM_VERSION := v3.22.0
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -27,7 +28,7 @@ LDFLAGS := -X github.com/coxswain-labs/coxswain/cmd/proxycmd.version=$(VERSION) 
 QUICKSTART_ECHO_ADDRS := app-v1=127.0.0.1:9001,app-v2=127.0.0.1:9002,web=127.0.0.1:9003
 QUICKSTART_ADMIN := 127.0.0.1:9901
 
-.PHONY: all build test test-deps vet lint generate generate-proto generate-k8s generate-check tools quickstart integration-env clean help
+.PHONY: all build test helm chart-lint chart-test image test-deps vet lint generate generate-proto generate-k8s generate-check tools quickstart integration-env clean help
 
 all: build
 
@@ -39,6 +40,8 @@ help:
 	@echo "make quickstart  run the quickstart (echo backends + coxswain serve -f examples/quickstart)"
 	@echo "make lint        golangci-lint $(GOLANGCI_LINT_VERSION)"
 	@echo "make generate    regenerate the snapshot IR protobuf code (buf), the API types' deepcopy and the CRDs (controller-gen)"
+	@echo "make chart-test  the Helm charts: lint, template, server-side dry run against a real kube-apiserver, the RBAC as the controller"
+	@echo "make image       build the container image with docker or podman (IMAGE=...)"
 	@echo "make generate-check  fail when the controller-gen outputs in the tree are stale (part of make test)"
 
 build:
@@ -51,10 +54,11 @@ build:
 # It first checks the controller-gen outputs are fresh (generate-check), runs the custom-filter
 # example's own tests after the main module's, and ends with the conformance suite (see
 # `conformance` below); its report stays in .cache/.
-test: test-deps generate-check $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+test: test-deps generate-check $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/helm-$(HELM_VERSION)
 	$(GO) build ./...
 	$(GO) vet ./...
 	$(TOOLS)/golangci-lint run ./...
+	$(MAKE) chart-lint
 	bash test/integration/env/build.sh
 	$(GO) test -race -count=1 ./...
 	$(MAKE) test-examples
@@ -87,7 +91,7 @@ lint: $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 integration-env:
 	bash test/integration/env/build.sh
 
-generate: generate-proto generate-k8s
+generate: generate-proto generate-k8s generate-chart
 
 generate-proto: $(TOOLS)/buf-$(BUF_VERSION) $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
 	PATH="$(TOOLS):$$PATH" $(TOOLS)/buf generate
@@ -96,8 +100,9 @@ generate-proto: $(TOOLS)/buf-$(BUF_VERSION) $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_
 # gateway.coxswain-labs.dev group (modules/api -> deploy/crds) and the third-party example's
 # (its own Go module, examples/custom-filter). Old CRDs are removed first, so a deleted kind's
 # file does not linger.
+CHART_GENERATED := 'charts/coxswain/crds' 'charts/coxswain-crds/files' ':(glob)charts/coxswain/dashboards/*.json'
 K8S_GENERATED := ':(glob)**/zz_generated.deepcopy.go' 'deploy/crds/gateway.coxswain-labs.dev_*.yaml' \
-	'examples/custom-filter/crds'
+	'examples/custom-filter/crds' $(CHART_GENERATED)
 generate-k8s: $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 	rm -f deploy/crds/gateway.coxswain-labs.dev_*.yaml examples/custom-filter/crds/*.yaml
 	$(TOOLS)/controller-gen object paths=./modules/api/...
@@ -105,10 +110,27 @@ generate-k8s: $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 	cd examples/custom-filter && GOFLAGS=-mod=mod $(TOOLS)/controller-gen object crd \
 		paths=./api/... output:crd:artifacts:config=crds
 
+# The Helm charts' copies of what deploy/ holds (Helm reads files inside a chart only): the
+# coxswain chart's crds/ is deploy/crds (Gateway API standard channel + Coxswain's own), the
+# coxswain-crds chart's files/ add the Gateway API module's experimental channel, and the
+# dashboards are deploy/grafana/*.json where that exists. Byte copies, so the CRDs stay upstream's.
+.PHONY: generate-chart
+generate-chart: generate-k8s
+	rm -rf charts/coxswain/crds charts/coxswain-crds/files
+	rm -f charts/coxswain/dashboards/*.json
+	mkdir -p charts/coxswain/crds charts/coxswain-crds/files/gateway-api/standard \
+		charts/coxswain-crds/files/gateway-api/experimental charts/coxswain-crds/files/coxswain
+	install -m 0644 deploy/crds/gateway.*.yaml charts/coxswain/crds/
+	install -m 0644 deploy/crds/gateway.networking.k8s.io_*.yaml charts/coxswain-crds/files/gateway-api/standard/
+	install -m 0644 deploy/crds/gateway.coxswain-labs.dev_*.yaml charts/coxswain-crds/files/coxswain/
+	gwapi="$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)" && \
+		install -m 0644 "$$gwapi"/config/crd/experimental/gateway.*.yaml charts/coxswain-crds/files/gateway-api/experimental/
+	if compgen -G 'deploy/grafana/*.json' >/dev/null; then install -m 0644 deploy/grafana/*.json charts/coxswain/dashboards/; fi
+
 # Regenerates the controller-gen outputs into the tree and fails if that changed anything, so a
 # type edited without `make generate` cannot pass CI (which runs on a clean checkout; locally,
 # commit or stash your own edits to generated files first).
-generate-check: generate-k8s
+generate-check: generate-k8s generate-chart
 	@if ! git diff --quiet -- $(K8S_GENERATED) || \
 		[ -n "$$(git ls-files --others --exclude-standard -- $(K8S_GENERATED))" ]; then \
 		echo "generate-check: the deepcopy code or CRDs are stale; run 'make generate' and commit:" >&2; \
@@ -117,13 +139,40 @@ generate-check: generate-k8s
 		exit 1; \
 	fi
 
-tools: $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/buf-$(BUF_VERSION) \
+# The Helm charts (charts/, docs/install.md). chart-lint is quick and part of make test; the full
+# check, chart-test, is Go integration tests that `go test ./...` in make test also runs: helm lint,
+# helm template with the default and every ci/*-values.yaml, and a server-side dry run (dryRun=All)
+# of every rendered object against the real kube-apiserver of test/integration/env, with zero
+# warnings; then the controller runs with exactly the chart's RBAC.
+CHART_TESTS := TestDeployManifests|TestCRDsChartExperimental|TestChartFlags
+helm: $(TOOLS)/helm-$(HELM_VERSION)
+
+chart-lint: $(TOOLS)/helm-$(HELM_VERSION)
+	$(TOOLS)/helm lint --strict charts/coxswain charts/coxswain-crds
+	for f in charts/coxswain/ci/*-values.yaml; do $(TOOLS)/helm lint --strict charts/coxswain -f "$$f"; done
+
+chart-test: $(TOOLS)/helm-$(HELM_VERSION) integration-env
+	$(GO) test -race -count=1 -run '^($(CHART_TESTS))$$' ./test/integration
+
+# The container image (Dockerfile): for those with a container runtime; none is needed for make
+# test. IMAGE names it; CONTAINER_RUNTIME is docker or podman (the first found).
+IMAGE ?= ghcr.io/coxswain-labs/coxswain:$(VERSION)
+CONTAINER_RUNTIME ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+image:
+	@if [ -z "$(CONTAINER_RUNTIME)" ]; then echo "make image: no docker or podman found (set CONTAINER_RUNTIME)" >&2; exit 1; fi
+	$(CONTAINER_RUNTIME) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
+
+tools: $(TOOLS)/helm-$(HELM_VERSION) $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/buf-$(BUF_VERSION) \
 	$(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) \
 	$(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 # Each tool has a version stamp next to it, so bumping a pin reinstalls it.
 $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION):
 	GOBIN=$(TOOLS) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	touch $@
+
+$(TOOLS)/helm-$(HELM_VERSION):
+	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	touch $@
 
 $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION):

@@ -39,9 +39,9 @@ type proxyConfig struct {
 func (p *proxyConfig) register(fs *flag.FlagSet) {
 	fs.Var(&p.discovery, "discovery-address",
 		"host:port of the controllers' discovery endpoint (repeatable or comma-separated; a name resolving to several addresses stands for all)")
-	fs.StringVar(&p.tokenFile, "token-file", "/var/run/secrets/coxswain/token",
+	fs.StringVar(&p.tokenFile, "token-file", "/var/run/secrets/coxswain/discovery-token/token",
 		`projected ServiceAccount token with audience "coxswain-discovery", exchanged for an SVID`)
-	fs.StringVar(&p.trustBundle, "trust-bundle", "/etc/coxswain/trust-bundle/ca.crt",
+	fs.StringVar(&p.trustBundle, "trust-bundle", "/var/run/secrets/coxswain/trust-bundle/ca.crt",
 		"PEM CA certificates the controller's certificate must chain to (the trust-bundle ConfigMap)")
 	fs.StringVar(&p.gateway, "gateway", "", "namespace/name of the one Gateway a dedicated proxy serves; empty: a shared proxy serving every Gateway")
 	fs.StringVar(&p.node, "node-name", "", "this proxy's unique name in the fleet; $POD_NAME, else the hostname, when empty")

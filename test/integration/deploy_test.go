@@ -2,9 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,92 +11,25 @@ import (
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-labs/coxswain/test/integration/env"
 )
 
 const (
-	deployDir          = "../../deploy"
+	crdDir             = "../../deploy/crds"
 	controllerNS       = "coxswain-system"
 	controllerSA       = "system:serviceaccount:" + controllerNS + ":coxswain-controller"
 	deployFieldManager = "coxswain-deploy-test"
 )
-
-// kustomization is the subset of kustomize the deploy/ manifests use: a list of files and
-// directories. Decoding is strict, so a field added to a kustomization.yaml fails this test until
-// the renderer below understands it.
-type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Resources  []string `json:"resources"`
-}
-
-// render reads the kustomization in dir, as `kubectl kustomize dir` would.
-func render(dir string) ([]*unstructured.Unstructured, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var k kustomization
-	if err := yaml.UnmarshalStrict(b, &k); err != nil {
-		return nil, fmt.Errorf("%s/kustomization.yaml: %w", dir, err)
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range k.Resources {
-		path := filepath.Join(dir, r)
-		fi, err := os.Stat(path)
-		if err != nil {
-			return nil, err
-		}
-		var objs []*unstructured.Unstructured
-		if fi.IsDir() {
-			objs, err = render(path)
-		} else {
-			objs, err = decodeManifests(path)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
-}
-
-func decodeManifests(path string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
-}
-
-func objectID(u *unstructured.Unstructured) string {
-	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
-}
 
 // applier server-side applies manifests through the dynamic client, collecting the warnings the
 // API server returns (deprecated APIs, Pod Security violations of a workload's pod template).
@@ -160,86 +90,72 @@ func (a *applier) apply(t testing.TB, u *unstructured.Unstructured, dryRun bool)
 	return err
 }
 
-// TestDeployManifests keeps deploy/ honest: the CRDs are upstream's, the manifests pass a
-// server-side dry run against the real API server, and the controller runs as the service
-// account with exactly the RBAC the manifests grant.
+// TestDeployManifests keeps what users install honest: deploy/crds are upstream's and the charts
+// carry them unchanged, both charts lint, every object the charts render (default values and the
+// charts' ci/ values files) passes a server-side dry run against the real API server with no
+// warning, and the controller runs as the chart's ServiceAccount with exactly the chart's RBAC.
 func TestDeployManifests(t *testing.T) {
 	e := env.Start(t)
-	objs, err := render(deployDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeVersion := serverVersion(t, e)
 
 	t.Run("CRDs are upstream's", func(t *testing.T) {
-		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		upstream := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+		upstream := filepath.Join(gatewayAPIModuleDir(t), "config", "crd", "standard")
 		files, err := filepath.Glob(filepath.Join(upstream, "*.yaml"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no CRDs in %s: %v", upstream, err)
 		}
 		for _, f := range files {
 			want, _ := os.ReadFile(f)
-			got, err := os.ReadFile(filepath.Join(deployDir, "crds", filepath.Base(f)))
+			got, err := os.ReadFile(filepath.Join(crdDir, filepath.Base(f)))
 			if err != nil || !bytes.Equal(got, want) {
 				t.Errorf("deploy/crds/%s differs from %s (copy it again after a Gateway API upgrade): %v", filepath.Base(f), f, err)
 			}
 		}
 	})
 
-	t.Run("kubectl kustomize renders the same objects", func(t *testing.T) {
-		if _, err := exec.LookPath("kubectl"); err != nil {
-			t.Skip("kubectl not installed; the renderer above is the only check")
+	t.Run("the charts carry deploy/crds unchanged", func(t *testing.T) {
+		sameFiles(t, filepath.Join(chartDir, "crds"), filesByBase(t, filepath.Join(crdDir, "gateway.*.yaml")))
+		sameFiles(t, filepath.Join(crdsChartDir, "files", "gateway-api", "standard"),
+			filesByBase(t, filepath.Join(crdDir, "gateway.networking.k8s.io_*.yaml")))
+		sameFiles(t, filepath.Join(crdsChartDir, "files", "coxswain"),
+			filesByBase(t, filepath.Join(crdDir, "gateway.coxswain-labs.dev_*.yaml")))
+		sameFiles(t, filepath.Join(crdsChartDir, "files", "gateway-api", "experimental"),
+			filesByBase(t, filepath.Join(gatewayAPIModuleDir(t), "config", "crd", "experimental", "gateway.*.yaml")))
+	})
+
+	t.Run("helm lint", func(t *testing.T) {
+		for _, values := range chartValueSets(t) {
+			runHelm(t, append([]string{"lint", "--strict", "--quiet", "--kube-version", kubeVersion, chartDir}, values...)...)
 		}
-		out, err := exec.Command("kubectl", "kustomize", deployDir).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := filepath.Join(t.TempDir(), "rendered.yaml")
-		if err := os.WriteFile(f, out, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		theirs, err := decodeManifests(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var a, b []string
-		for _, o := range objs {
-			a = append(a, objectID(o))
-		}
-		for _, o := range theirs {
-			b = append(b, objectID(o))
-		}
-		slices.Sort(a)
-		slices.Sort(b)
-		if !slices.Equal(a, b) {
-			t.Errorf("our rendering %v\nkubectl's %v", a, b)
+		for _, channel := range []string{"standard", "experimental"} {
+			runHelm(t, "lint", "--strict", "--quiet", "--kube-version", kubeVersion, crdsChartDir, "--set", "gatewayAPI.channel="+channel)
 		}
 	})
 
 	ap := newApplier(t, e)
+	// The chart installs into a namespace the user creates (helm --create-namespace, or their own
+	// with the restricted Pod Security label docs/install.md shows): the dry runs below get the
+	// API server's Pod Security warnings for every pod template in it.
+	restrictedNamespace(t, e, controllerNS)
+	e.InstallCRDs(t, "test/integration/testdata/prometheus-operator/crds.yaml")
+	objs := renderChart(t, chartDir, kubeVersion)
+
 	t.Run("server-side dry run", func(t *testing.T) {
-		// Namespaced objects can only be dry-run into a namespace that exists.
-		for _, o := range objs {
-			if o.GetKind() == "Namespace" {
-				if err := ap.apply(t, o, false); err != nil {
-					t.Fatalf("%s: %v", objectID(o), err)
-				}
+		for _, values := range chartValueSets(t) {
+			dryRunAll(t, ap, renderChart(t, chartDir, kubeVersion, append(values, "--include-crds")...))
+		}
+		// The CRDs chart, standard channel: an update of what the env installed (the experimental
+		// channel is TestCRDsChartExperimental's).
+		crds := renderChart(t, crdsChartDir, kubeVersion)
+		for _, o := range crds {
+			if o.GetKind() == "CustomResourceDefinition" && o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+				t.Errorf("%s: no helm.sh/resource-policy: keep annotation", objectID(o))
 			}
 		}
-		for _, o := range objs {
-			if err := ap.apply(t, o, true); err != nil {
-				t.Errorf("%s: %v", objectID(o), err)
-			}
-			for _, w := range ap.warnings.take() {
-				t.Errorf("%s: API server warning: %s", objectID(o), w)
-			}
-		}
+		dryRunAll(t, ap, crds)
 	})
 
-	t.Run("controller runs with exactly the manifests' RBAC", func(t *testing.T) {
+	t.Run("controller runs with exactly the chart's RBAC", func(t *testing.T) {
 		for _, o := range objs {
 			switch o.GetKind() {
 			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
@@ -272,71 +188,168 @@ func TestDeployManifests(t *testing.T) {
 			t.Error("the controller is not leading on its Lease in " + controllerNS)
 		}
 	})
-	t.Run("discovery runs with the manifests' RBAC; proxies have none", func(t *testing.T) { deployDiscoveryRBAC(t, e) })
-	t.Run("shared-mode provisioning runs with the manifests' RBAC", func(t *testing.T) { deployProvisioningRBAC(t, e) })
+	t.Run("discovery runs with the chart's RBAC; proxies have none", func(t *testing.T) { deployDiscoveryRBAC(t, e) })
+	t.Run("shared-mode provisioning runs with the chart's RBAC", func(t *testing.T) { deployProvisioningRBAC(t, e) })
 }
 
-// checkAccess asks the API server what the controller's service account may do: everything the
-// controller needs, and a sample of what it must not.
+// TestCRDsChartExperimental dry-runs the coxswain-crds chart's experimental channel against an API
+// server that serves that channel (an upgrade from standard is the safe-upgrades policy's call).
+func TestCRDsChartExperimental(t *testing.T) {
+	e := env.Start(t, env.WithChannel("experimental"))
+	objs := renderChart(t, crdsChartDir, serverVersion(t, e), "--set", "gatewayAPI.channel=experimental")
+	var kinds []string
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			kinds = append(kinds, o.GetName())
+		}
+	}
+	if !slices.Contains(kinds, "xbackendtrafficpolicies.gateway.networking.x-k8s.io") {
+		t.Errorf("the experimental channel renders no x-k8s.io CRDs: %v", kinds)
+	}
+	dryRunAll(t, newApplier(t, e), objs)
+}
+
+// chartValueSets are the coxswain chart's renderings make test checks: the default values, and
+// each values file in the chart's ci/ directory (dedicated mode, the autoscaled shared pool).
+func chartValueSets(t testing.TB) [][]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no values files in %s/ci: %v", chartDir, err)
+	}
+	sets := [][]string{nil}
+	for _, f := range files {
+		sets = append(sets, []string{"-f", f})
+	}
+	return sets
+}
+
+// dryRunAll server-side applies objs with dryRun=All, failing on any error or API server warning.
+func dryRunAll(t *testing.T, ap *applier, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if err := ap.apply(t, o, true); err != nil {
+			t.Errorf("%s: %v", objectID(o), err)
+		}
+		for _, w := range ap.warnings.take() {
+			t.Errorf("%s: API server warning: %s", objectID(o), w)
+		}
+	}
+}
+
+func restrictedNamespace(t testing.TB, e *env.Env, name string) {
+	t.Helper()
+	_, err := e.Kube.CoreV1().Namespaces().Create(ctxFor(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func serverVersion(t testing.TB, e *env.Env) string {
+	t.Helper()
+	v, err := e.Kube.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.GitVersion
+}
+
+func gatewayAPIModuleDir(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// checkAccess asks the API server what the controller's service account may do: issue 15's table
+// row by row, the extra rows docs/rbac.md justifies, and a sample of what it must not.
 func checkAccess(t *testing.T, e *env.Env) {
 	t.Helper()
 	type access struct {
 		ns, group, resource, sub, verb string
 		allowed                        bool
 	}
-	gw := gwapiv1.GroupName
 	var checks []access
-	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tcproutes", "tlsroutes", "udproutes"} {
-		for _, v := range []string{"get", "list", "watch"} {
-			checks = append(checks, access{"", gw, r, "", v, true})
+	allow := func(ns, group, resource, sub string, verbs ...string) {
+		for _, v := range verbs {
+			checks = append(checks, access{ns, group, resource, sub, v, true})
 		}
-		checks = append(checks, access{"", gw, r, "status", "update", true},
-			access{"", gw, r, "status", "patch", false}, access{"", gw, r, "", "update", false},
-			access{"", gw, r, "", "create", false}, access{"", gw, r, "", "delete", false})
 	}
-	const cx = "gateway.coxswain-labs.dev"
-	for _, policies := range []string{"coxswainbackendpolicies", "clienttrafficpolicies", "coxswainexternalauths"} {
-		checks = append(checks, access{"", cx, policies, "", "get", true}, access{"", cx, policies, "", "list", true},
-			access{"", cx, policies, "", "watch", true}, access{"", cx, policies, "status", "update", true},
-			access{"", cx, policies, "status", "patch", false}, access{"", cx, policies, "", "update", false},
-			access{"", cx, policies, "", "create", false})
+	deny := func(ns, group, resource, sub string, verbs ...string) {
+		for _, v := range verbs {
+			checks = append(checks, access{ns, group, resource, sub, v, false})
+		}
 	}
-	checks = append(checks, access{"", cx, "ratelimits", "", "get", false})
-	for _, r := range []string{"services", "namespaces", "secrets"} {
-		checks = append(checks, access{"", "", r, "", "list", true}, access{"", "", r, "", "watch", true},
-			access{"", "", r, "", "get", false}, access{"", "", r, "", "update", false})
+	const gw, cx, net = gwapiv1.GroupName, "gateway.coxswain-labs.dev", "networking.k8s.io"
+	// The table.
+	for _, r := range []string{"httproutes", "gateways", "referencegrants", "backendtlspolicies", "gatewayclasses"} {
+		allow("", gw, r, "", "get", "list", "watch")
 	}
-	checks = append(checks,
-		access{"", gw, "referencegrants", "", "list", true}, access{"", gw, "referencegrants", "", "watch", true},
-		access{"", "discovery.k8s.io", "endpointslices", "", "list", true},
-		access{"", "discovery.k8s.io", "endpointslices", "", "watch", true},
-		access{controllerNS, "coordination.k8s.io", "leases", "", "get", true},
-		access{controllerNS, "coordination.k8s.io", "leases", "", "create", true},
-		access{controllerNS, "coordination.k8s.io", "leases", "", "update", true},
-		access{controllerNS, "coordination.k8s.io", "leases", "", "delete", false},
-		access{"default", "coordination.k8s.io", "leases", "", "update", false},
-		access{"", "", "pods", "", "list", false},
-		// BackendTLSPolicy CA bundles: ConfigMaps are listed and watched. The dedicated mode writes a
-		// copy of the discovery trust bundle next to each dedicated Gateway (docs/dedicated.md), so
-		// the controller may write ConfigMaps in any namespace.
-		access{"", "", "configmaps", "", "list", true}, access{"", "", "configmaps", "", "watch", true},
-		access{"default", "", "configmaps", "", "patch", true},
-		// The dedicated mode's proxy pools: Deployments (cached for drift repair), HPAs and PDBs;
-		// never pods themselves.
-		access{"default", "apps", "deployments", "", "patch", true}, access{"", "apps", "deployments", "", "watch", true},
-		access{"default", "autoscaling", "horizontalpodautoscalers", "", "delete", true},
-		access{"default", "policy", "poddisruptionbudgets", "", "patch", true},
-		access{"default", "", "pods", "", "create", false}, access{"default", "apps", "daemonsets", "", "create", false},
-		access{"", gw, "backendtlspolicies", "", "list", true}, access{"", gw, "backendtlspolicies", "", "watch", true},
-		access{"", gw, "backendtlspolicies", "", "get", true}, access{"", gw, "backendtlspolicies", "status", "update", true},
-		access{"", gw, "backendtlspolicies", "", "update", false},
-		// Shared-mode provisioning: VIP Services and identity ServiceAccounts, never read one by one.
-		access{"", "", "services", "", "create", true}, access{"", "", "services", "", "patch", true},
-		access{"", "", "services", "", "delete", true},
-		access{"", "", "serviceaccounts", "", "create", true}, access{"", "", "serviceaccounts", "", "patch", true},
-		access{"", "", "serviceaccounts", "", "watch", true}, access{"", "", "serviceaccounts", "", "get", false},
-		access{"", gw, "gateways", "finalizers", "update", true},
-	)
+	allow("", net, "ingresses", "", "get", "list", "watch")
+	allow("", net, "ingressclasses", "", "get", "list", "watch")
+	for _, r := range []string{"services", "secrets", "configmaps"} {
+		allow("", "", r, "", "get", "list", "watch")
+	}
+	allow("", "discovery.k8s.io", "endpointslices", "", "get", "list", "watch")
+	allow("", gw, "httproutes", "status", "update", "patch")
+	allow("", gw, "gateways", "status", "update", "patch")
+	allow("", net, "ingresses", "status", "update", "patch")
+	allow("", gw, "gateways", "", "patch")
+	allow("", "apps", "deployments", "", "create", "update", "delete")
+	allow("", "", "services", "", "create", "update", "delete")
+	allow("", "", "serviceaccounts", "", "create", "update", "delete")
+	allow(controllerNS, "coordination.k8s.io", "leases", "", "get", "create", "patch")
+	allow("", "authentication.k8s.io", "tokenreviews", "", "create")
+	// Beyond the table (docs/rbac.md).
+	for _, r := range []string{"grpcroutes", "tcproutes", "tlsroutes", "udproutes", "listenersets"} {
+		allow("", gw, r, "", "get", "list", "watch")
+		allow("", gw, r, "status", "update")
+		deny("", gw, r, "status", "patch")
+	}
+	allow("", gw, "gatewayclasses", "status", "update")
+	allow("", gw, "backendtlspolicies", "status", "update")
+	allow("", gw, "gateways", "finalizers", "update")
+	allow(controllerNS, "coordination.k8s.io", "leases", "", "update")
+	allow("", "autoscaling", "horizontalpodautoscalers", "", "create", "update", "patch", "delete")
+	allow("", "policy", "poddisruptionbudgets", "", "create", "update", "patch", "delete")
+	allow("", "", "configmaps", "", "create", "update")
+	allow("", "", "namespaces", "", "get", "list", "watch")
+	allow("", "certificates.k8s.io", "clustertrustbundles", "", "list", "watch")
+	allow("", "apiextensions.k8s.io", "customresourcedefinitions", "", "get", "list", "watch")
+	allow("", cx, "ratelimits", "", "get", "list", "watch")
+	allow("", cx, "coxswaingatewayparameters", "", "get", "list", "watch")
+	for _, r := range []string{"coxswainbackendpolicies", "clienttrafficpolicies", "coxswainexternalauths"} {
+		allow("", cx, r, "", "get", "list", "watch")
+		allow("", cx, r, "status", "update")
+		deny("", cx, r, "", "update", "create", "delete")
+	}
+	allow("", "", "events", "", "create", "patch")
+	allow("", "events.k8s.io", "events", "", "create", "patch")
+	allow("", "", "pods", "", "get", "list")
+	allow("", "", "pods", "log", "get")
+	allow(controllerNS, "", "secrets", "", "create")
+	// Never.
+	for _, r := range []string{"httproutes", "grpcroutes", "gatewayclasses", "referencegrants", "backendtlspolicies"} {
+		deny("", gw, r, "", "create", "update", "patch", "delete")
+	}
+	deny("", gw, "gateways", "", "create", "update", "delete")
+	deny("", gw, "gatewayclasses", "status", "patch")
+	deny("", net, "ingresses", "", "create", "update", "delete")
+	deny("", "", "secrets", "", "update", "patch", "delete")
+	deny("default", "", "secrets", "", "create")
+	deny("", "", "namespaces", "", "create", "update", "delete")
+	deny("", "", "pods", "", "create", "update", "delete", "watch")
+	deny("", "", "pods", "exec", "create")
+	deny("", "discovery.k8s.io", "endpointslices", "", "create", "update", "delete")
+	deny(controllerNS, "coordination.k8s.io", "leases", "", "delete")
+	deny("default", "coordination.k8s.io", "leases", "", "get", "update")
+	deny("", cx, "ratelimits", "", "update", "create", "delete")
+	deny("", "apiextensions.k8s.io", "customresourcedefinitions", "", "create", "update", "delete")
+	deny("", "rbac.authorization.k8s.io", "clusterroles", "", "create", "update", "bind", "escalate")
+	deny("", "authorization.k8s.io", "subjectaccessreviews", "", "create")
 	for _, c := range checks {
 		sar, err := e.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctxFor(t), &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: controllerSA,

@@ -50,13 +50,13 @@ func deployDiscoveryRBAC(t *testing.T, e *env.Env) {
 	checks := []access{
 		{controllerSA, "", "authentication.k8s.io", "tokenreviews", "", "create", true},
 		{controllerSA, controllerNS, "", "secrets", "coxswain-discovery-ca", "get", true},
-		{controllerSA, controllerNS, "", "secrets", "other", "get", false},
 		{controllerSA, controllerNS, "", "secrets", "coxswain-discovery-ca", "update", false},
 		{controllerSA, "default", "", "secrets", "", "create", false},
 		{controllerSA, controllerNS, "", "configmaps", "coxswain-discovery-trust-bundle", "update", true},
 		// ConfigMaps may be read and written anywhere: the dedicated mode copies the trust bundle
 		// into each dedicated Gateway's namespace (docs/dedicated.md).
 		{controllerSA, "default", "", "configmaps", "", "create", true},
+		{controllerSA, controllerNS, "", "secrets", "other", "update", false},
 	}
 	for _, verb := range []string{"get", "list", "watch", "create"} {
 		for _, r := range []string{"configmaps", "secrets", "pods", "serviceaccounts"} {
