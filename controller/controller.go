@@ -206,7 +206,7 @@ func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publis
 func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer) {
 	c.changed(changeConfig) // a new term starts from a full translation
 	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry, Documents: c.docs,
-		SessionKey: c.sessionKey()}
+		SessionKey: c.sessionKey(), KindSettings: c.opts.KindSettings}
 	var pool *addressPool
 	if c.opts.AddressPool.IsValid() {
 		pool = newAddressPool(c.opts.AddressPool)

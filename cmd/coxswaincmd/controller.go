@@ -39,6 +39,7 @@ type controllerConfig struct {
 	dataPlane      dataPlaneFlags
 	log            proxycmd.LogFlags
 	session        sessionKeyFlag
+	ingress        ingressFlags
 
 	// Parsed from the flags above by check.
 	addrs      []gwapiv1.GatewayStatusAddress
@@ -73,6 +74,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.le.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	c.proxy.Register(fs)
 	c.log.Register(fs)
+	c.ingress.register(fs)
 	c.session.register(fs, "without it the key is derived from the discovery CA, which every replica shares (with --in-process-proxy: a random key per process)")
 }
 
@@ -83,6 +85,9 @@ func (c *controllerConfig) check() error {
 		return fmt.Errorf("--status-address: %w", err)
 	}
 	if c.sessionKey, err = c.session.key(); err != nil {
+		return err
+	}
+	if err := c.ingress.check(); err != nil {
 		return err
 	}
 	if c.addressPool == "" {
@@ -178,7 +183,7 @@ func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc
 		SessionKey:     dp.SessionKey,
 		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
-		LeaderElection: le,
+		LeaderElection: le, KindSettings: cc.ingress.settings(),
 	})
 }
 
