@@ -212,6 +212,8 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 		pool = newAddressPool(c.opts.AddressPool)
 		opts.AssignsAddresses = true
 	}
+	ing := newIngressSide(c.opts.Kube, c.log.Named("ingress"), ingressLoadBalancer(statusAddressValues(c.opts.StatusAddresses), c.opts.KindSettings[ingressHTTPAddressSetting]))
+	defer ing.stop()
 	var last *irv1.Snapshot    // the latest snapshot made, published or not
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
 	var published string
@@ -251,6 +253,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer)
 				c.stats.UnresolvedFilters.WithLabelValues(kind).Add(float64(n))
 			}
 			warned = logWarnings(c.log, res.Warnings, warned)
+			ing.after(ctx, store, res)
 		}
 		c.stats.TranslateNanos.Store(int64(time.Since(start)))
 		c.log.Debug("translated", zap.Bool("endpointsOnly", ch == changeEndpoints), zap.Duration("took", time.Since(start)),
