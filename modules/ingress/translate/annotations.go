@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
@@ -23,13 +25,16 @@ const coxswainGroup = "gateway.coxswain-labs.dev"
 // extensionAnnotations name a filter object in the Ingress's namespace, the same object an
 // HTTPRoute's ExtensionRef would: one object backs both surfaces. Auth kinds fail closed by
 // themselves (a missing object answers 500, see docs/modules.md).
-var extensionAnnotations = []struct{ key, kind string }{
-	{"ip-access-control", "IpAccessControl"},
-	{"rate-limit", "RateLimit"},
-	{"ext-auth", "CoxswainExternalAuth"},
-	{"auth-basic", "BasicAuth"},
-	{"auth-jwt", "JwtAuth"},
-	{"compression", "Compression"},
+var extensionAnnotations = []struct {
+	key, kind string
+	auth      bool // fails closed: a missing object answers 503
+}{
+	{"ip-access-control", "IpAccessControl", false},
+	{"rate-limit", "RateLimit", false},
+	{"ext-auth", "CoxswainExternalAuth", true},
+	{"auth-basic", "BasicAuth", true},
+	{"auth-jwt", "JwtAuth", true},
+	{"compression", "Compression", false},
 }
 
 // unimplemented are annotations of docs/ingress.md this build reads but does not serve yet:
@@ -52,12 +57,13 @@ type annotations struct {
 	sslRedirect bool
 	maxBody     string
 	extensions  []gwapiv1.LocalObjectReference
-	extKinds    []string
+	// closed is why an auth annotation cannot be served: its object is missing (fail closed).
+	closed string
 }
 
 // parseAnnotations reads every ingress.coxswain-labs.dev/ annotation. An invalid value is
 // reported (a Warning Event on the Ingress) and ignored: fail open.
-func parseAnnotations(rc translation.RouteContext, a map[string]string) *annotations {
+func parseAnnotations(rc translation.RouteContext, a map[string]string, exists func(kind, name string) bool) *annotations {
 	out := &annotations{}
 	bad := func(key, format string, args ...any) {
 		rc.Warn("metadata.annotations["+Prefix+key+"]", "invalid annotation, ignored: "+format, args...)
@@ -122,12 +128,18 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string) *annotat
 	}
 	for _, e := range extensionAnnotations {
 		if v, ok := get(e.key); ok {
-			if v == "" {
+			switch {
+			case v == "" && e.auth:
+				out.closed = fmt.Sprintf("annotation %s%s names no %s object", Prefix, e.key, e.kind)
+				bad(e.key, "names no %s object; the Ingress answers 503 (auth fails closed)", e.kind)
+			case v == "":
 				bad(e.key, "names no %s object", e.kind)
-				continue
+			case e.auth && !exists(e.kind, v):
+				out.closed = fmt.Sprintf("%s %q of annotation %s%s does not exist", e.kind, v, Prefix, e.key)
+				rc.Warn("metadata.annotations["+Prefix+e.key+"]", "%s %q does not exist: the Ingress answers 503 (auth fails closed)", e.kind, v)
+			default:
+				out.extensions = append(out.extensions, gwapiv1.LocalObjectReference{Group: coxswainGroup, Kind: gwapiv1.Kind(e.kind), Name: gwapiv1.ObjectName(v)})
 			}
-			out.extensions = append(out.extensions, gwapiv1.LocalObjectReference{Group: coxswainGroup, Kind: gwapiv1.Kind(e.kind), Name: gwapiv1.ObjectName(v)})
-			out.extKinds = append(out.extKinds, e.key)
 		}
 	}
 	for _, k := range unimplemented {
@@ -221,6 +233,10 @@ func redirectFilter(get func(string) (string, bool), bad func(string, string, ..
 // filters is the filter list of one path, through the translator's one filter path, plus the
 // size limit as its module's config (it needs no object).
 func (a *annotations) filters(rc translation.RouteContext, env translation.FilterEnv) ([]*irv1.ModuleConfig, *translation.Failure) {
+	if a.closed != "" {
+		// BasicAuth's closed config is the stock fail-closed answer: 503, logged with the reason.
+		return []*irv1.ModuleConfig{core.MustConfig(basicauth.ModuleID, basicauth.Config{Realm: "ingress", Closed: a.closed})}, nil
+	}
 	var fs []gwapiv1.HTTPRouteFilter
 	l := rc.Listener()
 	if a.sslRedirect && l.Protocol == gwapiv1.HTTPProtocolType {

@@ -18,8 +18,8 @@ import (
 // A rule index of an entry counts the paths of every rule in order, then the defaultBackend:
 // it is what DropRule and the IR route names ("Ingress/<ns>/<name>/rule/<i>/match/0") refer to.
 
-func build(rc translation.RouteContext, ing *networkingv1.Ingress) []*translation.Entry {
-	ann := parseAnnotations(rc, ing.Annotations)
+func build(rc translation.RouteContext, ing *networkingv1.Ingress, exists func(kind, name string) bool) []*translation.Entry {
+	ann := parseAnnotations(rc, ing.Annotations, exists)
 	var out []*translation.Entry
 	idx := 0
 	for i, rule := range ing.Spec.Rules {

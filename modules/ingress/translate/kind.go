@@ -59,6 +59,9 @@ func init() { core.RegisterModule(&Kind{}) }
 type Kind struct {
 	ours  map[types.NamespacedName]bool
 	https bool // an HTTPS Gateway exists (some Ingress has TLS)
+	// present holds the auth filter objects of the Store ("<Kind>/<namespace>/<name>"): an auth
+	// annotation naming one that does not exist fails closed.
+	present map[string]bool
 }
 
 var (
@@ -100,7 +103,7 @@ func (k *Kind) Route(o translation.Object) (translation.Route, bool) {
 	if !ok {
 		return nil, false
 	}
-	return route{ing: ing, ours: k.ours[types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}], https: k.https}, true
+	return route{ing: ing, ours: k.ours[types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}], https: k.https, present: k.present}, true
 }
 
 // classes are the names of the IngressClasses whose controller is ours, and the default one.
@@ -137,9 +140,10 @@ func isOurs(ing *networkingv1.Ingress, ours map[string]bool, def string) bool {
 }
 
 type route struct {
-	ing   *networkingv1.Ingress
-	ours  bool
-	https bool
+	ing     *networkingv1.Ingress
+	ours    bool
+	https   bool
+	present map[string]bool
 }
 
 var _ translation.Route = route{}
@@ -173,7 +177,9 @@ func (r route) Hostnames() []gwapiv1.Hostname {
 	return out
 }
 
-func (r route) Build(rc translation.RouteContext) []*translation.Entry { return build(rc, r.ing) }
+func (r route) Build(rc translation.RouteContext) []*translation.Entry {
+	return build(rc, r.ing, func(kind, name string) bool { return r.present[kind+"/"+r.ing.Namespace+"/"+name] })
+}
 
 func implicitRef(name string) gwapiv1.ParentReference {
 	g, k, ns := gwapiv1.Group(gwapiv1.GroupName), gwapiv1.Kind("Gateway"), gwapiv1.Namespace(translation.ImplicitNamespace)

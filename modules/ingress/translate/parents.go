@@ -9,6 +9,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -30,6 +31,15 @@ const ClassName = translation.ImplicitClassPrefix + "ingress"
 // certificate; a tls entry without hosts is the certificate for every other name).
 func (k *Kind) ImplicitParents(w translation.ImplicitWorld) translation.ImplicitParents {
 	ours, def := classes(w.Objects(ClassGK))
+	k.present = map[string]bool{}
+	for _, e := range extensionAnnotations {
+		if !e.auth {
+			continue
+		}
+		for _, o := range w.Objects(schema.GroupKind{Group: coxswainGroup, Kind: e.kind}) {
+			k.present[e.kind+"/"+o.GetNamespace()+"/"+o.GetName()] = true
+		}
+	}
 	k.ours = map[types.NamespacedName]bool{}
 	var ings []*networkingv1.Ingress
 	for _, o := range w.Objects(ingressGK) {

@@ -250,3 +250,201 @@ func TestResourceBackendAndPortName(t *testing.T) {
 		t.Errorf("a resource backend is served: %q", got)
 	}
 }
+
+// routeNamed finds an IR route by name on port.
+func routeNamed(snap *irv1.Snapshot, port uint32, name string) *irv1.Route {
+	for _, l := range snap.Listeners {
+		if l.Port != port {
+			continue
+		}
+		for _, s := range l.Servers {
+			for _, vh := range s.VirtualHosts {
+				for _, r := range vh.Routes {
+					if r.Name == name {
+						return r
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func filterIDs(r *irv1.Route) string {
+	var ids []string
+	for _, f := range r.Filters {
+		ids = append(ids, f.Id+" "+string(f.Json))
+	}
+	return strings.Join(ids, "\n")
+}
+
+func TestAnnotations(t *testing.T) {
+	cases := []struct {
+		name, annotations string
+		want              []string // substrings of the filters (module ID and config)
+		timeouts          *irv1.Timeouts
+	}{
+		{"request headers", `ingress.coxswain-labs.dev/request-header-set: "x-a: 1", ingress.coxswain-labs.dev/request-header-add: "x-b: 2", ingress.coxswain-labs.dev/request-header-remove: "x-c"`,
+			[]string{"request_header_modifier", `"x-a"`, `"x-b"`, `"x-c"`}, nil},
+		{"response headers", `ingress.coxswain-labs.dev/response-header-set: "x-r: 1"`, []string{"response_header_modifier", `"x-r"`}, nil},
+		{"rewrite", `ingress.coxswain-labs.dev/rewrite-target: /new`, []string{"url_rewrite", `/new`}, nil},
+		{"redirect", `ingress.coxswain-labs.dev/redirect-hostname: other.test, ingress.coxswain-labs.dev/redirect-status-code: "301"`, []string{"request_redirect", "other.test", "301"}, nil},
+		{"ssl-redirect", `ingress.coxswain-labs.dev/ssl-redirect: "true"`, []string{"request_redirect", "https", "308"}, nil},
+		{"ssl-redirect code", `ingress.coxswain-labs.dev/ssl-redirect: "true", ingress.coxswain-labs.dev/ssl-redirect-code: "301"`, []string{"request_redirect", "301"}, nil},
+		{"max-body-size", `ingress.coxswain-labs.dev/max-body-size: 1m`, []string{"RequestSizeLimit", `"1m"`}, nil},
+		{"timeouts", `ingress.coxswain-labs.dev/read-timeout: 5s, ingress.coxswain-labs.dev/send-timeout: 1m`, nil, &irv1.Timeouts{BackendRequestMs: 5000, RequestMs: 60000}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := translate(t, class+services("s")+ingressYAML("a", c.annotations, `  ingressClassName: coxswain
+  rules: [{http: {paths: [{path: /p, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]`))
+			if p := problems(res); p != "" {
+				t.Fatalf("problems: %s", p)
+			}
+			r := routeNamed(res.Snapshot, 80, "Ingress/default/a/rule/0/match/0")
+			if r == nil {
+				t.Fatal("route not found")
+			}
+			fs := filterIDs(r)
+			for _, w := range c.want {
+				if !strings.Contains(fs, w) {
+					t.Errorf("filters lack %q:\n%s", w, fs)
+				}
+			}
+			if c.timeouts != nil && (r.Timeouts.GetBackendRequestMs() != c.timeouts.BackendRequestMs || r.Timeouts.GetRequestMs() != c.timeouts.RequestMs) {
+				t.Errorf("timeouts %v, want %v", r.Timeouts, c.timeouts)
+			}
+		})
+	}
+}
+
+// TestInvalidAnnotations: an invalid value is a warning naming the annotation and is ignored;
+// the Ingress keeps serving, with the annotations that are valid.
+func TestInvalidAnnotations(t *testing.T) {
+	res := translate(t, class+services("s")+ingressYAML("a",
+		`ingress.coxswain-labs.dev/read-timeout: banana, ingress.coxswain-labs.dev/max-body-size: 10kb, ingress.coxswain-labs.dev/redirect-status-code: "299", ingress.coxswain-labs.dev/request-header-set: "novalue", ingress.coxswain-labs.dev/response-header-set: "x-ok: 1", ingress.coxswain-labs.dev/retry: "3"`,
+		`  ingressClassName: coxswain
+  rules: [{http: {paths: [{path: /p, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]`))
+	p := problems(res)
+	for _, a := range []string{"read-timeout", "max-body-size", "redirect-status-code", "request-header-set", "retry"} {
+		if !strings.Contains(p, "metadata.annotations[ingress.coxswain-labs.dev/"+a+"]") {
+			t.Errorf("no warning names %s:\n%s", a, p)
+		}
+	}
+	r := routeNamed(res.Snapshot, 80, "Ingress/default/a/rule/0/match/0")
+	if r == nil {
+		t.Fatal("the Ingress is not served")
+	}
+	if fs := filterIDs(r); !strings.Contains(fs, "response_header_modifier") || strings.Contains(fs, "RequestSizeLimit") {
+		t.Errorf("filters:\n%s", fs)
+	}
+	if r.Timeouts != nil {
+		t.Errorf("an invalid timeout is applied: %v", r.Timeouts)
+	}
+}
+
+func TestExtensionAnnotations(t *testing.T) {
+	res := translate(t, class+services("s")+`apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: IpAccessControl
+metadata: {name: office}
+spec: {allow: [10.0.0.0/8]}
+---
+`+ingressYAML("a", `ingress.coxswain-labs.dev/ip-access-control: office`, `  ingressClassName: coxswain
+  rules: [{http: {paths: [{path: /p, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]`))
+	if p := problems(res); p != "" {
+		t.Fatalf("problems: %s", p)
+	}
+	r := routeNamed(res.Snapshot, 80, "Ingress/default/a/rule/0/match/0")
+	if fs := filterIDs(r); !strings.Contains(fs, "IpAccessControl") || !strings.Contains(fs, "10.0.0.0/8") {
+		t.Errorf("filters:\n%s", fs)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "ingress", "tls-secret.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := string(b) + "\n---\n"
+	res := translate(t, class+services("s")+secret+ingressYAML("a", "", `  ingressClassName: coxswain
+  tls: [{hosts: [app.test], secretName: app-tls}]
+  rules: [{host: app.test, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]`))
+	var https *irv1.Listener
+	for _, l := range res.Snapshot.Listeners {
+		if l.Port == 443 {
+			https = l
+		}
+	}
+	if https == nil {
+		t.Fatalf("no HTTPS listener; problems: %s", problems(res))
+	}
+	if len(https.Servers) != 1 || https.Servers[0].Hostname != "app.test" || https.Servers[0].Tls == nil {
+		t.Fatalf("HTTPS servers %v", https.Servers)
+	}
+	if got := pick(t, res.Snapshot, 443, "app.test", "/"); got != "Ingress/default/a/rule/0/match/0" {
+		t.Errorf("HTTPS app.test: %q", got)
+	}
+	for k := range res.Gateways {
+		t.Errorf("an implicit Gateway has a status: %s", k)
+	}
+}
+
+// TestGatewayAPITakesSharedHost: an HTTPRoute on a Gateway sharing the Ingress port takes the
+// host; the Ingress is warned and keeps its other hosts.
+func TestGatewayAPITakesSharedHost(t *testing.T) {
+	gw := `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: gc}
+spec: {controllerName: coxswain-labs.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec: {gatewayClassName: gc, listeners: [{name: http, protocol: HTTP, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [shared.test]
+  rules: [{backendRefs: [{name: s, port: 80}]}]
+---
+`
+	res := translate(t, class+services("s")+gw+ingressYAML("a", "", `  ingressClassName: coxswain
+  rules:
+  - host: shared.test
+    http: {paths: [{path: /only-ingress, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}
+  - host: mine.test
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}`))
+	if got := pick(t, res.Snapshot, 80, "shared.test", "/only-ingress"); got != "HTTPRoute/default/r/rule/0/match/0" {
+		t.Errorf("shared.test: %q, want the HTTPRoute", got)
+	}
+	if got := pick(t, res.Snapshot, 80, "mine.test", "/"); got != "Ingress/default/a/rule/1/match/0" {
+		t.Errorf("mine.test: %q, want the Ingress", got)
+	}
+	if p := problems(res); !strings.Contains(p, `host "shared.test" on port 80 is served by HTTPRoute default/r`) {
+		t.Errorf("the Ingress is not told: %s", p)
+	}
+}
+
+// TestAuthFailsClosed: an auth annotation naming an object that does not exist answers 503
+// (BasicAuth's closed config) instead of serving without authentication.
+func TestAuthFailsClosed(t *testing.T) {
+	for _, a := range []string{"auth-basic", "auth-jwt", "ext-auth"} {
+		t.Run(a, func(t *testing.T) {
+			res := translate(t, class+services("s")+ingressYAML("a", `ingress.coxswain-labs.dev/`+a+`: missing`, `  ingressClassName: coxswain
+  rules: [{http: {paths: [{path: /p, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]`))
+			r := routeNamed(res.Snapshot, 80, "Ingress/default/a/rule/0/match/0")
+			if r == nil {
+				t.Fatal("route not found")
+			}
+			if fs := filterIDs(r); !strings.Contains(fs, "BasicAuth") || !strings.Contains(fs, `"closed"`) {
+				t.Errorf("filters:\n%s", fs)
+			}
+			if p := problems(res); !strings.Contains(p, "fails closed") {
+				t.Errorf("not reported: %s", p)
+			}
+		})
+	}
+}
