@@ -12,6 +12,7 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
+	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
@@ -40,7 +41,7 @@ var extensionAnnotations = []struct {
 // unimplemented are annotations of docs/ingress.md this build reads but does not serve yet:
 // each is reported, never silently ignored.
 var unimplemented = []string{
-	"retry", "retry-on", "mirror-target", "mirror-percent", "trust-forwarded-for", "forwarded-for-header",
+	"trust-forwarded-for", "forwarded-for-header",
 	"forwarded-for-trusted-cidrs", "auth-tls-secret", "auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream",
 	"load-balance", "path-normalize", "connect-timeout",
 }
@@ -56,6 +57,8 @@ type annotations struct {
 	sslCode     int
 	sslRedirect bool
 	maxBody     string
+	retry       *irv1.Retry
+	mirror      *gwapiv1.HTTPRequestMirrorFilter
 	extensions  []gwapiv1.LocalObjectReference
 	// closed is why an auth annotation cannot be served: its object is missing (fail closed).
 	closed string
@@ -126,6 +129,8 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string, exists f
 			out.maxBody = v
 		}
 	}
+	out.retry = retryOf(get, bad)
+	out.mirror = mirrorOf(get, bad)
 	for _, e := range extensionAnnotations {
 		if v, ok := get(e.key); ok {
 			switch {
@@ -148,6 +153,67 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string, exists f
 		}
 	}
 	return out
+}
+
+// maxRetries caps retry, as HTTPRoute retries are capped.
+const maxRetries = 1000
+
+// retryOf reads retry (the retries after the first attempt) and retry-on (the response
+// statuses, 400-599, that are retried; connection failures are retried whatever it says).
+func retryOf(get func(string) (string, bool), bad func(string, string, ...any)) *irv1.Retry {
+	v, ok := get("retry")
+	if !ok {
+		if _, on := get("retry-on"); on {
+			bad("retry-on", "needs ingress.coxswain-labs.dev/retry")
+		}
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > maxRetries {
+		bad("retry", "%q is not a number of retries 0-%d", v, maxRetries)
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	r := &irv1.Retry{Attempts: uint32(n)} //nolint:gosec // bounded above
+	if on, ok := get("retry-on"); ok {
+		for _, c := range strings.Split(on, ",") {
+			code, err := strconv.Atoi(strings.TrimSpace(c))
+			if err != nil || code < 400 || code > 599 {
+				bad("retry-on", "%q is not a status 400-599", strings.TrimSpace(c))
+				continue
+			}
+			r.Codes = append(r.Codes, uint32(code)) //nolint:gosec // bounded above
+		}
+	}
+	return r
+}
+
+// mirrorOf reads mirror-target ("service:port" in the Ingress's namespace) and mirror-percent.
+func mirrorOf(get func(string) (string, bool), bad func(string, string, ...any)) *gwapiv1.HTTPRequestMirrorFilter {
+	v, ok := get("mirror-target")
+	if !ok {
+		return nil
+	}
+	svc, port, found := strings.Cut(v, ":")
+	n, err := strconv.Atoi(port)
+	if !found || svc == "" || err != nil || n < 1 || n > 65535 {
+		bad("mirror-target", "%q is not \"service:port\"", v)
+		return nil
+	}
+	p := gwapiv1.PortNumber(n)
+	m := &gwapiv1.HTTPRequestMirrorFilter{BackendRef: gwapiv1.BackendObjectReference{Name: gwapiv1.ObjectName(svc), Port: &p}}
+	if pc, ok := get("mirror-percent"); ok {
+		n, err := strconv.Atoi(pc)
+		if err != nil || n < 0 || n > 100 {
+			bad("mirror-percent", "%q is not 0-100", pc)
+		} else {
+			pct := int32(n) //nolint:gosec // bounded above
+			m.Percent = &pct
+		}
+	}
+	return m
 }
 
 func headerFilter(get func(string) (string, bool), bad func(string, string, ...any), base string) *gwapiv1.HTTPHeaderFilter {
@@ -232,7 +298,7 @@ func redirectFilter(get func(string) (string, bool), bad func(string, string, ..
 
 // filters is the filter list of one path, through the translator's one filter path, plus the
 // size limit as its module's config (it needs no object).
-func (a *annotations) filters(rc translation.RouteContext, env translation.FilterEnv) ([]*irv1.ModuleConfig, *translation.Failure) {
+func (a *annotations) filters(rc translation.RouteContext, env translation.FilterEnv, regexPath string) ([]*irv1.ModuleConfig, *translation.Failure) {
 	if a.closed != "" {
 		// BasicAuth's closed config is the stock fail-closed answer: 503, logged with the reason.
 		return []*irv1.ModuleConfig{core.MustConfig(basicauth.ModuleID, basicauth.Config{Realm: "ingress", Closed: a.closed})}, nil
@@ -258,7 +324,14 @@ func (a *annotations) filters(rc translation.RouteContext, env translation.Filte
 	if a.respHeader != nil {
 		fs = append(fs, gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterResponseHeaderModifier, ResponseHeaderModifier: a.respHeader})
 	}
-	if a.rewrite != "" && !redirects {
+	if a.mirror != nil {
+		fs = append(fs, gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterRequestMirror, RequestMirror: a.mirror})
+	}
+	var regexRewrite *irv1.ModuleConfig
+	if a.rewrite != "" && !redirects && regexPath != "" {
+		// Capture groups: the path's own expression, anchored as the match is, and $1 in the target.
+		regexRewrite = core.MustConfig(pathregex.ModuleID, pathregex.Config{Pattern: "^(?:" + regexPath + ")$", Substitution: a.rewrite})
+	} else if a.rewrite != "" && !redirects {
 		rw := &gwapiv1.HTTPURLRewriteFilter{Path: &gwapiv1.HTTPPathModifier{Type: gwapiv1.FullPathHTTPPathModifier, ReplaceFullPath: &a.rewrite}}
 		if env.HasPrefix {
 			rw.Path = &gwapiv1.HTTPPathModifier{Type: gwapiv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: &a.rewrite}
@@ -271,6 +344,9 @@ func (a *annotations) filters(rc translation.RouteContext, env translation.Filte
 	}
 	if a.maxBody != "" {
 		out = append([]*irv1.ModuleConfig{core.MustConfig(sizelimit.ModuleID, sizelimit.Config{MaxSize: a.maxBody})}, out...)
+	}
+	if regexRewrite != nil {
+		out = append(out, regexRewrite)
 	}
 	return out, nil
 }

@@ -68,13 +68,18 @@ func buildPath(rc translation.RouteContext, idx int, field, host string, p *netw
 	if m.Path != nil && m.Path.Type == httproute.MatchPathPrefix {
 		env.HasPrefix, env.Prefix = true, m.Path.Value
 	}
-	filters, f := ann.filters(rc, env)
+	regexPath := ""
+	if m.Path != nil && m.Path.Type == httproute.MatchRegularExpression {
+		regexPath = m.Path.Value
+	}
+	filters, f := ann.filters(rc, env, regexPath)
 	if f != nil {
 		f.Report(rc, idx)
 		r.Backends = []*irv1.Backend{translation.ErrorBackend(f.Error())}
 	} else {
 		r.Filters = filters
 		r.Timeouts = ann.timeouts
+		r.Retry = ann.retry
 		if be := backend(rc, idx, backendField, p.Backend); be != nil {
 			r.Backends = []*irv1.Backend{be}
 		} else {

@@ -15,6 +15,7 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/mirror/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
@@ -322,7 +323,7 @@ func TestAnnotations(t *testing.T) {
 // the Ingress keeps serving, with the annotations that are valid.
 func TestInvalidAnnotations(t *testing.T) {
 	res := translate(t, class+services("s")+ingressYAML("a",
-		`ingress.coxswain-labs.dev/read-timeout: banana, ingress.coxswain-labs.dev/max-body-size: 10kb, ingress.coxswain-labs.dev/redirect-status-code: "299", ingress.coxswain-labs.dev/request-header-set: "novalue", ingress.coxswain-labs.dev/response-header-set: "x-ok: 1", ingress.coxswain-labs.dev/retry: "3"`,
+		`ingress.coxswain-labs.dev/read-timeout: banana, ingress.coxswain-labs.dev/max-body-size: 10kb, ingress.coxswain-labs.dev/redirect-status-code: "299", ingress.coxswain-labs.dev/request-header-set: "novalue", ingress.coxswain-labs.dev/response-header-set: "x-ok: 1", ingress.coxswain-labs.dev/retry: "many"`,
 		`  ingressClassName: coxswain
   rules: [{http: {paths: [{path: /p, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]`))
 	p := problems(res)
@@ -446,5 +447,28 @@ func TestAuthFailsClosed(t *testing.T) {
 				t.Errorf("not reported: %s", p)
 			}
 		})
+	}
+}
+
+func TestRetryMirrorRegexRewrite(t *testing.T) {
+	res := translate(t, class+services("s", "m")+ingressYAML("a",
+		`ingress.coxswain-labs.dev/retry: "2", ingress.coxswain-labs.dev/retry-on: "502, 503", ingress.coxswain-labs.dev/mirror-target: "m:80", ingress.coxswain-labs.dev/mirror-percent: "25", ingress.coxswain-labs.dev/use-regex: "true", ingress.coxswain-labs.dev/rewrite-target: "/v2/$1"`,
+		`  ingressClassName: coxswain
+  rules: [{http: {paths: [{path: "/v1/(.*)", pathType: ImplementationSpecific, backend: {service: {name: s, port: {number: 80}}}}]}}]`))
+	if p := problems(res); p != "" {
+		t.Fatalf("problems: %s", p)
+	}
+	r := routeNamed(res.Snapshot, 80, "Ingress/default/a/rule/0/match/0")
+	if r == nil {
+		t.Fatal("route not found")
+	}
+	if r.Retry.GetAttempts() != 2 || len(r.Retry.GetCodes()) != 2 || r.Retry.Codes[0] != 502 {
+		t.Errorf("retry %v", r.Retry)
+	}
+	fs := filterIDs(r)
+	for _, w := range []string{"mirror", `default/m:80`, "25", "PathRewriteRegex", `"^(?:/v1/(.*))$"`, `"/v2/$1"`} {
+		if !strings.Contains(fs, w) {
+			t.Errorf("filters lack %q:\n%s", w, fs)
+		}
 	}
 }
