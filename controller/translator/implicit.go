@@ -92,6 +92,10 @@ func (t *session) yieldToGatewayAPI() {
 							h, l.spec.Port, by, a.route.key.Kind))
 						continue
 					}
+					for _, c := range coveredBy(claimed, h) {
+						a.route.warn("spec.rules", fmt.Sprintf("host %q within %q on port %d is served by %s; Gateway API routes take precedence there",
+							c, h, l.spec.Port, claimed[c]))
+					}
 					keep = append(keep, h)
 				}
 				a.hostnames = keep
@@ -152,6 +156,22 @@ func claimedBy(claimed map[string]string, h string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// coveredBy lists the claimed names inside wildcard h ("*.example.com" covers
+// "a.example.com"), sorted: the implicit route keeps h, and those names go to Gateway API.
+func coveredBy(claimed map[string]string, h string) []string {
+	if !strings.HasPrefix(h, "*.") {
+		return nil
+	}
+	var out []string
+	for c := range claimed {
+		if c != h && strings.HasSuffix(c, h[1:]) {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // sharesAddress reports whether two Gateways' bind addresses overlap ("" is every address).

@@ -408,7 +408,7 @@ kind: HTTPRoute
 metadata: {name: r}
 spec:
   parentRefs: [{name: gw}]
-  hostnames: [shared.test]
+  hostnames: [shared.test, a.wild.test]
   rules: [{backendRefs: [{name: s, port: 80}]}]
 ---
 `
@@ -417,7 +417,15 @@ spec:
   - host: shared.test
     http: {paths: [{path: /only-ingress, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}
   - host: mine.test
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}
+  - host: "*.wild.test"
     http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}`))
+	if got := pick(t, res.Snapshot, 80, "b.wild.test", "/"); got != "Ingress/default/a/rule/2/match/0" {
+		t.Errorf("b.wild.test: %q, want the Ingress", got)
+	}
+	if p := problems(res); !strings.Contains(p, `host "a.wild.test" within "*.wild.test" on port 80 is served by HTTPRoute default/r`) {
+		t.Errorf("the Ingress is not told about a.wild.test: %s", p)
+	}
 	if got := pick(t, res.Snapshot, 80, "shared.test", "/only-ingress"); got != "HTTPRoute/default/r/rule/0/match/0" {
 		t.Errorf("shared.test: %q, want the HTTPRoute", got)
 	}
