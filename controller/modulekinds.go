@@ -87,7 +87,9 @@ func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events) (*mod
 		return nil, err
 	}
 	mk := &moduleKind{gk: api.GVK.GroupKind(), gvr: gvr, informer: inf, started: make(chan struct{})}
-	mk.status = routeStatusClient(mk, api, rc)
+	if api.Status(api.New()) != nil { // a kind without a RouteStatus (Ingress) writes its own
+		mk.status = routeStatusClient(mk, api, rc)
+	}
 	if _, err := inf.AddEventHandler(ownedHandler(status.Kind(api.GVK.Kind), ev)); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -83,6 +84,17 @@ func (t *session) yieldToGatewayAPI() {
 			for _, a := range l.routes {
 				ik, ok := a.route.kind.(translation.ImplicitParentKind)
 				if !ok || !ik.YieldsToGatewayAPI() {
+					continue
+				}
+				if slices.Contains(a.hostnames, l.hostname) && len(a.route.hostnames) == 0 {
+					// The route serves any host (a rule without one, a default backend): its rules'
+					// hosts share the listener's catch-all, below every more specific Gateway API host.
+					for _, h := range ik.RuleHostnames(a.route.route) {
+						if by, lost := claimedBy(claimed, h); lost {
+							a.route.warn("spec.rules", fmt.Sprintf("host %q on port %d is served by %s; Gateway API routes take precedence, so this %s serves only the requests they do not match there",
+								h, l.spec.Port, by, a.route.key.Kind))
+						}
+					}
 					continue
 				}
 				keep := a.hostnames[:0:0]

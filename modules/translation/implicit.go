@@ -33,6 +33,9 @@ type ImplicitParentKind interface {
 	// a Gateway listener hostname serves on a shared socket (ImplicitParents' Listener lists
 	// which); the core reports each such hostname on the route with Warn.
 	YieldsToGatewayAPI() bool
+	// RuleHostnames are the hostnames r's rules name, also when r's Hostnames is nil because a
+	// rule without one (or a default backend) makes it serve any host.
+	RuleHostnames(r Route) []string
 }
 
 // ImplicitWorld is what ImplicitParents sees.

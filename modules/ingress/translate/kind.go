@@ -97,6 +97,21 @@ func (*Kind) Companions() []translation.CompanionAPI {
 // YieldsToGatewayAPI: on a shared socket, a host Gateway API serves is Gateway API's.
 func (*Kind) YieldsToGatewayAPI() bool { return true }
 
+// RuleHostnames are the hosts of the Ingress's rules.
+func (*Kind) RuleHostnames(r translation.Route) []string {
+	ir, ok := r.(route)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, rule := range ir.ing.Spec.Rules {
+		if rule.Host != "" {
+			out = append(out, rule.Host)
+		}
+	}
+	return out
+}
+
 // Route wraps one Ingress; one that is not ours gets no parent, so the core ignores it.
 func (k *Kind) Route(o translation.Object) (translation.Route, bool) {
 	ing, ok := o.(*networkingv1.Ingress)

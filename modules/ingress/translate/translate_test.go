@@ -480,3 +480,39 @@ func TestRetryMirrorRegexRewrite(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayAPIBeforeCatchAllIngress: an Ingress with a defaultBackend serves any host, so its
+// rules share the catch-all; a Gateway API route on one of its hosts comes first and the
+// Ingress is told that only what that route does not match falls through to it.
+func TestGatewayAPIBeforeCatchAllIngress(t *testing.T) {
+	gw := `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: gc}
+spec: {controllerName: coxswain-labs.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec: {gatewayClassName: gc, listeners: [{name: http, protocol: HTTP, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [shared.test]
+  rules: [{matches: [{path: {type: PathPrefix, value: /gw}}], backendRefs: [{name: s, port: 80}]}]
+---
+`
+	res := translate(t, class+services("s")+gw+ingressYAML("a", "", `  ingressClassName: coxswain
+  defaultBackend: {service: {name: s, port: {number: 80}}}
+  rules:
+  - host: shared.test
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}`))
+	if got := pick(t, res.Snapshot, 80, "shared.test", "/gw"); got != "HTTPRoute/default/r/rule/0/match/0" {
+		t.Errorf("shared.test/gw: %q, want the HTTPRoute", got)
+	}
+	if p := problems(res); !strings.Contains(p, `host "shared.test" on port 80 is served by HTTPRoute default/r; Gateway API routes take precedence, so this Ingress serves only the requests they do not match`) {
+		t.Errorf("the Ingress is not told: %s", p)
+	}
+}
