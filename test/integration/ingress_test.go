@@ -1,15 +1,22 @@
 package integration
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-labs/coxswain/test/integration/env"
 )
@@ -54,12 +61,12 @@ func ingressEvent(t *testing.T, e *env.Env, ns, name, reason, sub string) {
 
 // TestIngress runs the controller against a real API server with Ingresses of our class (by
 // spec.ingressClassName and by the default class), one of another controller's class, real
-// backends and requests: Exact, Prefix element-wise, the one-label wildcard, defaultBackend,
+// backends and requests: Exact, Prefix element-wise, the one-label wildcard, defaultBackend, TLS by SNI,
 // status.loadBalancer, Events for an invalid annotation and a resource backend, and the
 // precedence of an HTTPRoute on a shared host.
 func TestIngress(t *testing.T) {
 	e := env.Start(t)
-	const port = 18780
+	const port, tlsPort = 18780, 18743
 	ns := namespace(t, e, "ingress", nil)
 	for i, n := range []string{"api", "exact", "wild", "def", "route", "other"} {
 		addr := fmt.Sprintf("10.99.180.%d", i+1)
@@ -100,7 +107,28 @@ func TestIngress(t *testing.T) {
 		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("nginx-" + ns),
 			Rules: []networkingv1.IngressRule{ingressRule("theirs.example", ingressPath("/", networkingv1.PathTypePrefix, "other"))}},
 	})
-	startController(t, e, controllerOpts{kindSettings: map[string]string{"ingress.http-address": fmt.Sprintf("0.0.0.0:%d", port)}})
+	// TLS by SNI from the Ingress's Secret (the demo certificate, valid for *.example.com).
+	secretYAML, err := os.ReadFile(filepath.Join("..", "..", "examples", "ingress", "tls-secret.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret corev1.Secret
+	if err := yaml.UnmarshalStrict(secretYAML, &secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Namespace = ns
+	if _, err := e.Kube.CoreV1().Secrets(ns).Create(ctxFor(t), &secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createIngress(t, e, &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secure"},
+		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(class),
+			TLS:   []networkingv1.IngressTLS{{Hosts: []string{"tls.example.com"}, SecretName: secret.Name}},
+			Rules: []networkingv1.IngressRule{ingressRule("tls.example.com", ingressPath("/", networkingv1.PathTypePrefix, "exact"))}},
+	})
+	startController(t, e, controllerOpts{kindSettings: map[string]string{
+		"ingress.http-address": fmt.Sprintf("0.0.0.0:%d", port), "ingress.https-address": fmt.Sprintf("0.0.0.0:%d", tlsPort),
+	}})
 
 	served(t, port, "app.example", "/api", 200, "api")
 	served(t, port, "app.example", "/api/v1", 200, "api")
@@ -111,6 +139,8 @@ func TestIngress(t *testing.T) {
 	served(t, port, "a.b.wild.example", "/x", 200, "def") // one label only
 	served(t, port, "theirs.example", "/", 200, "def")    // another controller's class
 	served(t, port, "bad.example", "/", 200, "def")       // its only rule is dropped
+
+	demoHTTPSServed(t, tlsPort, "tls.example.com", "exact")
 
 	eventually(t, "Ingress app status.loadBalancer", func() error {
 		ing, err := e.Kube.NetworkingV1().Ingresses(ns).Get(ctxFor(t), "app", metav1.GetOptions{})
@@ -140,4 +170,34 @@ func TestIngress(t *testing.T) {
 	served(t, port, "app.example", "/api", 200, "route")
 	served(t, port, "a.wild.example", "/x", 200, "wild")
 	ingressEvent(t, e, ns, "app", "InvalidIngress", "Gateway API routes take precedence")
+}
+
+// demoHTTPSServed waits until https://gatewayIP:port/ with SNI and Host host is answered by backend,
+// with a certificate that verifies for host against the demo CA.
+func demoHTTPSServed(t *testing.T, port int, host, backend string) {
+	t.Helper()
+	ca, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", "demo-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12}}}
+	eventually(t, fmt.Sprintf("https %s answered by %s", host, backend), func() error {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s:%d/", gatewayIP, port), nil)
+		if err != nil {
+			return err
+		}
+		req.Host = host
+		res, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if got := res.Header.Get("X-Backend"); got != backend {
+			return fmt.Errorf("status %d from %q", res.StatusCode, got)
+		}
+		return nil
+	})
 }
