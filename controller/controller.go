@@ -249,7 +249,7 @@ func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publis
 func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer, events *problemEvents) {
 	c.changed(changeConfig) // a new term starts from a full translation
 	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry, Documents: c.docs,
-		SessionKey: c.sessionKey()}
+		SessionKey: c.sessionKey(), KindSettings: c.opts.KindSettings}
 	var pool *addressPool
 	if c.opts.AddressPool.IsValid() {
 		pool = newAddressPool(c.opts.AddressPool)
@@ -268,8 +268,10 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			provRetry.Stop()
 		}
 	}()
-	var last *irv1.Snapshot // the latest snapshot made, published or not
 	var lastRes *translator.Result
+	ing := newIngressSide(c.opts.Kube, c.log.Named("ingress"), ingressLoadBalancer(statusAddressValues(c.opts.StatusAddresses), c.opts.KindSettings[ingressHTTPAddressSetting]))
+	defer ing.stop()
+	var last *irv1.Snapshot    // the latest snapshot made, published or not
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
 	var published string
 	retry := publishRetry
@@ -318,6 +320,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 				c.stats.UnresolvedFilters.WithLabelValues(kind).Add(float64(n))
 			}
 			warned = logWarnings(c.log, res.Warnings, warned)
+			ing.after(ctx, store, res)
 		}
 		c.stats.TranslateNanos.Store(int64(time.Since(start)))
 		c.log.Debug("translated", zap.Bool("endpointsOnly", ch == changeEndpoints), zap.Duration("took", time.Since(start)),

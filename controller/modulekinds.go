@@ -51,6 +51,13 @@ func moduleKinds(reg *core.Registry, cfg *rest.Config, ev events) ([]*moduleKind
 		}
 		out = append(out, mk)
 	}
+	companions, err := companionWatches(translation.RouteKinds(reg), func(c translation.CompanionAPI) (*moduleKind, error) {
+		return companionWatch(c, cfg, ev)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, companions...)
 	exts, errs := reg.Extensions()
 	if len(errs) > 0 {
 		return nil, errs[0]
@@ -80,11 +87,30 @@ func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events) (*mod
 		return nil, err
 	}
 	mk := &moduleKind{gk: api.GVK.GroupKind(), gvr: gvr, informer: inf, started: make(chan struct{})}
-	mk.status = routeStatusClient(mk, api, rc)
+	if api.Status(api.New()) != nil { // a kind without a RouteStatus (Ingress) writes its own
+		mk.status = routeStatusClient(mk, api, rc)
+	}
 	if _, err := inf.AddEventHandler(ownedHandler(status.Kind(api.GVK.Kind), ev)); err != nil {
 		return nil, err
 	}
 	return mk, nil
+}
+
+// companionWatch is the typed informer of a resource a route kind reads (IngressClass).
+func companionWatch(c translation.CompanionAPI, cfg *rest.Config, ev events) (*moduleKind, error) {
+	rc, err := restClientFor(c.GVK.GroupVersion(), c.AddToScheme, cfg)
+	if err != nil {
+		return nil, err
+	}
+	lw := cache.NewListWatchFromClient(rc, c.Resource, "", fields.Everything())
+	inf := cache.NewSharedIndexInformer(lw, c.New(), 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := inf.SetTransform(stripManagedFields); err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged)); err != nil {
+		return nil, err
+	}
+	return &moduleKind{gk: c.GVK.GroupKind(), gvr: c.GVK.GroupVersion().WithResource(c.Resource), informer: inf, started: make(chan struct{})}, nil
 }
 
 // restClientFor is a REST client for group version gv that decodes into its Go types, as a

@@ -40,6 +40,8 @@ type Options struct {
 	// replica, and every restart, keys cookies alike. Nil, or returning nothing: a random key per
 	// process, so a failover re-pins every client once.
 	SessionKey func() []byte
+	// KindSettings are the translator's Options.KindSettings (--ingress-http-address, ...).
+	KindSettings map[string]string
 
 	// ControllerName selects our GatewayClasses; translator.DefaultControllerName when empty.
 	ControllerName string

@@ -16,6 +16,7 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/grpcroute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
+	_ "github.com/coxswain-labs/coxswain/modules/ingress/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/tcproute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/tlsroute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/udproute/translate"

@@ -48,6 +48,7 @@ type controllerConfig struct {
 	dedicatedMode  dedicatedFlags
 	log            proxycmd.LogFlags
 	session        sessionKeyFlag
+	ingress        ingressFlags
 
 	// Parsed from the flags above by check.
 	addrs      []gwapiv1.GatewayStatusAddress
@@ -94,6 +95,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.le.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	c.proxy.Register(fs)
 	c.log.Register(fs)
+	c.ingress.register(fs)
 	c.session.register(fs, "without it the key is derived from the discovery CA, which every replica shares (with --in-process-proxy: a random key per process)")
 }
 
@@ -112,6 +114,9 @@ func (c *controllerConfig) check() error {
 		return err
 	}
 	if err := c.checkProvisioning(); err != nil {
+		return err
+	}
+	if err := c.ingress.check(); err != nil {
 		return err
 	}
 	if c.addressPool == "" {
@@ -217,7 +222,7 @@ func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc
 		SessionKey:     dp.SessionKey,
 		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool, Provisioning: prov,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
-		LeaderElection: le,
+		LeaderElection: le, KindSettings: cc.ingress.settings(),
 	})
 }
 

@@ -31,6 +31,7 @@ type serveConfig struct {
 	debounce  time.Duration
 	drain     time.Duration
 	session   sessionKeyFlag
+	ingress   ingressFlags
 
 	sessionKey []byte // read from --session-key-file, else random
 }
@@ -49,10 +50,15 @@ func serve(args []string, e *proxycmd.Env) int {
 	fs.DurationVar(&sc.debounce, "debounce", standalone.DefaultDebounce, "how long file changes must settle before a reload")
 	fs.DurationVar(&sc.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	sc.session.register(fs, "without it a random key per process, so cookies do not survive a restart")
+	sc.ingress.register(fs)
 	if code, ok := proxycmd.Parse(fs, args); !ok {
 		return code
 	}
 	if !sc.config.check(fs) {
+		return 2
+	}
+	if err := sc.ingress.check(); err != nil {
+		fmt.Fprintf(e.Stderr, "coxswain serve: %v\n", err)
 		return 2
 	}
 	var err error
@@ -93,6 +99,7 @@ func newRunner(sc *serveConfig, reg *core.Registry, log *zap.Logger, eng agent.E
 	opts := sc.config.translateOptions()
 	opts.Registry = reg
 	opts.SessionKey = sc.sessionKey
+	opts.KindSettings = sc.ingress.settings()
 	unresolved := standalone.NewUnresolvedFiltersCounter()
 	if err := metrics.Register(unresolved); err != nil {
 		return nil, err

@@ -116,6 +116,11 @@ func kindsOf(reg *core.Registry) kindSet {
 	out := append(kindSet(nil), coreKinds...)
 	for _, rk := range translation.RouteKinds(reg) {
 		out = append(out, routeKinds(rk.API())...)
+		if ik, ok := rk.(translation.ImplicitParentKind); ok {
+			for _, c := range ik.Companions() {
+				out = append(out, companionKind(c))
+			}
+		}
 	}
 	exts, _ := reg.Extensions() // a module that declares none is the translator's Problem "InvalidFilterModule"
 	for _, api := range exts {
@@ -144,6 +149,21 @@ func routeKinds(api translation.RouteAPI) []kind {
 		out = append(out, k)
 	}
 	return out
+}
+
+// companionKind is a further resource a route kind reads (IngressClass), typed.
+func companionKind(c translation.CompanionAPI) kind {
+	gv, gk := c.GVK.GroupVersion().String(), c.GVK.GroupKind()
+	return kind{apiVersion: gv, stored: gv, kind: gk.Kind, namespaced: c.Namespaced,
+		decode: func(data []byte) (object, []error, error) {
+			o := c.New()
+			strict, err := k8sjson.UnmarshalStrict(data, o)
+			if err != nil {
+				return nil, nil, err
+			}
+			return o, strict, nil
+		},
+		add: func(s *translator.Store, o object) { s.Add(gk, o) }}
 }
 
 // extensionKind is the resource an ExtensionRef filter module declares, read as an unstructured

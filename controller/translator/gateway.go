@@ -231,7 +231,8 @@ func (t *session) gatewayAddresses(g *gatewayState) {
 				g.unsatisfied = append(g.unsatisfied, "an IPAddress entry without a value gets no address: "+
 					"no --gateway-address-pool address is free for it, and a Gateway naming addresses is not bound on every address")
 			}
-		case t.opts.AssignsAddresses:
+		case t.opts.AssignsAddresses && g.key.Namespace != translation.ImplicitNamespace:
+			// An implicit Gateway (Ingress) binds what its flag says, never a pool address.
 			g.noAddress(gwapiv1.GatewayReasonAddressNotAssigned,
 				"The address pool has no free address: free one (delete a Gateway) or widen --gateway-address-pool")
 			g.unsatisfied = append(g.unsatisfied, g.addrMsg)

@@ -112,10 +112,12 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 		}
 	}
 	filterKinds, dupErrs := filterTranslators(opts.Registry)
+	kinds := translation.RouteKinds(opts.Registry)
+	store = withImplicitParents(store, kinds, opts)
 	return &session{
 		extensionErrs: append(extErrs, dupErrs...),
 		ctx:           ctx, store: store, opts: opts, now: now,
-		kinds:             translation.RouteKinds(opts.Registry),
+		kinds:             kinds,
 		filterKinds:       filterKinds,
 		aliases:           aliases,
 		extIndex:          map[schema.GroupKind]map[types.NamespacedName]translation.Object{},
@@ -150,7 +152,10 @@ func (t *session) run() *Result {
 	t.translateGatewayFilters()
 	t.translateRoutes()
 	t.hostnameKindConflicts()
-	return t.result()
+	t.yieldToGatewayAPI()
+	res := t.result()
+	dropImplicitStatus(res)
+	return res
 }
 
 // index builds the lookup maps the passes need.

@@ -58,6 +58,9 @@ type Options struct {
 	// controller derives it from its discovery CA, `coxswain serve` reads --session-key-file or
 	// makes a random one. Left empty (tests), the keys are computable by anyone.
 	SessionKey []byte
+	// KindSettings are settings of route kinds that the core hands to them
+	// (translation.ImplicitWorld.Settings): "ingress.http-address", "ingress.https-address".
+	KindSettings map[string]string
 }
 
 // Result is one translation: the snapshot every proxy should run and the status the controller

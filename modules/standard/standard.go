@@ -22,6 +22,7 @@ import (
 	// Route kinds.
 	_ "github.com/coxswain-labs/coxswain/modules/grpcroute"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute"
+	_ "github.com/coxswain-labs/coxswain/modules/ingress"
 	_ "github.com/coxswain-labs/coxswain/modules/tcproute"
 	_ "github.com/coxswain-labs/coxswain/modules/tlsroute"
 	_ "github.com/coxswain-labs/coxswain/modules/udproute"
@@ -53,6 +54,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/core/proxy/listener",
 	"github.com/coxswain-labs/coxswain/modules/grpcroute",
 	"github.com/coxswain-labs/coxswain/modules/httproute",
+	"github.com/coxswain-labs/coxswain/modules/ingress",
 	"github.com/coxswain-labs/coxswain/modules/tcproute",
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",
 	"github.com/coxswain-labs/coxswain/modules/udproute",

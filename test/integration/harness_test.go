@@ -30,6 +30,7 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/rewrite/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate" // the route kinds of the stock binary
+	_ "github.com/coxswain-labs/coxswain/modules/ingress/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/standard"
 	_ "github.com/coxswain-labs/coxswain/modules/tcproute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/tlsroute/translate"
@@ -76,6 +77,8 @@ type controllerOpts struct {
 	// provisioning turns the controller's provisioning on (shared mode; dedicated mode too when
 	// its Dedicated is set).
 	provisioning *controller.Provisioning
+	// kindSettings are the controller's KindSettings (--ingress-http-address, ...).
+	kindSettings map[string]string
 }
 
 // publishedSnapshots keeps the latest snapshot a controller's in-process proxy applied: what a
@@ -168,6 +171,7 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 		ShutdownTimeout: 2 * time.Second,
 		Documents:       o.documents,
 		Provisioning:    o.provisioning,
+		KindSettings:    o.kindSettings,
 		LeaderElection: controller.LeaderElection{
 			Namespace: o.leaseNamespace, Name: o.lease, Identity: o.identity,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,

@@ -97,7 +97,7 @@ func (*BasicAuth) ExtensionAPI() core.ExtensionAPI { return API }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*BasicAuth) ExtensionRouteKinds() (supported, ignored []string) {
-	return []string{"HTTPRoute"}, nil
+	return []string{"HTTPRoute", "Ingress"}, nil
 }
 
 // CheckConfig implements core.ConfigChecker: the resolver's output, checked as the proxy will.

@@ -68,7 +68,7 @@ func (*Compression) ExtensionAPI() core.ExtensionAPI { return API }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*Compression) ExtensionRouteKinds() (supported, ignored []string) {
-	return []string{"HTTPRoute"}, nil
+	return []string{"HTTPRoute", "Ingress"}, nil
 }
 
 // CheckConfig implements core.ConfigChecker.

@@ -91,7 +91,7 @@ func (*ExternalAuth) ExtensionAPI() core.ExtensionAPI { return API }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*ExternalAuth) ExtensionRouteKinds() (supported, ignored []string) {
-	return []string{"HTTPRoute", "GRPCRoute"}, nil
+	return []string{"HTTPRoute", "Ingress", "GRPCRoute"}, nil
 }
 
 // CheckConfig implements core.ConfigChecker.

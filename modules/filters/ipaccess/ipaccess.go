@@ -67,7 +67,7 @@ func (*IpAccessControl) ExtensionAPI() core.ExtensionAPI { return API }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*IpAccessControl) ExtensionRouteKinds() (supported, ignored []string) {
-	return []string{"HTTPRoute", "GRPCRoute"}, nil
+	return []string{"HTTPRoute", "Ingress", "GRPCRoute"}, nil
 }
 
 // Provision compiles both lists, once per snapshot, and logs a WARN for what it skips.

@@ -86,7 +86,7 @@ func (*JwtAuth) ExtensionAPI() core.ExtensionAPI { return API }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*JwtAuth) ExtensionRouteKinds() (supported, ignored []string) {
-	return []string{"HTTPRoute", "GRPCRoute"}, nil
+	return []string{"HTTPRoute", "Ingress", "GRPCRoute"}, nil
 }
 
 // Provision checks the config and parses the JWKS, once per snapshot.

@@ -58,7 +58,7 @@ func (*PathRewriteRegex) ExtensionAPI() core.ExtensionAPI { return API }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*PathRewriteRegex) ExtensionRouteKinds() (supported, ignored []string) {
-	return []string{"HTTPRoute"}, nil
+	return []string{"HTTPRoute", "Ingress"}, nil
 }
 
 // Provision compiles the pattern, once per snapshot.

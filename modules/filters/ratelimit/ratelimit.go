@@ -104,7 +104,7 @@ func (*RateLimit) ExtensionAPI() core.ExtensionAPI { return API }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*RateLimit) ExtensionRouteKinds() (supported, ignored []string) {
-	return []string{"HTTPRoute", "GRPCRoute"}, nil
+	return []string{"HTTPRoute", "Ingress", "GRPCRoute"}, nil
 }
 
 // CheckConfig implements core.ConfigChecker.

@@ -64,7 +64,7 @@ func (*RequestSizeLimit) ExtensionAPI() core.ExtensionAPI { return API }
 
 // ExtensionRouteKinds implements core.ExtensionRouteKinds.
 func (*RequestSizeLimit) ExtensionRouteKinds() (supported, ignored []string) {
-	return []string{"HTTPRoute"}, []string{"GRPCRoute"}
+	return []string{"HTTPRoute", "Ingress"}, []string{"GRPCRoute"}
 }
 
 // Provision parses the size. One that does not parse fails open, with a WARN here and on the
