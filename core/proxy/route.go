@@ -40,6 +40,10 @@ type route struct {
 	// deadliner reads the client's own deadline from the request (gRPC), nil for none.
 	deadliner core.HTTPDeadliner
 	chain     http.Handler
+	// rule is the route rule's name ("" when the rule has none), for the access log.
+	rule string
+	// obs are its request series (reqmetrics.go), nil when request metrics are off.
+	obs *routeObs
 
 	// Layer-4 routes (l4.go) have one of these instead of a matcher and a chain.
 	stream core.StreamRoute
@@ -174,6 +178,9 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 		}
 		weights[i] = be.GetWeight()
 		choice.backends = append(choice.backends, h)
+	}
+	if err := b.observeRoute(rt, r); err != nil {
+		return nil, err
 	}
 	if len(backends) == 1 && weights[0] > 0 {
 		// Most routes have one backend: no choice to make, so no schedule to keep (a table of
@@ -311,6 +318,9 @@ func (s *requestStage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rec := recordOf(w); rec != nil {
+		rec.rt = rt
+	}
 	timeout, bounded := rt.timeout, rt.timeout > 0
 	if rt.deadliner != nil {
 		if d, ok := rt.deadliner.RequestTimeout(r); ok && (!bounded || d < timeout) {
@@ -385,7 +395,10 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Deferred (open-coded: no allocation) so that a forwarder's panic still reports the pick.
 		defer report(fb, br, ep, r, time.Now(), &out)
 	}
+	rec := recordOf(w)
+	rec.upstreamStart(u.cluster, ep.HostPort)
 	out = u.fwd.forward(w, r, ep)
+	rec.upstreamEnd()
 	if out.aborted() {
 		panic(http.ErrAbortHandler) // after out is set: report sees how it ended
 	}
