@@ -282,8 +282,8 @@ func BenchmarkH1ProxyAccessLog(b *testing.B) {
 // through the HTTP/1.1 fast path allocates as much with request metrics and the access log on as
 // with both off.
 func TestRequestObservationAllocatesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("benchmarks")
+	if testing.Short() || raceEnabled {
+		t.Skip("allocation counts: not in -short, nor under -race (sync.Pool drops items there)")
 	}
 	off := testing.Benchmark(func(b *testing.B) {
 		benchH1ProxyOn(b, newObservedProxy(b, false, nil).p, func(*irv1.Listener) {}, func(*irv1.Cluster) {}, "")
