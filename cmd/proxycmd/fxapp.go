@@ -146,6 +146,12 @@ func newEngine(p engineParams) (*proxy.Proxy, agent.Engine, error) {
 		}
 	}
 	px := proxy.New(opts)
+	if p.Metrics != nil {
+		if err := p.Metrics.Register(px.StatsCollector()); err != nil {
+			closeLog()
+			return nil, nil, err
+		}
+	}
 	lc.Append(fx.StopHook(func() error {
 		defer closeLog() // after the drain: the last requests' lines are written too
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Drain)
