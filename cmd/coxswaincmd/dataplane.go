@@ -14,6 +14,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
+	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
 	"github.com/coxswain-labs/coxswain/core"
@@ -175,7 +176,16 @@ func controllerCollectors(ctrl *controller.Controller) []prometheus.Collector {
 			func() float64 { return b2f(st.Leading.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "coxswain_controller_translate_seconds", Help: "Duration of the latest translation."},
 			func() float64 { return time.Duration(st.TranslateNanos.Load()).Seconds() }),
-		st.UnresolvedFilters,
+		st.UnresolvedFilters, st.TranslateDuration, st.ChangeLag,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_status_writes_total",
+			Help: "Status updates written to the API server (Gateways, GatewayClasses, routes, policies, ListenerSets)."},
+			func() float64 { return float64(status.APICounters.Writes.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_status_conflicts_total",
+			Help: "Status updates the API server refused with a conflict (then retried from a fresh read)."},
+			func() float64 { return float64(status.APICounters.Conflicts.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_status_failures_total",
+			Help: "Status updates that failed for another reason than a conflict."},
+			func() float64 { return float64(status.APICounters.Failures.Load()) }),
 	}
 }
 
