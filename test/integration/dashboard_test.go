@@ -86,7 +86,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 		if len(missing) > 0 {
 			return fmt.Errorf("not exported: %s", strings.Join(missing, ", "))
 		}
-		if !strings.Contains(scraped.String(), `coxswain_proxy_requests_total{backend="`+ns+`/v1:80",code_class="2xx",gateway="`+ns+`/gw",route="httproute/`+ns+`/web"}`) {
+		if !strings.Contains(scraped.String(), `coxswain_proxy_requests_total{backend="`+ns+`/v1:80",code_class="2xx",gateway="`+ns+`/gw",route="HTTPRoute/`+ns+`/web"}`) {
 			return fmt.Errorf("no requests_total series of the route")
 		}
 		return nil
