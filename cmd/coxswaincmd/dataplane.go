@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,9 +15,9 @@ import (
 
 	"github.com/coxswain-labs/coxswain/cmd/proxycmd"
 	"github.com/coxswain-labs/coxswain/controller"
-	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
+	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/admin"
 	"github.com/coxswain-labs/coxswain/core/discovery/svid"
@@ -87,11 +88,17 @@ func (dp *dataPlane) NewPublisher(ctx context.Context, report controller.Reporte
 }
 
 func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc kubeClients,
-	metrics *prometheus.Registry) *dataPlane {
+	metrics *prometheus.Registry) (*dataPlane, error) {
 	d := &cc.dataPlane
 	if d.inProcess {
+		obs := cc.proxy.Observe()
+		al, closeLog, err := obs.OpenAccessLog(os.Stdout, metrics)
+		if err != nil {
+			return nil, err
+		}
+		lc.Append(fx.StopHook(closeLog))
 		return &dataPlane{inProcess: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: cc.proxy.Limits(),
-			ModuleSettings: cc.proxy.Settings(), Metrics: metrics}), sessionKey: cc.sessionKey}
+			ModuleSettings: cc.proxy.Settings(), Metrics: metrics, RequestMetrics: obs.RequestMetrics, AccessLog: al}), sessionKey: cc.sessionKey}, nil
 	}
 	dp := &dataPlane{sessionKey: cc.sessionKey}
 	lc.Append(fx.Hook{
@@ -101,7 +108,7 @@ func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, reg *core.Registry, log
 			return nil
 		},
 	})
-	return dp
+	return dp, nil
 }
 
 // start prepares the CA, the trust bundle and the discovery server, listening.

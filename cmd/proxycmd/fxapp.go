@@ -141,7 +141,7 @@ func newEngine(p engineParams) (*proxy.Proxy, agent.Engine, error) {
 	if o := cfg.Observe; o != nil {
 		opts.RequestMetrics = o.RequestMetrics && p.Metrics != nil
 		var err error
-		if opts.AccessLog, closeLog, err = o.openAccessLog(cfg.Stdout, reg); err != nil {
+		if opts.AccessLog, closeLog, err = o.OpenAccessLog(cfg.Stdout, reg); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -39,9 +39,9 @@ type accessLogSeries struct {
 	written, dropped prometheus.Counter
 }
 
-// openAccessLog starts the access log the flags ask for (nil: none), with its counters on reg
+// OpenAccessLog starts the access log the flags ask for (nil: none), with its counters on reg
 // (nil: not exported). close stops it and closes its file.
-func (o ObserveFlags) openAccessLog(stdout io.Writer, reg prometheus.Registerer) (l *accesslog.Logger, closeFn func(), err error) {
+func (o ObserveFlags) OpenAccessLog(stdout io.Writer, reg prometheus.Registerer) (l *accesslog.Logger, closeFn func(), err error) {
 	if !o.AccessLog {
 		return nil, func() {}, nil
 	}
