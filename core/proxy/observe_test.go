@@ -21,8 +21,8 @@ import (
 	"github.com/coxswain-labs/coxswain/core/accesslog"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
-	"github.com/coxswain-labs/coxswain/core/proxy/listener"
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/testmod"
+	"github.com/coxswain-labs/coxswain/core/proxy/listener"
 	"github.com/coxswain-labs/coxswain/modules/lb/roundrobin"
 )
 
@@ -63,10 +63,9 @@ func (s *lineSink) next(t *testing.T) map[string]any {
 }
 
 type observed struct {
-	p    *proxy.Proxy
-	reg  *prometheus.Registry
-	sink *lineSink
-	log  *accesslog.Logger
+	p   *proxy.Proxy
+	reg *prometheus.Registry
+	log *accesslog.Logger
 }
 
 func newObservedProxy(t testing.TB, metrics bool, log *accesslog.Logger) *observed {
