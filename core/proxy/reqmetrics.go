@@ -67,8 +67,10 @@ var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 // requestSeries are the proxy's request series families and the reference counts of their label
 // sets.
 type requestSeries struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	streamConns *prometheus.CounterVec
+	streamBytes *prometheus.CounterVec
 
 	mu   sync.Mutex
 	refs map[string]int // by strings.Join(labels, "\x00"): a counter set or a histogram
@@ -88,7 +90,19 @@ func newRequestSeries(m *core.Metrics) (*requestSeries, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &requestSeries{requests: requests, duration: duration, refs: map[string]int{}}, nil
+	streamConns, err := m.CounterVec("coxswain_proxy_stream_connections_total",
+		"TCPRoute and TLSRoute connections ended, per Gateway and route object.", "gateway", "route")
+	if err != nil {
+		return nil, err
+	}
+	streamBytes, err := m.CounterVec("coxswain_proxy_stream_bytes_total",
+		"Bytes TCPRoute and TLSRoute connections carried, per Gateway, route object and direction (in: from the client, out: to it), counted when the connection ends.",
+		"gateway", "route", "direction")
+	if err != nil {
+		return nil, err
+	}
+	return &requestSeries{requests: requests, duration: duration, streamConns: streamConns, streamBytes: streamBytes,
+		refs: map[string]int{}}, nil
 }
 
 // requestSeriesOf returns the proxy's request series, made on the first build (builds run under p.mu).
@@ -126,7 +140,7 @@ func (o *routeObs) counters(cl *cluster) *[numClasses]prometheus.Counter {
 
 // obsHeld is what a table holds of the request series, released when it closes.
 type obsHeld struct {
-	keys [][]string // label sets: 4 values for a counter set, 2 for a histogram
+	keys [][]string // kind, then the label values
 }
 
 // routeObsOf resolves the series of one route object on gateway whose backends go to clusters
@@ -136,7 +150,7 @@ func (s *requestSeries) routeObsOf(held *obsHeld, gateway, route string, cluster
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o.duration = s.duration.WithLabelValues(gateway, route)
-	s.hold(held, gateway, route)
+	s.hold(held, kindDuration, gateway, route)
 	seen := map[string]bool{}
 	for _, cl := range clusters {
 		if cl == nil || seen[cl.name] {
@@ -155,11 +169,30 @@ func (s *requestSeries) countersOf(held *obsHeld, gateway, route, backend string
 	for i := range c {
 		c[i] = s.requests.WithLabelValues(gateway, route, backend, classLabels[i])
 	}
-	s.hold(held, gateway, route, backend)
+	s.hold(held, kindRequests, gateway, route, backend)
 	return c
 }
 
-// hold counts one more holder of a label set (under s.mu).
+// streamObsOf resolves the series of one layer-4 route object on gateway.
+func (s *requestSeries) streamObsOf(held *obsHeld, gateway, route string) *streamObs {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &streamObs{gateway: gateway, route: route,
+		conns: s.streamConns.WithLabelValues(gateway, route),
+		in:    s.streamBytes.WithLabelValues(gateway, route, "in"),
+		out:   s.streamBytes.WithLabelValues(gateway, route, "out")}
+	s.hold(held, kindStream, gateway, route)
+	return o
+}
+
+// The kinds of label sets a table holds (the first element of a held key).
+const (
+	kindRequests = "requests" // gateway, route, backend: the code_class counters
+	kindDuration = "duration" // gateway, route
+	kindStream   = "stream"   // gateway, route: connections and both byte directions
+)
+
+// hold counts one more holder of a label set (under s.mu); labels[0] is its kind.
 func (s *requestSeries) hold(held *obsHeld, labels ...string) {
 	s.refs[strings.Join(labels, "\x00")]++
 	held.keys = append(held.keys, slices.Clone(labels))
@@ -178,12 +211,17 @@ func (s *requestSeries) release(held *obsHeld) {
 			continue
 		}
 		delete(s.refs, k)
-		if len(labels) == 2 {
-			s.duration.DeleteLabelValues(labels...)
-			continue
-		}
-		for _, cl := range classLabels {
-			s.requests.DeleteLabelValues(labels[0], labels[1], labels[2], cl)
+		switch l := labels[1:]; labels[0] {
+		case kindDuration:
+			s.duration.DeleteLabelValues(l...)
+		case kindStream:
+			s.streamConns.DeleteLabelValues(l...)
+			s.streamBytes.DeleteLabelValues(l[0], l[1], "in")
+			s.streamBytes.DeleteLabelValues(l[0], l[1], "out")
+		default:
+			for _, cl := range classLabels {
+				s.requests.DeleteLabelValues(l[0], l[1], l[2], cl)
+			}
 		}
 	}
 	held.keys = nil
@@ -225,12 +263,12 @@ func (b *builder) observeRoute(rt *route, r *irv1.Route) error {
 }
 
 // observeListener sets up how the requests of a listener being built are observed.
-func (b *builder) observeListener(ls *ListenerState) error {
+func (b *builder) observeListener(ls *ListenerState, http bool) error {
 	if !b.p.reqMetrics && b.p.accessLog == nil {
 		return nil
 	}
 	ls.obs = &listenerObs{listener: ls.Name, log: b.p.accessLog, metrics: b.p.reqMetrics}
-	if !b.p.reqMetrics {
+	if !b.p.reqMetrics || !http {
 		return nil
 	}
 	s, err := b.p.requestSeriesOf()

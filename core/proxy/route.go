@@ -49,6 +49,7 @@ type route struct {
 	stream core.StreamRoute
 	dgram  core.DatagramRoute
 	up     *l4Upstream
+	l4obs  *streamObs // nil when request metrics are off
 }
 
 // cluster is one IR Cluster: endpoints, their balancer and how to reach them. Its endpoint set is
@@ -139,6 +140,9 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	if rt, ok, err := b.l4Route(r, mod); ok {
+		if err == nil {
+			err = b.observeStream(rt)
+		}
 		return rt, err
 	}
 	m, ok := mod.(core.HTTPMatcher)

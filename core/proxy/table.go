@@ -221,7 +221,7 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 			ls.firstTLS = sc
 		}
 	}
-	if err := b.observeListener(ls); err != nil {
+	if err := b.observeListener(ls, routeAPIOf(sl) == RouteAPIHTTP); err != nil {
 		return nil, err
 	}
 	if err := checkRouteAPI(ls, routeAPIOf(sl)); err != nil {
