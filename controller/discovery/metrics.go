@@ -61,6 +61,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// connected makes a proxy's series, at zero, when its stream starts: rate() and the dashboard
+// see a proxy that has had no nack yet.
+func (m *metrics) connected(proxy string) {
+	m.proxyPushes.WithLabelValues(proxy)
+	m.proxyAcks.WithLabelValues(proxy)
+	m.proxyNacks.WithLabelValues(proxy)
+}
+
 // forget deletes the series of a proxy whose stream ended.
 func (m *metrics) forget(proxy string) {
 	m.proxyPushes.DeleteLabelValues(proxy)

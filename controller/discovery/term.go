@@ -168,6 +168,7 @@ func (t *term) add(s *session) bool {
 	i := sort.Search(len(t.sessions), func(i int) bool { return t.sessions[i].node >= s.node })
 	t.sessions = append(t.sessions[:i], append([]*session{s}, t.sessions[i:]...)...)
 	t.s.metrics.streams.Inc()
+	t.s.metrics.connected(s.node)
 	t.log.Info("proxy connected", s.fields()...)
 	s.notify()
 	t.evaluate()
