@@ -6,6 +6,7 @@
 package accesslog
 
 import (
+	"bufio"
 	"io"
 	"net/netip"
 	"sync"
@@ -22,7 +23,9 @@ const DefaultQueue = 4096
 
 // Options configure a Logger.
 type Options struct {
-	// Sink receives whole lines, one Write per line, from a single goroutine.
+	// Sink receives whole lines from a single goroutine, batched: the writer buffers up to
+	// 64 KiB and writes when its queue is empty (or the buffer full), so that a busy proxy makes
+	// one write(2) per batch rather than per request.
 	Sink io.Writer
 	// Sample logs one in Sample requests (counted per Logger); 0 and 1 log every one.
 	Sample uint64
@@ -42,7 +45,7 @@ type Options struct {
 // *Logger logs nothing.
 type Logger struct {
 	enc     zapcore.Encoder
-	sink    io.Writer
+	sink    *bufio.Writer
 	sample  uint64
 	query   bool
 	n       atomic.Uint64
@@ -69,7 +72,7 @@ func New(opts Options) *Logger {
 			EncodeDuration: zapcore.SecondsDurationEncoder,
 			LineEnding:     "\n",
 		}),
-		sink:    opts.Sink,
+		sink:    bufio.NewWriterSize(opts.Sink, 64<<10),
 		sample:  max(opts.Sample, 1),
 		query:   opts.Query,
 		queue:   make(chan *buffer.Buffer, q),
@@ -143,12 +146,16 @@ func (l *Logger) run() {
 		select {
 		case b := <-l.queue:
 			l.emit(b)
+			if len(l.queue) == 0 {
+				_ = l.sink.Flush()
+			}
 		case <-l.stop:
 			for {
 				select {
 				case b := <-l.queue:
 					l.emit(b)
 				default:
+					_ = l.sink.Flush()
 					return
 				}
 			}
