@@ -7,6 +7,7 @@ package accesslog
 
 import (
 	"bufio"
+	"cmp"
 	"io"
 	"net/netip"
 	"sync"
@@ -21,12 +22,18 @@ import (
 // DefaultQueue is how many encoded lines wait for the writer before new ones are dropped.
 const DefaultQueue = 4096
 
+// DefaultFlushInterval is how often the writer drains the queue.
+const DefaultFlushInterval = 20 * time.Millisecond
+
 // Options configure a Logger.
 type Options struct {
-	// Sink receives whole lines from a single goroutine, batched: the writer buffers up to
-	// 64 KiB and writes when its queue is empty (or the buffer full), so that a busy proxy makes
-	// one write(2) per batch rather than per request.
+	// Sink receives whole lines from a single goroutine, batched: the writer wakes every
+	// FlushInterval (or when the queue is half full), drains the queue into a 64 KiB buffer and
+	// writes it, so that a busy proxy makes one write(2) and one goroutine wake-up per batch
+	// rather than per request.
 	Sink io.Writer
+	// FlushInterval is the longest a line waits for the writer (DefaultFlushInterval when 0).
+	FlushInterval time.Duration
 	// Sample logs one in Sample requests (counted per Logger); 0 and 1 log every one.
 	Sample uint64
 	// Query keeps the query string in the path field; it is cut off by default, since queries
@@ -50,6 +57,8 @@ type Logger struct {
 	query   bool
 	n       atomic.Uint64
 	queue   chan *buffer.Buffer
+	kick    chan struct{} // wakes the writer early when the queue is half full
+	every   time.Duration
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -76,6 +85,8 @@ func New(opts Options) *Logger {
 		sample:  max(opts.Sample, 1),
 		query:   opts.Query,
 		queue:   make(chan *buffer.Buffer, q),
+		kick:    make(chan struct{}, 1),
+		every:   cmp.Or(opts.FlushInterval, DefaultFlushInterval),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		dropped: opts.Dropped,
@@ -132,6 +143,12 @@ func (l *Logger) Write(t time.Time, msg string, fs *Fields) {
 	}
 	select {
 	case l.queue <- b:
+		if len(l.queue) >= cap(l.queue)/2 {
+			select {
+			case l.kick <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		b.Free()
 		if l.dropped != nil {
@@ -142,23 +159,29 @@ func (l *Logger) Write(t time.Time, msg string, fs *Fields) {
 
 func (l *Logger) run() {
 	defer close(l.done)
+	tick := time.NewTicker(l.every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-l.kick:
+		case <-l.stop:
+			l.drain()
+			return
+		}
+		l.drain()
+	}
+}
+
+// drain writes every queued line and flushes them.
+func (l *Logger) drain() {
 	for {
 		select {
 		case b := <-l.queue:
 			l.emit(b)
-			if len(l.queue) == 0 {
-				_ = l.sink.Flush()
-			}
-		case <-l.stop:
-			for {
-				select {
-				case b := <-l.queue:
-					l.emit(b)
-				default:
-					_ = l.sink.Flush()
-					return
-				}
-			}
+		default:
+			_ = l.sink.Flush()
+			return
 		}
 	}
 }
