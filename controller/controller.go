@@ -35,6 +35,8 @@ type Controller struct {
 	owned   *ownedWatch // nil without Options.Provisioning
 	trigger *coalescer
 	dirty   atomic.Uint32 // change bits since the last translation
+	// firstChange is when the oldest change not yet translated arrived (unix nanos; 0: none).
+	firstChange atomic.Int64
 	// features are those the compiled-in modules serve; a GatewayClass claims the ones of them the
 	// cluster's Gateway API CRDs serve too (claimed).
 	features []gwapiv1.SupportedFeature
@@ -67,6 +69,14 @@ type Stats struct {
 	// the ExtensionRefs it found naming an object that does not exist, so the series grows for
 	// as long as one stays missing (a fail-open filter's rule is being served unfiltered).
 	UnresolvedFilters *prometheus.CounterVec
+	// TranslateDuration is coxswain_controller_translation_duration_seconds{kind}: each
+	// translation, kind "full" or "endpoints" (the endpoints-only refresh).
+	TranslateDuration *prometheus.HistogramVec
+	// ChangeLag is coxswain_controller_change_to_publish_seconds, the informer lag: from the
+	// first informer event (or document, or retry) a snapshot includes to its publication. It
+	// is the holdoff, the translation and the publish; a lag that grows is a controller that
+	// cannot keep up with the API server's changes.
+	ChangeLag prometheus.Histogram
 }
 
 // New builds a controller; Run starts it.
@@ -92,6 +102,12 @@ func New(opts Options) (*Controller, error) {
 	c.docs = documents.New(dopts)
 	c.stats.UnresolvedFilters = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_filter_unresolved_total",
 		Help: "ExtensionRefs naming a filter object that does not exist, added at every translation while they stay missing."}, []string{"kind"})
+	c.stats.TranslateDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "coxswain_controller_translation_duration_seconds",
+		Help:    "Duration of each translation, by kind: full, or endpoints (an endpoints-only refresh).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"kind"})
+	c.stats.ChangeLag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coxswain_controller_change_to_publish_seconds",
+		Help:    "Informer lag: from the first change a snapshot includes (an informer event, a fetched document, a publish retry) to its publication.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)})
 	return c, nil
 }
 
@@ -134,6 +150,7 @@ func (c *Controller) StatusWrites() int64 {
 }
 
 func (c *Controller) changed(ch change) {
+	c.firstChange.CompareAndSwap(0, time.Now().UnixNano())
 	c.dirty.Or(uint32(ch))
 	c.trigger.Notify()
 }
@@ -276,6 +293,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 	var published string
 	retry := publishRetry
 	for c.trigger.Wait(ctx) == nil {
+		changedAt := c.firstChange.Swap(0)
 		ch := change(c.dirty.Swap(0))
 		store, err := c.watch.store()
 		if err != nil {
@@ -283,7 +301,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			continue
 		}
 		start := time.Now()
+		kind := "full"
 		if ch == changeEndpoints && last != nil {
+			kind = "endpoints"
 			last = translator.RefreshEndpoints(ctx, last, store, opts)
 			c.stats.EndpointRefreshes.Add(1)
 			if lastRes != nil {
@@ -323,6 +343,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			ing.after(ctx, store, res)
 		}
 		c.stats.TranslateNanos.Store(int64(time.Since(start)))
+		c.stats.TranslateDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 		c.log.Debug("translated", zap.Bool("endpointsOnly", ch == changeEndpoints), zap.Duration("took", time.Since(start)),
 			zap.String("version", last.GetVersion()))
 		if last.GetVersion() == published {
@@ -342,6 +363,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		published = last.GetVersion()
 		c.stats.Publishes.Add(1)
 		c.stats.PublishedAt.Store(time.Now().UnixNano())
+		if changedAt != 0 {
+			c.stats.ChangeLag.Observe(time.Since(time.Unix(0, changedAt)).Seconds())
+		}
 		c.log.Info("published", zap.String("version", published), zap.Int("gateways", len(last.GetGateways())))
 	}
 }

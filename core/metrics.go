@@ -24,7 +24,7 @@ type Metrics struct {
 	vecs map[string]*vecEntry
 }
 
-// vecEntry is one registered family: a *prometheus.CounterVec or a *prometheus.GaugeVec.
+// vecEntry is one registered family: a *prometheus.CounterVec, GaugeVec or HistogramVec.
 type vecEntry struct {
 	vec    prometheus.Collector
 	help   string
@@ -85,4 +85,13 @@ func vecOf[V prometheus.Collector](m *Metrics, name, help string, labels []strin
 	}
 	m.vecs[name] = &vecEntry{vec: vec, help: help, labels: slices.Clone(labels)}
 	return vec, nil
+}
+
+// HistogramVec is CounterVec for a histogram vector with the given bucket boundaries. The buckets
+// are part of the family: asking again for the name with other labels is an error, as for the
+// other kinds; the first caller's buckets are kept.
+func (m *Metrics) HistogramVec(name, help string, buckets []float64, labels ...string) (*prometheus.HistogramVec, error) {
+	return vecOf(m, name, help, labels, func() *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	})
 }

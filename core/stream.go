@@ -38,6 +38,12 @@ type Stream struct {
 	// IdleTimeout ends the stream after this long without a byte in either direction; 0 means
 	// none.
 	IdleTimeout time.Duration
+
+	// Set by the route before ServeStream returns, for the proxy's metrics and access log: the
+	// bytes copied each way (the prefix counts as the client's) and the upstream endpoint
+	// ("address:port", "" when none was reached).
+	BytesFromClient, BytesToClient int64
+	UpstreamAddr                   string
 }
 
 // Upstream is the engine's compiled backend choice for one layer-4 route.

@@ -35,6 +35,9 @@ type options struct {
 	conns       []int
 	coxswainEnv []string
 	variants    []variant
+	// coxswainFlags are extra `coxswain serve` flags per Coxswain peer name ("coxswain" or a
+	// variant's): the same binary run twice with different flags (metrics on and off).
+	coxswainFlags map[string][]string
 }
 
 // variant is another Coxswain build measured as if it were a peer (before/after comparisons).
@@ -57,6 +60,8 @@ func main() {
 	conns := flag.String("conns", "16,64,256", "B1 connection counts")
 	coxEnv := flag.String("coxswain-env", "", "extra environment for coxswain, comma-separated (e.g. GOGC=200)")
 	variants := flag.String("variants", "", "other coxswain builds to run as peers, name=binary,... (before/after)")
+	coxFlags := flag.String("coxswain-flags", "",
+		"extra serve flags per Coxswain peer, name=FLAGS;name=FLAGS (e.g. \"off=--access-log=false --request-metrics=false\")")
 	proxyCPU := flag.String("proxy-cpu", "0", "CPU set of the proxies")
 	loadCPU := flag.String("load-cpu", "1", "CPU set of the backend and the load generator")
 	flag.Parse()
@@ -73,6 +78,12 @@ func main() {
 			abs, _ := filepath.Abs(bin)
 			o.variants = append(o.variants, variant{name: name, bin: abs})
 			o.peers = append(o.peers, name)
+		}
+	}
+	o.coxswainFlags = map[string][]string{}
+	for _, spec := range strings.Split(*coxFlags, ";") {
+		if name, fl, ok := strings.Cut(spec, "="); ok {
+			o.coxswainFlags[strings.TrimSpace(name)] = strings.Fields(fl)
 		}
 	}
 	if *coxEnv != "" {

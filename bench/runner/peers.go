@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -92,8 +93,9 @@ func (e *env) startCoxswain(name, dir string) (*proc, error) {
 func (e *env) startCoxswainBin(name, dir, bin string, admPort int) (*proc, error) {
 	adm := "127.0.0.1:" + strconv.Itoa(admPort)
 	env := append([]string{"GOMAXPROCS=1"}, e.opts.coxswainEnv...)
-	p, err := start(e.dir, name, e.proxyCPU, env, bin, "serve", "-f", dir,
-		"--admin-address", adm, "--log-level", "warn")
+	args := append([]string{"serve", "-f", dir, "--admin-address", adm, "--log-level", "warn"},
+		e.opts.coxswainFlags[strings.TrimPrefix(name, "grpc-")]...)
+	p, err := start(e.dir, name, e.proxyCPU, env, bin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/console"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/controller/inprocess"
+	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/admin"
 	"github.com/coxswain-labs/coxswain/core/discovery/svid"
@@ -92,11 +94,17 @@ func (dp *dataPlane) NewPublisher(ctx context.Context, report controller.Reporte
 }
 
 func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc kubeClients,
-	metrics *prometheus.Registry) *dataPlane {
+	metrics *prometheus.Registry) (*dataPlane, error) {
 	d := &cc.dataPlane
 	if d.inProcess {
+		obs := cc.proxy.Observe()
+		al, closeLog, err := obs.OpenAccessLog(os.Stdout, metrics)
+		if err != nil {
+			return nil, err
+		}
+		lc.Append(fx.StopHook(closeLog))
 		return &dataPlane{inProcess: inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: reg, Limits: cc.proxy.Limits(),
-			ModuleSettings: cc.proxy.Settings(), Metrics: metrics}), sessionKey: cc.sessionKey}
+			ModuleSettings: cc.proxy.Settings(), Metrics: metrics, RequestMetrics: obs.RequestMetrics, AccessLog: al}), sessionKey: cc.sessionKey}, nil
 	}
 	dp := &dataPlane{sessionKey: cc.sessionKey}
 	lc.Append(fx.Hook{
@@ -106,7 +114,7 @@ func newDataPlane(lc fx.Lifecycle, cc *controllerConfig, reg *core.Registry, log
 			return nil
 		},
 	})
-	return dp
+	return dp, nil
 }
 
 // start prepares the CA, the trust bundle and the discovery server, listening.
@@ -182,7 +190,16 @@ func controllerCollectors(ctrl *controller.Controller) []prometheus.Collector {
 			func() float64 { return b2f(st.Leading.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "coxswain_controller_translate_seconds", Help: "Duration of the latest translation."},
 			func() float64 { return time.Duration(st.TranslateNanos.Load()).Seconds() }),
-		st.UnresolvedFilters,
+		st.UnresolvedFilters, st.TranslateDuration, st.ChangeLag,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_status_writes_total",
+			Help: "Status updates written to the API server (Gateways, GatewayClasses, routes, policies, ListenerSets)."},
+			func() float64 { return float64(status.APICounters.Writes.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_status_conflicts_total",
+			Help: "Status updates the API server refused with a conflict (then retried from a fresh read)."},
+			func() float64 { return float64(status.APICounters.Conflicts.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coxswain_controller_status_failures_total",
+			Help: "Status updates that failed for another reason than a conflict."},
+			func() float64 { return float64(status.APICounters.Failures.Load()) }),
 	}
 }
 

@@ -81,7 +81,8 @@ func serve(args []string, e *proxycmd.Env) int {
 	var appLog *zap.Logger
 	app := fx.New(
 		proxycmd.ConfigModule(e, sc.log,
-			proxycmd.EngineConfig{Limits: sc.limits.Limits(), Settings: sc.limits.Settings(), Memory: &sc.memory, Drain: sc.drain}, fx.Supply(&sc)),
+			proxycmd.EngineConfig{Limits: sc.limits.Limits(), Settings: sc.limits.Settings(), Memory: &sc.memory, Drain: sc.drain,
+				Observe: new(sc.limits.Observe()), Stdout: e.Stdout}, fx.Supply(&sc)),
 		proxycmd.LoggerModule(e.Stderr),
 		proxycmd.MetricsModule(),
 		proxycmd.EngineModule(),

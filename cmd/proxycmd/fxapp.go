@@ -105,6 +105,10 @@ type EngineConfig struct {
 	Memory   *MemoryFlags
 	// Drain bounds how long in-flight requests may finish once the engine stops.
 	Drain time.Duration
+	// Observe are the request metrics and access log flags; nil: neither (tests).
+	Observe *ObserveFlags
+	// Stdout is where the access log goes without --access-log-file.
+	Stdout io.Writer
 }
 
 // EngineModule is the proxy engine: it provides the *proxy.Proxy and the agent.Engine the
@@ -126,14 +130,30 @@ type engineParams struct {
 	Metrics   *prometheus.Registry `optional:"true"`
 }
 
-func newEngine(p engineParams) (*proxy.Proxy, agent.Engine) {
+func newEngine(p engineParams) (*proxy.Proxy, agent.Engine, error) {
 	lc, cfg, log := p.Lifecycle, p.Config, p.Log
 	opts := proxy.Options{Log: log.Named("proxy"), Registry: p.Registry, Limits: cfg.Limits, ModuleSettings: cfg.Settings}
+	var reg prometheus.Registerer
 	if p.Metrics != nil {
-		opts.Metrics = p.Metrics
+		opts.Metrics, reg = p.Metrics, p.Metrics
+	}
+	closeLog := func() {}
+	if o := cfg.Observe; o != nil {
+		opts.RequestMetrics = o.RequestMetrics && p.Metrics != nil
+		var err error
+		if opts.AccessLog, closeLog, err = o.OpenAccessLog(cfg.Stdout, reg); err != nil {
+			return nil, nil, err
+		}
 	}
 	px := proxy.New(opts)
+	if p.Metrics != nil {
+		if err := p.Metrics.Register(px.StatsCollector()); err != nil {
+			closeLog()
+			return nil, nil, err
+		}
+	}
 	lc.Append(fx.StopHook(func() error {
+		defer closeLog() // after the drain: the last requests' lines are written too
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Drain)
 		defer cancel()
 		err := px.Close(ctx)
@@ -146,7 +166,7 @@ func newEngine(p engineParams) (*proxy.Proxy, agent.Engine) {
 	if cfg.Memory != nil {
 		eng = cfg.Memory.Engine(px)
 	}
-	return px, eng
+	return px, eng, nil
 }
 
 // Background runs a component's blocking run(ctx) from its OnStart hook until OnStop, which

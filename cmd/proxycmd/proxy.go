@@ -83,7 +83,8 @@ func RunProxy(args []string, e *Env) int {
 	}
 	var appLog *zap.Logger
 	app := fx.New(
-		ConfigModule(e, pc.log, EngineConfig{Limits: pc.limits.Limits(), Settings: pc.limits.Settings(), Memory: &pc.memory, Drain: pc.drain},
+		ConfigModule(e, pc.log, EngineConfig{Limits: pc.limits.Limits(), Settings: pc.limits.Settings(), Memory: &pc.memory, Drain: pc.drain,
+			Observe: new(pc.limits.Observe()), Stdout: e.Stdout},
 			fx.Supply(&pc)),
 		LoggerModule(e.Stderr),
 		MetricsModule(),

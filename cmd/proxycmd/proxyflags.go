@@ -19,6 +19,7 @@ type ProxyFlags struct {
 	upstreamConnect   time.Duration
 	proxyHeader       time.Duration
 	settings          ModuleSettings
+	observe           ObserveFlags
 }
 
 // Register adds the limit flags to fs.
@@ -34,9 +35,13 @@ func (p *ProxyFlags) Register(fs *flag.FlagSet) {
 		"how long connecting to a backend endpoint may take")
 	fs.DurationVar(&p.proxyHeader, "proxy-protocol-header-timeout", d.ProxyProtocolHeaderTimeout,
 		"how long a connection to a listener that requires the PROXY protocol (ClientTrafficPolicy) may take to send its header")
+	p.observe.Register(fs)
 	fs.Var(&p.settings, "module-setting",
 		"NAME=VALUE handed to the modules a snapshot loads (repeatable), for what is configured once per proxy rather than per route: ratelimit.redis.address=HOST:PORT (see docs/filters.md)")
 }
+
+// Observe are the request metrics and access log flags.
+func (p *ProxyFlags) Observe() ObserveFlags { return p.observe }
 
 // Settings are the --module-setting flags (proxy.Options.ModuleSettings); nil when none.
 func (p *ProxyFlags) Settings() map[string]string {

@@ -17,6 +17,9 @@ type metrics struct {
 	pending      prometheus.Gauge
 	tailored     prometheus.Counter
 	bindFailures prometheus.Gauge
+	// Per connected proxy (label proxy: its node name), deleted when its stream ends, so that
+	// rescheduled proxy pods do not pile up series.
+	proxyPushes, proxyAcks, proxyNacks *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,11 +47,33 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Snapshots cut down for a proxy: a dedicated proxy's Gateway, or modules its binary lacks."}),
 		bindFailures: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_discovery_listener_bind_failures",
 			Help: "Listener sockets connected proxies report they cannot bind (one per proxy and listener); they serve the rest and retry these."}),
+		proxyPushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_discovery_proxy_snapshot_pushes_total",
+			Help: "Snapshots sent to one connected proxy."}, []string{"proxy"}),
+		proxyAcks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_discovery_proxy_acks_total",
+			Help: "Snapshots one connected proxy acknowledged."}, []string{"proxy"}),
+		proxyNacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_discovery_proxy_nacks_total",
+			Help: "Snapshots one connected proxy rejected."}, []string{"proxy"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.pushes, m.pushBytes, m.acks, m.nacks, m.streams, m.latency, m.refusals, m.svidsIssued, m.pending, m.tailored, m.bindFailures)
+		reg.MustRegister(m.pushes, m.pushBytes, m.acks, m.nacks, m.streams, m.latency, m.refusals, m.svidsIssued, m.pending, m.tailored, m.bindFailures,
+			m.proxyPushes, m.proxyAcks, m.proxyNacks)
 	}
 	return m
+}
+
+// connected makes a proxy's series, at zero, when its stream starts: rate() and the dashboard
+// see a proxy that has had no nack yet.
+func (m *metrics) connected(proxy string) {
+	m.proxyPushes.WithLabelValues(proxy)
+	m.proxyAcks.WithLabelValues(proxy)
+	m.proxyNacks.WithLabelValues(proxy)
+}
+
+// forget deletes the series of a proxy whose stream ended.
+func (m *metrics) forget(proxy string) {
+	m.proxyPushes.DeleteLabelValues(proxy)
+	m.proxyAcks.DeleteLabelValues(proxy)
+	m.proxyNacks.DeleteLabelValues(proxy)
 }
 
 func (m *metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }

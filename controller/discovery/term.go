@@ -168,6 +168,7 @@ func (t *term) add(s *session) bool {
 	i := sort.Search(len(t.sessions), func(i int) bool { return t.sessions[i].node >= s.node })
 	t.sessions = append(t.sessions[:i], append([]*session{s}, t.sessions[i:]...)...)
 	t.s.metrics.streams.Inc()
+	t.s.metrics.connected(s.node)
 	t.log.Info("proxy connected", s.fields()...)
 	s.notify()
 	t.evaluate()
@@ -182,6 +183,7 @@ func (t *term) remove(s *session) {
 		if cur == s {
 			t.sessions = append(t.sessions[:i], t.sessions[i+1:]...)
 			t.s.metrics.streams.Dec()
+			t.s.metrics.forget(s.node)
 			t.evaluate()
 			break
 		}
@@ -231,6 +233,7 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 		}
 		s.inflight = &flight{seq: p.seq, version: prep.version, sent: time.Now(), due: later(p.at, s.connected)}
 		t.s.metrics.pushes.Inc()
+		t.s.metrics.proxyPushes.WithLabelValues(s.node).Inc()
 		t.s.metrics.pushBytes.Add(float64(len(prep.data)))
 		t.mu.Unlock()
 		return &discv1.StreamResponse{Kind: &discv1.StreamResponse_Push{Push: &discv1.Push{Snapshot: prep.data, Version: prep.version}}}
@@ -282,6 +285,7 @@ func (t *term) ack(s *session, a *discv1.Ack) {
 	s.inflight, s.acked, s.serving, s.nack = nil, *f, f.version, nil
 	s.acked.at = time.Now()
 	t.s.metrics.acks.Inc()
+	t.s.metrics.proxyAcks.WithLabelValues(s.node).Inc()
 	t.s.metrics.latency.Observe(s.acked.at.Sub(f.due).Seconds())
 	s.notify()
 	t.evaluate()
@@ -298,6 +302,7 @@ func (t *term) nack(s *session, n *discv1.Nack) {
 	s.inflight = nil
 	s.nack = &nacked{seq: f.seq, version: f.version, err: truncate(n.GetError(), 512), at: time.Now()}
 	t.s.metrics.nacks.Inc()
+	t.s.metrics.proxyNacks.WithLabelValues(s.node).Inc()
 	t.log.Warn("proxy rejected a snapshot and keeps serving its previous one",
 		append(s.fields(), zap.String("version", f.version), zap.String("error", n.GetError()))...)
 	s.notify()

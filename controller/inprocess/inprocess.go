@@ -16,6 +16,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/accesslog"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
 )
@@ -28,6 +29,10 @@ type Options struct {
 	// ModuleSettings and Metrics are the proxy's (proxy.Options).
 	ModuleSettings map[string]string
 	Metrics        prometheus.Registerer
+	// RequestMetrics and AccessLog are the proxy's too; the caller closes AccessLog, which
+	// outlives the proxies of each leadership term.
+	RequestMetrics bool
+	AccessLog      *accesslog.Logger
 }
 
 // proxyName is how conditions name the in-process proxy.
@@ -37,7 +42,7 @@ const proxyName = "in-process"
 func New(opts Options) controller.NewPublisher {
 	return func(_ context.Context, report controller.Reporter) (controller.Publisher, error) {
 		px := proxy.New(proxy.Options{Log: opts.Log, Registry: opts.Registry, Limits: opts.Limits,
-			ModuleSettings: opts.ModuleSettings, Metrics: opts.Metrics})
+			ModuleSettings: opts.ModuleSettings, Metrics: opts.Metrics, RequestMetrics: opts.RequestMetrics, AccessLog: opts.AccessLog})
 		p := &publisher{proxy: px, report: report, done: make(chan struct{}), reported: map[string][]controller.ListenerFailure{}}
 		p.wg.Go(p.watch)
 		return p, nil

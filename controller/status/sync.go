@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,14 @@ import (
 	"k8s.io/client-go/util/retry"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
+
+// APICounters count the status updates of every writer of the process, by result, for
+// coxswain_controller_status_writes_total and coxswain_controller_status_conflicts_total. They are
+// process-wide rather than per Writer because a Writer lives one leadership term, and a counter
+// that restarts at each term would read as resets.
+var APICounters struct {
+	Writes, Conflicts, Failures atomic.Int64
+}
 
 // update writes the status next computes for an object: first from the cached copy, and after a
 // conflict from a fresh read of the API server. next returns false when the status is already
@@ -28,8 +37,15 @@ func update[T any](ctx context.Context, cached T, get func(context.Context) (T, 
 			return nil
 		}
 		if err := put(ctx, upd); err != nil {
+			switch {
+			case apierrors.IsConflict(err):
+				APICounters.Conflicts.Add(1)
+			case !apierrors.IsNotFound(err):
+				APICounters.Failures.Add(1)
+			}
 			return err
 		}
+		APICounters.Writes.Add(1)
 		wrote = true
 		return nil
 	})

@@ -97,10 +97,15 @@ func benchH1Proxy(b *testing.B, configure func(*irv1.Cluster)) {
 }
 
 func benchH1ProxyListener(b *testing.B, listen func(*irv1.Listener), configure func(*irv1.Cluster), extra string) {
+	benchH1ProxyOn(b, newClientProxy(b, proxy.Limits{}), listen, configure, extra)
+}
+
+func benchH1ProxyOn(b *testing.B, p *proxy.Proxy, listen func(*irv1.Listener), configure func(*irv1.Cluster), extra string) {
 	be := serveFixed(b, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
-	l := httpListener(0, server("", vhost("example.com", route("r", "/", backend("fixed", 1)))))
+	srv := server("", vhost("example.com", route("httproute/ns/r/rule/0/match/0", "/", backend("fixed", 1))))
+	srv.Sources = []string{"ns/gw/http"}
+	l := httpListener(0, srv)
 	listen(l)
-	p := newClientProxy(b, proxy.Limits{})
 	cl := cluster("fixed", be)
 	configure(cl)
 	apply(b, p, snapshot(b, []*irv1.Listener{l}, []*irv1.Cluster{cl}))

@@ -78,6 +78,8 @@ type h1Server struct {
 	ln      net.Listener
 	conns   map[*h1sConn]struct{}
 	h2done  chan struct{}
+	// accepted counts the connections served (Stats).
+	accepted atomic.Int64
 }
 
 var _ ConnServer = (*h1Server)(nil)
@@ -119,8 +121,19 @@ func (s *h1Server) track(_ *h1sConn, nc net.Conn) bool {
 	}
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
+	s.accepted.Add(1)
 	go c.start()
 	return true
+}
+
+// Stats reports the server's connections (StatsReporter): those open now, and those it has taken
+// since it started serving the socket. HTTP/2 connections are among them until they are handed
+// to net/http's server.
+func (s *h1Server) Stats() map[string]int64 {
+	s.mu.Lock()
+	active := len(s.conns)
+	s.mu.Unlock()
+	return map[string]int64{"http_connections_active": int64(active), "http_connections_accepted": s.accepted.Load()}
 }
 
 func (s *h1Server) untrack(c *h1sConn) {

@@ -31,6 +31,7 @@ type h1Writer struct {
 	trailer []string // names declared in the Trailer header
 	hijack  bool
 	err     error
+	rec     reqRecord // the request's metrics and access log record (observe.go)
 }
 
 const pendingMax = 4 << 10

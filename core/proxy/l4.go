@@ -239,6 +239,8 @@ type StreamTarget struct {
 	// Name is the IR route name, for logs.
 	Name  string
 	certs *serverCerts
+	rt    *route
+	ls    *ListenerState
 }
 
 // StreamRoute selects the route for a connection whose TLS SNI is serverName ("" for none, and
@@ -257,7 +259,7 @@ func (ls *ListenerState) StreamRoute(serverName string) (StreamTarget, bool) {
 			continue
 		}
 		rt := vh.routes[0]
-		t := StreamTarget{Route: rt.stream, Upstream: rt.up, Name: rt.name}
+		t := StreamTarget{Route: rt.stream, Upstream: rt.up, Name: rt.name, rt: rt, ls: ls}
 		switch {
 		case srv.tls == nil:
 		case srv.tls.GetMode() == irv1.TLS_PASSTHROUGH:

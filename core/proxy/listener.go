@@ -79,6 +79,8 @@ type ListenerState struct {
 	// xffHops is how many X-Forwarded-For entries from the right are trusted proxies' (0: none):
 	// fixed per connection when it starts (core.ContextWithClientIPDetection).
 	xffHops uint32
+	// obs says how its HTTP requests are observed (observe.go); nil: not at all.
+	obs *listenerObs
 }
 
 // serverCerts are the certificates of one Server, in the order the Gateway listed them.

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/accesslog"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
@@ -30,6 +31,11 @@ type Options struct {
 	ModuleSettings map[string]string
 	// Metrics is where modules' series are registered (core.BuildContext.Metrics); nil: nowhere.
 	Metrics prometheus.Registerer
+	// RequestMetrics turns on the per-request series (coxswain_proxy_requests_total and the
+	// request duration histogram) on Metrics.
+	RequestMetrics bool
+	// AccessLog receives one line per request; nil: none. The caller closes it after Close.
+	AccessLog *accesslog.Logger
 }
 
 // BoundListener is one socket the proxy has actually bound.
@@ -72,6 +78,10 @@ type Proxy struct {
 	metrics  *core.Metrics
 	breakers *breakerSeries         // made by the first build with a circuit breaker (breakerSeriesOf)
 	retries  *prometheus.CounterVec // coxswain_proxy_retries_total, made by the first build with a retry (retryCountersOf)
+	requests *requestSeries         // made by the first build when reqMetrics (requestSeriesOf)
+
+	reqMetrics bool
+	accessLog  *accesslog.Logger
 }
 
 // New returns a Proxy that serves nothing until the first Apply.
@@ -107,6 +117,9 @@ func New(opts Options) *Proxy {
 		shared:   core.NewSharedState(),
 		settings: maps.Clone(opts.ModuleSettings),
 		metrics:  core.NewMetrics(opts.Metrics),
+
+		reqMetrics: opts.RequestMetrics,
+		accessLog:  opts.AccessLog,
 	}
 }
 

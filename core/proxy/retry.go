@@ -175,7 +175,10 @@ func (u *upstream) try(w http.ResponseWriter, r *http.Request, tried, unreachabl
 	if fb := u.cluster.feedback; fb != nil || br != nil {
 		defer report(fb, br, ep, r, time.Now(), &out)
 	}
+	rec := recordOf(w)
+	rec.upstreamStart(u.cluster, ep.HostPort)
 	out = u.fwd.forward(w, r, ep)
+	rec.upstreamEnd()
 	return ep, out, true
 }
 

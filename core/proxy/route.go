@@ -40,11 +40,16 @@ type route struct {
 	// deadliner reads the client's own deadline from the request (gRPC), nil for none.
 	deadliner core.HTTPDeadliner
 	chain     http.Handler
+	// rule is the route rule's name ("" when the rule has none), for the access log.
+	rule string
+	// obs are its request series (reqmetrics.go), nil when request metrics are off.
+	obs *routeObs
 
 	// Layer-4 routes (l4.go) have one of these instead of a matcher and a chain.
 	stream core.StreamRoute
 	dgram  core.DatagramRoute
 	up     *l4Upstream
+	l4obs  *streamObs // nil when request metrics are off
 }
 
 // cluster is one IR Cluster: endpoints, their balancer and how to reach them. Its endpoint set is
@@ -135,6 +140,9 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	if rt, ok, err := b.l4Route(r, mod); ok {
+		if err == nil {
+			err = b.observeStream(rt)
+		}
 		return rt, err
 	}
 	m, ok := mod.(core.HTTPMatcher)
@@ -174,6 +182,9 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 		}
 		weights[i] = be.GetWeight()
 		choice.backends = append(choice.backends, h)
+	}
+	if err := b.observeRoute(rt, r); err != nil {
+		return nil, err
 	}
 	if len(backends) == 1 && weights[0] > 0 {
 		// Most routes have one backend: no choice to make, so no schedule to keep (a table of
@@ -311,6 +322,9 @@ func (s *requestStage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rec := recordOf(w); rec != nil {
+		rec.rt = rt
+	}
 	timeout, bounded := rt.timeout, rt.timeout > 0
 	if rt.deadliner != nil {
 		if d, ok := rt.deadliner.RequestTimeout(r); ok && (!bounded || d < timeout) {
@@ -385,7 +399,10 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Deferred (open-coded: no allocation) so that a forwarder's panic still reports the pick.
 		defer report(fb, br, ep, r, time.Now(), &out)
 	}
+	rec := recordOf(w)
+	rec.upstreamStart(u.cluster, ep.HostPort)
 	out = u.fwd.forward(w, r, ep)
+	rec.upstreamEnd()
 	if out.aborted() {
 		panic(http.ErrAbortHandler) // after out is set: report sees how it ended
 	}

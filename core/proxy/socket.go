@@ -175,6 +175,10 @@ func (s *socket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ls.table.release()
+	if ls.obs != nil {
+		ls.serveObserved(w, r)
+		return
+	}
 	ls.serveHTTP(w, r)
 }
 

@@ -32,6 +32,10 @@ type table struct {
 	// route module ID the table loaded that implements core.HTTPProtocolErrorWriter.
 	noRoute    []core.HTTPProtocolErrorWriter
 	noRouteIDs map[string]bool
+	// reqSeries and held are the request series this table holds (reqmetrics.go), released when
+	// it closes; nil when request metrics are off.
+	reqSeries *requestSeries
+	held      obsHeld
 
 	refs      atomic.Int64
 	closeOnce sync.Once
@@ -78,6 +82,7 @@ func (t *table) close() {
 		if err := t.bc.Close(); err != nil {
 			t.log.Warn("module cleanup failed", zap.String("version", t.ver()), zap.Error(err))
 		}
+		t.reqSeries.release(&t.held)
 		// Nothing serves from a closed table, but the Proxy lists it among the retired until its
 		// next Apply: let its routes go now, not one snapshot later (a second table's worth of
 		// memory on an idle proxy).
@@ -105,6 +110,8 @@ type builder struct {
 	// reuses those that did not change, so that their in-flight counters (Endpoint.Active) go on
 	// counting the old table's requests, which a least-connection balancer must see.
 	prev map[string][]*core.Endpoint
+	// gateway names the Gateway of the Server being built, for its routes' series.
+	gateway string
 }
 
 // previousEndpoints returns the endpoints the serving table has for the cluster name.
@@ -214,6 +221,9 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 			ls.firstTLS = sc
 		}
 	}
+	if err := b.observeListener(ls, routeAPIOf(sl) == RouteAPIHTTP); err != nil {
+		return nil, err
+	}
 	if err := checkRouteAPI(ls, routeAPIOf(sl)); err != nil {
 		return nil, fmt.Errorf("module %s: %w", id, err)
 	}
@@ -229,6 +239,7 @@ func listenerHead(l *irv1.Listener) *irv1.Listener {
 
 func (b *builder) server(s *irv1.Server) (*server, error) {
 	srv := &server{hostname: s.GetHostname(), tls: s.GetTls()}
+	b.gateway = gatewayOf(s.GetSources())
 	for _, vh := range s.GetVirtualHosts() {
 		v := &vhost{hostname: vh.GetHostname()}
 		for _, r := range vh.GetRoutes() {

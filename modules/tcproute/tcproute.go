@@ -55,7 +55,9 @@ func Serve(ctx context.Context, log *zap.Logger, s *core.Stream) Stats {
 		return Stats{}
 	}
 	defer done()
+	s.UpstreamAddr = up.RemoteAddr().String()
 	st := Pipe(s.Conn, up, s.Prefix, s.IdleTimeout)
+	s.BytesFromClient, s.BytesToClient = st.Up, st.Down
 	if st.Idle && log != nil {
 		log.Debug("idle connection closed", zap.Stringer("client", s.Conn.RemoteAddr()),
 			zap.Duration("idleTimeout", s.IdleTimeout))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -76,18 +77,31 @@ func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	timeout := proxy.Positive(sc.Limits.TLSHandshakeTimeout)
 	// HTTP/1.1 over TLS goes through the engine's own server; connections that negotiated h2 are
 	// handed to net/http's.
-	return &wrapped{ConnServer: proxy.NewHTTP1Server(sc, srv), wrap: func(l net.Listener) net.Listener {
-		return newHandshakeListener(l, cfg, timeout, hsLog)
-	}}
+	w := &wrapped{ConnServer: proxy.NewHTTP1Server(sc, srv)}
+	w.wrap = func(l net.Listener) net.Listener {
+		return newHandshakeListener(l, cfg, timeout, hsLog, &w.handshakeErrors)
+	}
+	return w
 }
 
 // wrapped serves the connections of a wrapping listener (the TLS handshakes).
 type wrapped struct {
 	proxy.ConnServer
-	wrap func(net.Listener) net.Listener
+	wrap            func(net.Listener) net.Listener
+	handshakeErrors atomic.Int64
 }
 
 func (w *wrapped) Serve(l net.Listener) error { return w.ConnServer.Serve(w.wrap(l)) }
+
+// Stats adds the failed TLS handshakes to the HTTP server's counters (proxy.StatsReporter).
+func (w *wrapped) Stats() map[string]int64 {
+	st := map[string]int64{}
+	if r, ok := w.ConnServer.(proxy.StatsReporter); ok {
+		st = r.Stats()
+	}
+	st["tls_handshake_errors"] = w.handshakeErrors.Load()
+	return st
+}
 
 // handshakeListener completes each TLS handshake in its own goroutine, bounded by the handshake
 // timeout, before the HTTP server sees the connection: a slow or silent client costs one goroutine
@@ -97,13 +111,14 @@ type handshakeListener struct {
 	cfg     *tls.Config
 	timeout time.Duration
 	log     *zap.Logger
+	failed  *atomic.Int64
 	ch      chan net.Conn
 	done    chan struct{}
 	once    sync.Once
 }
 
-func newHandshakeListener(inner net.Listener, cfg *tls.Config, timeout time.Duration, log *zap.Logger) *handshakeListener {
-	l := &handshakeListener{inner: inner, cfg: cfg, timeout: timeout, log: log,
+func newHandshakeListener(inner net.Listener, cfg *tls.Config, timeout time.Duration, log *zap.Logger, failed *atomic.Int64) *handshakeListener {
+	l := &handshakeListener{inner: inner, cfg: cfg, timeout: timeout, log: log, failed: failed,
 		ch: make(chan net.Conn), done: make(chan struct{})}
 	go l.run()
 	return l
@@ -123,6 +138,7 @@ func (l *handshakeListener) run() {
 func (l *handshakeListener) handshake(c net.Conn) {
 	tc := tls.Server(c, l.cfg)
 	if err := handshake(context.Background(), tc, l.timeout); err != nil {
+		l.failed.Add(1)
 		l.log.Debug("TLS handshake failed", zap.Stringer("remote", c.RemoteAddr()), zap.Error(err))
 		_ = c.Close()
 		return

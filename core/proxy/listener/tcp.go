@@ -62,7 +62,7 @@ func (*TCP) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 			s.drop(c, "no route", nil)
 			return
 		}
-		t.Route.ServeStream(ctx, &core.Stream{Conn: c, Upstream: t.Upstream, IdleTimeout: idle})
+		t.Serve(ctx, &core.Stream{Conn: c, Upstream: t.Upstream, IdleTimeout: idle})
 	})
 	return s
 }

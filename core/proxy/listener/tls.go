@@ -108,5 +108,5 @@ func (t *tlsServer) handle(ctx context.Context, c net.Conn, ls *proxy.ListenerSt
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	target.Route.ServeStream(ctx, s)
+	target.Serve(ctx, s)
 }

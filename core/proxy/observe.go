@@ -1,0 +1,169 @@
+package proxy
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coxswain-labs/coxswain/core/accesslog"
+)
+
+// Per-request observation: the metrics and the access log line of each HTTP request, recorded by
+// socket.ServeHTTP when the handler returns. What only the route and the upstream know (which
+// route took the request, which cluster and endpoint served it, how long the upstream took) they
+// write into the request's record, which lives in the response writer: the HTTP/1.1 server's own
+// (reset per request, so nothing is allocated) or, for HTTP/2, a pooled obsWriter around
+// net/http's.
+
+// reqRecord is what the route and upstream learn about one request.
+type reqRecord struct {
+	on       bool   // the request is observed (metrics or access log on)
+	rt       *route // the route that took it; nil: none matched
+	cluster  *cluster
+	endpoint string // "address:port" of the endpoint of the last try
+	upStart  time.Time
+	upDur    time.Duration // summed over tries
+}
+
+// recordOf finds the record of the request w answers, through the writers filters wrap around
+// it; nil when the request is not observed.
+func recordOf(w http.ResponseWriter) *reqRecord {
+	for {
+		switch x := w.(type) {
+		case *h1Writer:
+			return x.rec.active()
+		case *obsWriter:
+			return x.rec.active()
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+func (r *reqRecord) active() *reqRecord {
+	if r.on {
+		return r
+	}
+	return nil
+}
+
+// upstreamStart records the endpoint a try goes to.
+func (r *reqRecord) upstreamStart(cl *cluster, endpoint string) {
+	if r != nil {
+		r.cluster, r.endpoint, r.upStart = cl, endpoint, time.Now()
+	}
+}
+
+// upstreamEnd records the end of a try.
+func (r *reqRecord) upstreamEnd() {
+	if r != nil {
+		r.upDur += time.Since(r.upStart)
+	}
+}
+
+// listenerObs is what a listener's requests are observed with in one table.
+type listenerObs struct {
+	listener string
+	unrouted *routeObs // requests no route took (404, 421, listener filters' answers)
+	log      *accesslog.Logger
+	metrics  bool
+}
+
+// obsWriter records the status and body size of a response net/http serves (HTTP/2).
+type obsWriter struct {
+	http.ResponseWriter
+	status  int
+	wrote   bool
+	written int64
+	rec     reqRecord
+}
+
+var obsWriters = sync.Pool{New: func() any { return new(obsWriter) }}
+
+func getObsWriter(w http.ResponseWriter) *obsWriter {
+	ow := obsWriters.Get().(*obsWriter)
+	*ow = obsWriter{ResponseWriter: w, status: http.StatusOK, rec: reqRecord{on: true}}
+	return ow
+}
+
+func putObsWriter(ow *obsWriter) {
+	*ow = obsWriter{}
+	obsWriters.Put(ow)
+}
+
+func (w *obsWriter) WriteHeader(code int) {
+	if !w.wrote && code >= 200 {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *obsWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	n, err := w.ResponseWriter.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+// Flush and FlushError keep the inner writer's flushing (streams, gRPC).
+func (w *obsWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is what http.ResponseController calls.
+func (w *obsWriter) FlushError() error {
+	if f, ok := w.ResponseWriter.(interface{ FlushError() error }); ok {
+		return f.FlushError()
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return nil
+	}
+	return http.ErrNotSupported
+}
+
+// Unwrap lets http.ResponseController reach net/http's writer (deadlines, Hijack).
+func (w *obsWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+var _ http.Flusher = (*obsWriter)(nil)
+
+// serveObserved serves r on ls and records its metrics and access log line.
+func (ls *ListenerState) serveObserved(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var ow *obsWriter
+	hw, isH1 := w.(*h1Writer)
+	if isH1 {
+		hw.rec.on = true
+	} else {
+		ow = getObsWriter(w)
+		w = ow
+	}
+	completed := false
+	defer func() {
+		if isH1 {
+			ls.observe(r, &hw.rec, hw.status, hw.written, start, !completed)
+			return
+		}
+		ls.observe(r, &ow.rec, ow.status, ow.written, start, !completed)
+		putObsWriter(ow)
+	}()
+	ls.serveHTTP(w, r)
+	completed = true
+}
+
+// observe records one finished request.
+func (ls *ListenerState) observe(r *http.Request, rec *reqRecord, status int, written int64, start time.Time, aborted bool) {
+	end := time.Now()
+	o := ls.obs
+	ro := o.unrouted
+	if rec.rt != nil {
+		ro = rec.rt.obs
+	}
+	if o.metrics && ro != nil {
+		ro.counters(rec.cluster)[classOf(status, aborted)].Inc()
+		ro.duration.Observe(end.Sub(start).Seconds())
+	}
+	if o.log.Sampled() {
+		ls.logRequest(r, rec, ro, status, written, start, end, aborted)
+	}
+}

@@ -1,0 +1,281 @@
+package proxy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+)
+
+// Request metrics. Every HTTP request is counted once, when its response has ended, in
+// coxswain_proxy_requests_total{gateway, route, backend, code_class} and observed in
+// coxswain_proxy_request_duration_seconds{gateway, route}. The label values are fixed per route at
+// table build (route object, its Gateway, the clusters of its backends), so the number of series
+// is bounded by the routes and their backends, never by paths or clients. The table holds the
+// resolved children (prometheus.Counter, prometheus.Observer), so a request only increments them:
+// no label lookup, no allocation, no lock.
+//
+// Series are reference-counted by label set across tables, as the circuit breaker's are: a route
+// kept by a new snapshot keeps its series (the new table resolves the same children), and the
+// series of a route that no table serves any more are deleted when the last table holding them is
+// closed, off the request path.
+
+// codeClass indexes the code_class label values.
+type codeClass uint8
+
+const (
+	class1xx codeClass = iota
+	class2xx
+	class3xx
+	class4xx
+	class5xx
+	// classAborted: the response was cut off (the upstream failed after the header, or the
+	// handler aborted it), so the client saw no complete answer.
+	classAborted
+	numClasses
+)
+
+var classLabels = [numClasses]string{"1xx", "2xx", "3xx", "4xx", "5xx", "aborted"}
+
+func classOf(status int, aborted bool) codeClass {
+	switch {
+	case aborted:
+		return classAborted
+	case status < 200:
+		return class1xx
+	case status < 300:
+		return class2xx
+	case status < 400:
+		return class3xx
+	case status < 500:
+		return class4xx
+	}
+	return class5xx
+}
+
+// durationBuckets are the classic buckets of the request duration histogram: 11 boundaries from
+// 5 ms to 10 s cover what a gateway's SLO is written against, and a classic histogram is what
+// every Prometheus scrapes and histogram_quantile reads without the native-histograms feature flag.
+// An observation costs a binary search over them and three atomic adds.
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// requestSeries are the proxy's request series families and the reference counts of their label
+// sets.
+type requestSeries struct {
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	streamConns *prometheus.CounterVec
+	streamBytes *prometheus.CounterVec
+
+	mu   sync.Mutex
+	refs map[string]int // by strings.Join(labels, "\x00"): a counter set or a histogram
+}
+
+func newRequestSeries(m *core.Metrics) (*requestSeries, error) {
+	requests, err := m.CounterVec("coxswain_proxy_requests_total",
+		"HTTP requests answered, per Gateway, route object, backend cluster (\"\" when no backend was reached: "+
+			"a filter answered, the backend did not resolve, or nothing matched) and status class (1xx..5xx, aborted).",
+		"gateway", "route", "backend", "code_class")
+	if err != nil {
+		return nil, err
+	}
+	duration, err := m.HistogramVec("coxswain_proxy_request_duration_seconds",
+		"Time from the request's dispatch to the end of its response handler, per Gateway and route object.",
+		durationBuckets, "gateway", "route")
+	if err != nil {
+		return nil, err
+	}
+	streamConns, err := m.CounterVec("coxswain_proxy_stream_connections_total",
+		"TCPRoute and TLSRoute connections ended, per Gateway and route object.", "gateway", "route")
+	if err != nil {
+		return nil, err
+	}
+	streamBytes, err := m.CounterVec("coxswain_proxy_stream_bytes_total",
+		"Bytes TCPRoute and TLSRoute connections carried, per Gateway, route object and direction (in: from the client, out: to it), counted when the connection ends.",
+		"gateway", "route", "direction")
+	if err != nil {
+		return nil, err
+	}
+	return &requestSeries{requests: requests, duration: duration, streamConns: streamConns, streamBytes: streamBytes,
+		refs: map[string]int{}}, nil
+}
+
+// requestSeriesOf returns the proxy's request series, made on the first build (builds run under p.mu).
+func (p *Proxy) requestSeriesOf() (*requestSeries, error) {
+	if p.requests != nil {
+		return p.requests, nil
+	}
+	s, err := newRequestSeries(p.metrics)
+	if err != nil {
+		return nil, fmt.Errorf("request metrics: %w", err)
+	}
+	p.requests = s
+	return s, nil
+}
+
+// routeObs is one route's (or one listener's unrouted requests') series, resolved at table build.
+type routeObs struct {
+	gateway, route string
+	duration       prometheus.Observer
+	// byBackend[i] are the counters of backend clusters[i]; the last entry is backend "".
+	clusters  []*cluster
+	byBackend [][numClasses]prometheus.Counter
+}
+
+// counters returns the counters of the backend cl (nil: none reached). Routes have a backend or
+// two, so a scan beats a map.
+func (o *routeObs) counters(cl *cluster) *[numClasses]prometheus.Counter {
+	for i, c := range o.clusters {
+		if c == cl {
+			return &o.byBackend[i]
+		}
+	}
+	return &o.byBackend[len(o.byBackend)-1]
+}
+
+// obsHeld is what a table holds of the request series, released when it closes.
+type obsHeld struct {
+	keys [][]string // kind, then the label values
+}
+
+// routeObsOf resolves the series of one route object on gateway whose backends go to clusters
+// (nil entries are unresolved backends, counted under backend ""), recording them in held.
+func (s *requestSeries) routeObsOf(held *obsHeld, gateway, route string, clusters []*cluster) *routeObs {
+	o := &routeObs{gateway: gateway, route: route}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.duration = s.duration.WithLabelValues(gateway, route)
+	s.hold(held, kindDuration, gateway, route)
+	seen := map[string]bool{}
+	for _, cl := range clusters {
+		if cl == nil || seen[cl.name] {
+			continue
+		}
+		seen[cl.name] = true
+		o.clusters = append(o.clusters, cl)
+		o.byBackend = append(o.byBackend, s.countersOf(held, gateway, route, cl.name))
+	}
+	o.byBackend = append(o.byBackend, s.countersOf(held, gateway, route, ""))
+	return o
+}
+
+func (s *requestSeries) countersOf(held *obsHeld, gateway, route, backend string) [numClasses]prometheus.Counter {
+	var c [numClasses]prometheus.Counter
+	for i := range c {
+		c[i] = s.requests.WithLabelValues(gateway, route, backend, classLabels[i])
+	}
+	s.hold(held, kindRequests, gateway, route, backend)
+	return c
+}
+
+// streamObsOf resolves the series of one layer-4 route object on gateway.
+func (s *requestSeries) streamObsOf(held *obsHeld, gateway, route string) *streamObs {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &streamObs{gateway: gateway, route: route,
+		conns: s.streamConns.WithLabelValues(gateway, route),
+		in:    s.streamBytes.WithLabelValues(gateway, route, "in"),
+		out:   s.streamBytes.WithLabelValues(gateway, route, "out")}
+	s.hold(held, kindStream, gateway, route)
+	return o
+}
+
+// The kinds of label sets a table holds (the first element of a held key).
+const (
+	kindRequests = "requests" // gateway, route, backend: the code_class counters
+	kindDuration = "duration" // gateway, route
+	kindStream   = "stream"   // gateway, route: connections and both byte directions
+)
+
+// hold counts one more holder of a label set (under s.mu); labels[0] is its kind.
+func (s *requestSeries) hold(held *obsHeld, labels ...string) {
+	s.refs[strings.Join(labels, "\x00")]++
+	held.keys = append(held.keys, slices.Clone(labels))
+}
+
+// release drops a closed table's holds, deleting the series no table holds any more.
+func (s *requestSeries) release(held *obsHeld) {
+	if s == nil || held == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, labels := range held.keys {
+		k := strings.Join(labels, "\x00")
+		if s.refs[k]--; s.refs[k] > 0 {
+			continue
+		}
+		delete(s.refs, k)
+		switch l := labels[1:]; labels[0] {
+		case kindDuration:
+			s.duration.DeleteLabelValues(l...)
+		case kindStream:
+			s.streamConns.DeleteLabelValues(l...)
+			s.streamBytes.DeleteLabelValues(l[0], l[1], "in")
+			s.streamBytes.DeleteLabelValues(l[0], l[1], "out")
+		default:
+			for _, cl := range classLabels {
+				s.requests.DeleteLabelValues(l[0], l[1], l[2], cl)
+			}
+		}
+	}
+	held.keys = nil
+}
+
+// gatewayOf names the Gateway(s) of an IR Server from its sources ("<ns>/<gateway>/<section>"):
+// "<ns>/<gateway>", or several joined by "," when Gateways share the Server's socket and hostname.
+func gatewayOf(sources []string) string {
+	var gws []string
+	for _, s := range sources {
+		gw := s
+		if i := strings.LastIndexByte(s, '/'); i > 0 {
+			gw = s[:i]
+		}
+		if !slices.Contains(gws, gw) {
+			gws = append(gws, gw)
+		}
+	}
+	slices.Sort(gws)
+	return strings.Join(gws, ",")
+}
+
+// observeRoute resolves the series of an HTTP route being built.
+func (b *builder) observeRoute(rt *route, r *irv1.Route) error {
+	if !b.p.reqMetrics {
+		return nil
+	}
+	s, err := b.p.requestSeriesOf()
+	if err != nil {
+		return err
+	}
+	b.t.reqSeries = s
+	clusters := make([]*cluster, 0, len(r.GetBackends()))
+	for _, be := range r.GetBackends() {
+		clusters = append(clusters, b.clusters[be.GetCluster()])
+	}
+	rt.obs = s.routeObsOf(&b.t.held, b.gateway, routeObject(rt.name), clusters)
+	return nil
+}
+
+// observeListener sets up how the requests of a listener being built are observed.
+func (b *builder) observeListener(ls *ListenerState, http bool) error {
+	if !b.p.reqMetrics && b.p.accessLog == nil {
+		return nil
+	}
+	ls.obs = &listenerObs{listener: ls.Name, log: b.p.accessLog, metrics: b.p.reqMetrics}
+	if !b.p.reqMetrics || !http {
+		return nil
+	}
+	s, err := b.p.requestSeriesOf()
+	if err != nil {
+		return err
+	}
+	b.t.reqSeries = s
+	ls.obs.unrouted = s.routeObsOf(&b.t.held, "", "", nil)
+	return nil
+}
