@@ -39,7 +39,7 @@ func (m *manifests) Of(uid types.UID) []map[string]any {
 	return out
 }
 
-// wrap returns c recording every Apply and Delete through it.
+// wrap returns c recording every Create, Apply and Delete through it.
 func (m *manifests) wrap(c client.Client) client.Client { return &recordingClient{Client: c, m: m} }
 
 type recordingClient struct {
@@ -59,6 +59,28 @@ func (r *recordingClient) Apply(ctx context.Context, obj runtime.ApplyConfigurat
 	if err := u.UnmarshalJSON(b); err != nil {
 		return nil
 	}
+	r.record(u)
+	return nil
+}
+
+// Create records what the provisioner creates: a missing object is created, not applied, so
+// that a foreign object of the name makes the create fail rather than being taken over.
+func (r *recordingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	desired, _ := obj.(*unstructured.Unstructured)
+	if desired != nil {
+		desired = desired.DeepCopy() // as rendered, before the API server fills it in
+	}
+	if err := r.Client.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	if desired != nil {
+		r.record(desired)
+	}
+	return nil
+}
+
+// record keeps u under each Gateway that owns it.
+func (r *recordingClient) record(u *unstructured.Unstructured) {
 	r.m.mu.Lock()
 	defer r.m.mu.Unlock()
 	for _, o := range u.GetOwnerReferences() {
@@ -70,7 +92,6 @@ func (r *recordingClient) Apply(ctx context.Context, obj runtime.ApplyConfigurat
 		}
 		r.m.byOwner[o.UID][objectKey(u)] = u.Object
 	}
-	return nil
 }
 
 func (r *recordingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {

@@ -30,7 +30,7 @@ import (
 func TestAdminAPI(t *testing.T) {
 	e := env.Start(t)
 	ctrlNS := namespace(t, e, "coxswain", nil)
-	ctrl := startFleetController(t, e, "controller", ctrlNS, "--leader-elect=false", "--admin-auth=kubernetes")
+	ctrl := startFleetController(t, e, "controller", ctrlNS, "--leader-elect=false", "--admin-auth=kubernetes", "--gateway-provisioning=shared")
 	ns := namespace(t, e, "admin", nil)
 	createService(t, e, ns, "v1", "10.99.8.1")
 	createClass(t, e, "coxswain", "")
@@ -163,7 +163,7 @@ func TestAdminAPI(t *testing.T) {
 		}
 	})
 	t.Run("manifests", func(t *testing.T) {
-		// The controller runs with the default --gateway-provisioning (shared): a VIP Service and an
+		// The controller runs with --gateway-provisioning=shared: a VIP Service and an
 		// identity ServiceAccount for the Gateway.
 		eventually(t, "the Gateway's provisioned objects", func() error {
 			var m adminapi.Manifests

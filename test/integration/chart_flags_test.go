@@ -20,12 +20,6 @@ import (
 // env's kube-apiserver, test/integration/env/build.sh).
 const chartKubeVersion = "v1.37.2"
 
-// pendingFlags are controller flags the chart passes that other branches of this session add
-// (--proxy-image: dedicated mode; --gateway-service-type and --shared-proxy-selector:
-// provisioning). TestChartFlags fails once the binary has one of them, so that it is deleted
-// here at merge and checked like every other flag from then on.
-var pendingFlags = []string{"proxy-image", "gateway-service-type", "shared-proxy-selector"}
-
 // TestChartFlags parses every container command line the chart renders with the real binary's
 // flag sets (the same parsing `coxswain controller|proxy` does, then -h), so a misspelt or removed
 // flag, or a value the flag rejects (a bad duration), fails here rather than in a crash-looping
@@ -128,29 +122,9 @@ func flagValues(args []string) map[string]string {
 // parseArgs runs the binary's command line with args and -h, which parses every flag and stops.
 func parseArgs(t *testing.T, values, args []string) {
 	t.Helper()
-	var kept []string
-	for _, a := range args {
-		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if isPending(name) {
-			if code, stderr := runCLI(args[0], "--"+name+"=x"); code == 0 || !strings.Contains(stderr, "not defined") {
-				t.Errorf("--%s is in the binary now: remove it from pendingFlags", name)
-			}
-			continue
-		}
-		kept = append(kept, a)
+	if code, stderr := runCLI(args...); code != 0 {
+		t.Errorf("values %v: coxswain %s: exit %d\n%s", values, strings.Join(args, " "), code, stderr)
 	}
-	if code, stderr := runCLI(kept...); code != 0 {
-		t.Errorf("values %v: coxswain %s: exit %d\n%s", values, strings.Join(kept, " "), code, stderr)
-	}
-}
-
-func isPending(name string) bool {
-	for _, p := range pendingFlags {
-		if p == name {
-			return true
-		}
-	}
-	return false
 }
 
 func runCLI(args ...string) (int, string) {

@@ -326,8 +326,10 @@ func checkAccess(t *testing.T, e *env.Env) {
 		allow("", cx, r, "status", "update")
 		deny("", cx, r, "", "update", "create", "delete")
 	}
-	allow("", "", "events", "", "create", "patch")
-	allow("", "events.k8s.io", "events", "", "create", "patch")
+	allow("", "", "events", "", "create", "patch", "list", "watch")
+	allow("", "events.k8s.io", "events", "", "create", "patch", "list", "watch")
+	// The admin API's authorisation of its callers (docs/admin-api.md).
+	allow("", "authorization.k8s.io", "subjectaccessreviews", "", "create")
 	allow("", "", "pods", "", "get", "list")
 	allow("", "", "pods", "log", "get")
 	allow(controllerNS, "", "secrets", "", "create")
@@ -349,7 +351,6 @@ func checkAccess(t *testing.T, e *env.Env) {
 	deny("", cx, "ratelimits", "", "update", "create", "delete")
 	deny("", "apiextensions.k8s.io", "customresourcedefinitions", "", "create", "update", "delete")
 	deny("", "rbac.authorization.k8s.io", "clusterroles", "", "create", "update", "bind", "escalate")
-	deny("", "authorization.k8s.io", "subjectaccessreviews", "", "create")
 	for _, c := range checks {
 		sar, err := e.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctxFor(t), &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: controllerSA,

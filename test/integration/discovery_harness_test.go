@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -44,9 +46,15 @@ type fleetController struct {
 }
 
 // startFleetController runs a controller in discovery mode whose CA and trust bundle live in ns,
-// and whose shared proxies run as ns/coxswain-proxy.
+// and whose shared proxies run as ns/coxswain-proxy. Its proxies bind the listeners' own ports
+// (--gateway-provisioning=none) unless extra asks for a provisioning mode: the shared mode's
+// internal ports are reached through a VIP Service, which needs a service proxy this
+// environment does not run.
 func startFleetController(t testing.TB, e *env.Env, name, ns string, extra ...string) *fleetController {
 	t.Helper()
+	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--gateway-provisioning") }) {
+		extra = append([]string{"--gateway-provisioning=none"}, extra...)
+	}
 	c := &fleetController{
 		discovery: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
 		admin:     net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
