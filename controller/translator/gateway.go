@@ -3,6 +3,7 @@ package translator
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -357,9 +358,17 @@ func (t *session) kindsFor(p gwapiv1.ProtocolType) []translation.RouteKind {
 }
 
 // listenerKinds computes supportedKinds: the allowedRoutes.kinds this build can attach to the
-// listener's protocol, or every such kind when the listener names none.
+// listener's protocol, or every such kind when the listener names none. A kind whose routes name
+// no parent (translation.ImplicitParentKind: Ingress) is a kind of the implicit Gateways only:
+// it is not a Gateway API route kind, so an operator's listener neither lists nor accepts it.
 func (t *session) listenerKinds(l *listenerState) {
 	avail := t.kindsFor(l.spec.Protocol)
+	if l.gw.key.Namespace != translation.ImplicitNamespace {
+		avail = slices.DeleteFunc(slices.Clone(avail), func(k translation.RouteKind) bool {
+			_, implicit := k.(translation.ImplicitParentKind)
+			return implicit
+		})
+	}
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
 		for _, k := range avail {
 			l.supportedKinds = append(l.supportedKinds, normalGroupKind(k.API().GroupKind()))

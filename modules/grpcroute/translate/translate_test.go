@@ -318,7 +318,7 @@ spec: {ports: [{port: 50051, appProtocol: kubernetes.io/h2c}]}
 			partial = c.Message
 		}
 	}
-	if !strings.Contains(partial, "PathRewriteRegex filters are not supported on GRPCRoute (only on HTTPRoute)") {
+	if !strings.Contains(partial, "PathRewriteRegex filters are not supported on GRPCRoute (only on HTTPRoute, Ingress)") {
 		t.Errorf("PartiallyInvalid message %q, want it to say PathRewriteRegex is not supported on GRPCRoute", partial)
 	}
 	answers := map[string]bool{} // rule → answers an error
