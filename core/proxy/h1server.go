@@ -301,10 +301,14 @@ func (c *h1sConn) start() {
 }
 
 // isH2Preface reports whether the connection opens with the HTTP/2 client preface. It peeks three
-// bytes first, since an HTTP/1.1 request can be shorter than the preface.
+// bytes first, since an HTTP/1.1 request can be shorter than the preface. Until the first byte
+// arrives the connection counts as idle, so Shutdown closes it rather than waiting out the header
+// timeout: clients (net/http's Transport among them) keep connections they dialed and never used.
 func (c *h1sConn) isH2Preface() bool {
 	const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	c.idle.Store(true)
 	b, err := c.br.Peek(3)
+	c.idle.Store(false)
 	if err != nil || string(b) != preface[:3] {
 		return false
 	}

@@ -261,3 +261,28 @@ func TestH1ServerOverTLS(t *testing.T) {
 		t.Fatalf("%d connections for 3 keep-alive requests", n)
 	}
 }
+
+// A connection that was opened and never used (net/http's Transport keeps such connections when
+// a dial loses its race with an idle one) is idle to Shutdown: Close returns without waiting out
+// the header timeout, on a listener that also takes cleartext HTTP/2 (whose preface check reads
+// first).
+func TestH1ServerShutdownClosesUnusedConnections(t *testing.T) {
+	be := newBackend(t, "be", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	p := proxy.New(proxy.Options{Log: testLogger(), Registry: registry(), Limits: proxy.Limits{ReadHeaderTimeout: time.Hour}})
+	l := httpListener(0, server("", vhost("", route("r", "/", backend("be", 1)))))
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("be", be)}))
+	c, err := net.Dial("tcp", addrOf(t, p, l.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("Close with an unused connection open: %v", err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF { //nolint:errorlint // io.EOF is returned unwrapped
+		t.Fatalf("unused connection after Close: %v, want EOF", err)
+	}
+}
