@@ -77,11 +77,15 @@ func TestPushAckProgrammed(t *testing.T) {
 		if got := s.report.appliedGen(gwA); got != 2 {
 			t.Fatalf("generation %d applied after a rejection", got)
 		}
-		for _, pv := range s.Fleet().Proxies {
-			if pv.LastRejection == nil {
-				t.Fatalf("proxy %s: no rejection in the fleet view", pv.Node)
+		// The pending message shows the first rejection; the other proxy's may still be on its way.
+		eventually(t, "every proxy's rejection in the fleet view", func() error {
+			for _, pv := range s.Fleet().Proxies {
+				if pv.LastRejection == nil {
+					return fmt.Errorf("proxy %s: no rejection in the fleet view", pv.Node)
+				}
 			}
-		}
+			return nil
+		})
 		s.publish(t, snapshot(t, []gw{{ns: "apps", name: "a", gen: 4, address: "127.0.0.1",
 			routes: []route{{prefix: "/", cluster: "apps/v2:80"}}}}, clusters...))
 		s.waitApplied(t, gwA, 4)
