@@ -14,3 +14,11 @@ func StdlibPathOnly(p *Proxy) {
 		cl.set.Store(&s)
 	}
 }
+
+// SetFullBuilds turns sharing with the serving table off (true) or on, so that tests and
+// benchmarks can compare incremental builds with full ones.
+func SetFullBuilds(p *Proxy, full bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fullBuilds = full
+}

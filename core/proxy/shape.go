@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
@@ -16,29 +17,83 @@ import (
 // which fastApply replaces in place.
 type shape [sha256.Size]byte
 
-// shapeOf hashes every part of snap that the table is compiled from, except endpoints. Each
-// message is marshalled deterministically into one reused buffer and hashed with its length, so
-// no part can pass for another.
-func shapeOf(snap *irv1.Snapshot) shape {
+// sum is the content hash of one part of a snapshot (a route, a cluster without its endpoints):
+// what the builder compares to share the serving table's compiled parts (reuse.go).
+type sum [sha256.Size]byte
+
+// digest is what apply learns of a snapshot in one pass before building it: its shape, and the
+// sums of its routes and clusters in the order the builder visits them (listeners, their
+// servers, virtual hosts and routes; clusters in snapshot order).
+type digest struct {
+	shape    shape
+	routes   []sum
+	clusters []sum
+}
+
+// shapeOf hashes every part of snap that the table is compiled from, except endpoints.
+func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
+
+// digestOf encodes each route and each cluster head deterministically into one reused buffer and
+// hashes it into its sum; the shape hashes the listener, server and virtual host heads (each
+// without its children) and those sums in tree order, each chunk tagged with its kind and length
+// so that no part can pass for another. This costs what hashing the whole snapshot's encoding
+// did, so the per-route sums come for free.
+func digestOf(snap *irv1.Snapshot) *digest {
+	d := &digest{clusters: make([]sum, 0, len(snap.GetClusters()))}
 	h := sha256.New()
 	opts := proto.MarshalOptions{Deterministic: true}
 	bp := shapeBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
 	defer func() { *bp = buf[:0]; shapeBufs.Put(bp) }()
-	add := func(tag byte, m proto.Message) {
+	encode := func(m proto.Message) (byte, []byte) {
 		var err error
 		buf, err = opts.MarshalAppend(buf[:0], m)
 		if err != nil {
-			buf = append(buf[:0], err.Error()...) // not reached for a valid message; never equal to a valid one's
-			tag |= 0x80
+			// Not reached for a valid message; never equal to a valid one's.
+			return 0x80, append(buf[:0], err.Error()...)
 		}
-		writeChunk(h, tag, buf)
+		return 0, buf
 	}
+	add := func(tag byte, m proto.Message) {
+		flag, b := encode(m)
+		writeChunk(h, tag|flag, b)
+	}
+	part := sha256.New()
+	sumOf := func(m proto.Message) sum {
+		flag, b := encode(m)
+		part.Reset()
+		writeChunk(part, flag, b)
+		var s sum
+		part.Sum(s[:0])
+		return s
+	}
+	n := 0
 	for _, l := range snap.GetListeners() {
-		add(1, l)
+		for _, s := range l.GetServers() {
+			for _, vh := range s.GetVirtualHosts() {
+				n += len(vh.GetRoutes())
+			}
+		}
+	}
+	d.routes = make([]sum, 0, n)
+	for _, l := range snap.GetListeners() {
+		add(1, without(l, listenerServers))
+		for _, s := range l.GetServers() {
+			add(5, without(s, serverVirtualHosts))
+			for _, vh := range s.GetVirtualHosts() {
+				add(6, without(vh, virtualHostRoutes))
+				for _, r := range vh.GetRoutes() {
+					rs := sumOf(r)
+					d.routes = append(d.routes, rs)
+					writeChunk(h, 7, rs[:])
+				}
+			}
+		}
 	}
 	for _, c := range snap.GetClusters() {
-		add(2, clusterHead(c))
+		cs := sumOf(clusterHead(c))
+		d.clusters = append(d.clusters, cs)
+		writeChunk(h, 2, cs[:])
 	}
 	for _, s := range snap.GetSecrets() {
 		add(3, s)
@@ -46,13 +101,33 @@ func shapeOf(snap *irv1.Snapshot) shape {
 	for _, g := range snap.GetGateways() {
 		add(4, g)
 	}
-	var s shape
-	h.Sum(s[:0])
-	return s
+	h.Sum(d.shape[:0])
+	return d
 }
 
-// shapeBufs are the marshalling buffers of shapeOf: a listener of 10,000 routes encodes to ≈0.7 MB,
-// which snapshots applied in a row reuse and an idle proxy lets go at its next collections.
+// The fields that hold a message's children, left out of its head (without).
+const (
+	listenerServers    protoreflect.FieldNumber = 5
+	serverVirtualHosts protoreflect.FieldNumber = 4
+	virtualHostRoutes  protoreflect.FieldNumber = 2
+)
+
+// without is a shallow copy of m without the field numbered skip: its head, to hash apart from
+// its children. It copies by reflection, so a field added to the message is hashed too.
+func without(m proto.Message, skip protoreflect.FieldNumber) proto.Message {
+	src := m.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Number() != skip {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	return dst.Interface()
+}
+
+// shapeBufs are the marshalling buffers of digestOf, reused by snapshots applied in a row; an
+// idle proxy lets them go at its next collections.
 var shapeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // clusterHead is c without its endpoints. TestClusterHeadCoversFields fails when Cluster gains a
