@@ -86,6 +86,7 @@ type Proxy struct {
 	// fullBuilds turns off sharing with the serving table (reuse.go): every build compiles
 	// everything. For tests and benchmarks comparing the two.
 	fullBuilds bool
+	builds     uint64 // tables built so far (under mu)
 }
 
 // New returns a Proxy that serves nothing until the first Apply.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -78,6 +79,11 @@ type builtRoute struct {
 	noRouteID string
 	noRoute   core.HTTPProtocolErrorWriter
 	breakers  []routeBreakers
+	// claimed is the build (Proxy.builds) that last looked at it for sharing: each build takes
+	// a compiled route at most once. pos is its index in the order of the table that adopted it
+	// last (normally the serving one; checked before use). Both change under Proxy.mu only.
+	claimed uint64
+	pos     int
 }
 
 // routeKey is what a compiled route was compiled from besides its clusters.
@@ -152,33 +158,68 @@ func (b *builder) reusable(key routeKey) *builtRoute {
 	if b.serving == nil {
 		return nil
 	}
-	list := b.serving.routes[key]
-	for b.taken[key] < len(list) {
-		br := list[b.taken[key]]
-		b.taken[key]++
-		if b.depsShared(br) {
+	// Most routes sit where they sat in the serving table: try the route after the last one
+	// shared before probing the index (a map of every route, whose probes at 20,000 routes miss
+	// the cache).
+	if order := b.serving.order; b.next < len(order) {
+		if br := order[b.next]; br.key == key && b.claim(br) {
+			b.next++
+			return br
+		}
+	}
+	if br := b.serving.routes[key]; br != nil && b.claim(br) {
+		b.resync(br)
+		return br
+	}
+	for _, br := range b.serving.dupRoutes[key] {
+		if b.claim(br) {
+			b.resync(br)
 			return br
 		}
 	}
 	return nil
 }
 
-func (b *builder) depsShared(br *builtRoute) bool {
+// claim takes br for this build if no other route of it did and its clusters are shared.
+func (b *builder) claim(br *builtRoute) bool {
+	if br.claimed == b.gen {
+		return false
+	}
+	br.claimed = b.gen
 	for _, cl := range br.deps {
-		if b.clusters[cl.name] != cl {
-			return false
+		if cl.built != b.gen {
+			return false // rebuilt: br's upstreams point at the old one
 		}
 	}
 	return true
+}
+
+// resync moves the positional guess after br, found in the index.
+func (b *builder) resync(br *builtRoute) {
+	if order := b.serving.order; br.pos < len(order) && order[br.pos] == br {
+		b.next = br.pos + 1
+	}
 }
 
 // adopt records a route (compiled or shared) in the table being built: in its index for the
 // next build, its breaker sets, its protocol's unrouted answer.
 func (b *builder) adopt(br *builtRoute) {
 	if b.t.routes == nil {
-		b.t.routes = map[routeKey][]*builtRoute{}
+		n := len(b.digest.routesOrNil())
+		b.t.routes = make(map[routeKey]*builtRoute, n)
+		b.t.order = make([]*builtRoute, 0, n)
+		b.t.parts = slices.Grow(b.t.parts, n+len(b.digest.clustersOrNil()))
 	}
-	b.t.routes[br.key] = append(b.t.routes[br.key], br)
+	br.pos = len(b.t.order)
+	b.t.order = append(b.t.order, br)
+	if _, dup := b.t.routes[br.key]; !dup {
+		b.t.routes[br.key] = br
+	} else {
+		if b.t.dupRoutes == nil {
+			b.t.dupRoutes = map[routeKey][]*builtRoute{}
+		}
+		b.t.dupRoutes[br.key] = append(b.t.dupRoutes[br.key], br)
+	}
 	for _, rb := range br.breakers {
 		b.t.addBreakers(rb.cl, rb.set)
 	}
@@ -203,14 +244,13 @@ func (b *builder) sharedCluster(c *irv1.Cluster, head sum) *cluster {
 	if b.serving == nil {
 		return nil
 	}
-	if b.prevClusters == nil {
-		b.prevClusters = make(map[string]*cluster, len(b.serving.clusters))
-		for _, cl := range b.serving.clusters {
-			b.prevClusters[cl.name] = cl
-		}
+	var old *cluster
+	if i := b.clusterN - 1; i < len(b.serving.clusters) && b.serving.clusters[i].name == c.GetName() {
+		old = b.serving.clusters[i] // where it was: no map probe
+	} else {
+		old = b.serving.byName[c.GetName()]
 	}
-	old := b.prevClusters[c.GetName()]
-	if old == nil || old.head != head {
+	if old == nil || old.head != head || old.built == b.gen {
 		return nil
 	}
 	ut, _, err := b.p.upTLS.get(c, b.secrets, &b.p.certs)
@@ -222,6 +262,7 @@ func (b *builder) sharedCluster(c *irv1.Cluster, head sum) *cluster {
 		return nil
 	}
 	b.share(old.part)
+	old.built = b.gen
 	if changed {
 		b.t.updates = append(b.t.updates, endpointUpdate{cl: old, eps: eps})
 	} else {

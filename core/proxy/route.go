@@ -80,6 +80,9 @@ type cluster struct {
 	// compares to share it (reuse.go).
 	part *part
 	head sum
+	// built is the last build (Proxy.builds) that made or shared it: a route is shared only
+	// when every cluster it resolved was (reuse.go). Under Proxy.mu only.
+	built uint64
 }
 
 // liveBalancer is implemented by balancers whose SetEndpoints is safe concurrently with Pick
@@ -103,7 +106,7 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 		b.t.clusters = append(b.t.clusters, cl)
 		return nil
 	}
-	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c), head: head, part: b.newPart()}
+	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c), head: head, part: b.newPart(), built: b.gen}
 	saved := b.bc
 	b.bc = cl.part.bc
 	defer func() { b.bc = saved; cl.part.bc.Snapshot, cl.part.bc.Clusters = nil, nil }()

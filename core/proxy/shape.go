@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"io"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -40,7 +41,7 @@ func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
 // did, so the per-route sums come for free.
 func digestOf(snap *irv1.Snapshot) *digest {
 	d := &digest{clusters: make([]sum, 0, len(snap.GetClusters()))}
-	h := sha256.New()
+	h := &chunker{h: sha256.New()}
 	opts := proto.MarshalOptions{Deterministic: true}
 	bp := shapeBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
@@ -56,15 +57,15 @@ func digestOf(snap *irv1.Snapshot) *digest {
 	}
 	add := func(tag byte, m proto.Message) {
 		flag, b := encode(m)
-		writeChunk(h, tag|flag, b)
+		h.write(tag|flag, b)
 	}
-	part := sha256.New()
+	part := &chunker{h: sha256.New()}
 	sumOf := func(m proto.Message) sum {
 		flag, b := encode(m)
-		part.Reset()
-		writeChunk(part, flag, b)
+		part.h.Reset()
+		part.write(flag, b)
 		var s sum
-		part.Sum(s[:0])
+		part.h.Sum(s[:0])
 		return s
 	}
 	n := 0
@@ -81,19 +82,22 @@ func digestOf(snap *irv1.Snapshot) *digest {
 		for _, s := range l.GetServers() {
 			add(5, without(s, serverVirtualHosts))
 			for _, vh := range s.GetVirtualHosts() {
-				add(6, without(vh, virtualHostRoutes))
+				// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
+				h.writeString(6, vh.GetHostname())
 				for _, r := range vh.GetRoutes() {
 					rs := sumOf(r)
 					d.routes = append(d.routes, rs)
-					writeChunk(h, 7, rs[:])
+					h.write(7, rs[:])
 				}
 			}
 		}
 	}
+	head := &irv1.Cluster{} // reused: one allocation, not one per cluster
 	for _, c := range snap.GetClusters() {
-		cs := sumOf(clusterHead(c))
+		setClusterHead(head, c)
+		cs := sumOf(head)
 		d.clusters = append(d.clusters, cs)
-		writeChunk(h, 2, cs[:])
+		h.write(2, cs[:])
 	}
 	for _, s := range snap.GetSecrets() {
 		add(3, s)
@@ -101,7 +105,7 @@ func digestOf(snap *irv1.Snapshot) *digest {
 	for _, g := range snap.GetGateways() {
 		add(4, g)
 	}
-	h.Sum(d.shape[:0])
+	h.h.Sum(d.shape[:0])
 	return d
 }
 
@@ -109,7 +113,6 @@ func digestOf(snap *irv1.Snapshot) *digest {
 const (
 	listenerServers    protoreflect.FieldNumber = 5
 	serverVirtualHosts protoreflect.FieldNumber = 4
-	virtualHostRoutes  protoreflect.FieldNumber = 2
 )
 
 // without is a shallow copy of m without the field numbered skip: its head, to hash apart from
@@ -133,9 +136,38 @@ var shapeBufs = sync.Pool{New: func() any { return new([]byte) }}
 // clusterHead is c without its endpoints. TestClusterHeadCoversFields fails when Cluster gains a
 // field this does not copy.
 func clusterHead(c *irv1.Cluster) *irv1.Cluster {
-	return &irv1.Cluster{Name: c.GetName(), Protocol: c.GetProtocol(), Balancer: c.GetBalancer(),
-		ConnectTimeoutMs: c.GetConnectTimeoutMs(), IdleTimeoutMs: c.GetIdleTimeoutMs(),
-		CircuitBreaker: c.GetCircuitBreaker(), SessionPersistence: c.GetSessionPersistence(), Tls: c.GetTls()}
+	h := &irv1.Cluster{}
+	setClusterHead(h, c)
+	return h
+}
+
+func setClusterHead(h, c *irv1.Cluster) {
+	h.Name, h.Protocol, h.Balancer = c.GetName(), c.GetProtocol(), c.GetBalancer()
+	h.ConnectTimeoutMs, h.IdleTimeoutMs = c.GetConnectTimeoutMs(), c.GetIdleTimeoutMs()
+	h.CircuitBreaker, h.SessionPersistence, h.Tls = c.GetCircuitBreaker(), c.GetSessionPersistence(), c.GetTls()
+}
+
+// chunker writes tagged, length-prefixed chunks into a hash; its header buffer is allocated
+// once, not once per chunk.
+type chunker struct {
+	h   hash.Hash
+	hdr [9]byte
+}
+
+func (c *chunker) write(tag byte, b []byte) {
+	c.header(tag, len(b))
+	c.h.Write(b)
+}
+
+func (c *chunker) writeString(tag byte, s string) {
+	c.header(tag, len(s))
+	_, _ = io.WriteString(c.h, s)
+}
+
+func (c *chunker) header(tag byte, n int) {
+	c.hdr[0] = tag
+	binary.LittleEndian.PutUint64(c.hdr[1:], uint64(n))
+	c.h.Write(c.hdr[:])
 }
 
 func writeChunk(h hash.Hash, tag byte, b []byte) {

@@ -76,3 +76,12 @@ func TestShapeIgnoresOnlyEndpointsAndVersion(t *testing.T) {
 		})
 	}
 }
+
+// digestOf hashes a virtual host's hostname and its routes: a field added to VirtualHost must be
+// hashed too.
+func TestVirtualHostHeadCoversFields(t *testing.T) {
+	fields := (&irv1.VirtualHost{}).ProtoReflect().Descriptor().Fields()
+	if fields.Len() != 2 || fields.ByNumber(1).Name() != "hostname" || fields.ByNumber(2).Name() != "routes" {
+		t.Fatalf("VirtualHost has fields digestOf does not hash: update digestOf")
+	}
+}

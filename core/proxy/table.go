@@ -38,8 +38,11 @@ type table struct {
 	held      obsHeld
 	// parts are the compiled routes and clusters it holds, shared with the tables before and
 	// after it that have them unchanged (reuse.go); routes indexes its routes for the next build.
-	parts  []*part
-	routes map[routeKey][]*builtRoute
+	parts     []*part
+	routes    map[routeKey]*builtRoute
+	dupRoutes map[routeKey][]*builtRoute // the second and later routes of a key
+	order     []*builtRoute              // its routes in build order
+	byName    map[string]*cluster        // its clusters
 	// breakers are the circuit breaker sets of its routes, by cluster: given each cluster's
 	// endpoints at every swap and in-place update.
 	breakers map[*cluster][]*breakerSet
@@ -93,7 +96,7 @@ func (t *table) close() {
 		// next Apply: let its routes go now, not one snapshot later (a second table's worth of
 		// memory on an idle proxy).
 		t.listeners, t.clusters, t.noRoute, t.noRouteIDs, t.certKeys, t.tlsKeys = nil, nil, nil, nil, nil, nil
-		t.routes, t.breakers, t.updates = nil, nil, nil
+		t.routes, t.dupRoutes, t.order, t.byName, t.breakers, t.updates = nil, nil, nil, nil, nil, nil
 		t.closed.Store(true)
 	})
 }
@@ -138,9 +141,9 @@ type builder struct {
 	digest           *digest
 	routeN, clusterN int // routes and clusters visited so far
 	serving          *table
-	prevClusters     map[string]*cluster // prev's, by name (made on first use)
-	taken            map[routeKey]int    // how many of serving.routes[key] were looked at
-	cur              *builtRoute         // the route being compiled
+	gen              uint64      // this build's number (Proxy.builds)
+	next             int         // the index in serving.order where the next route likely is
+	cur              *builtRoute // the route being compiled
 }
 
 // previousEndpoints returns the endpoints the serving table has for the cluster name.
@@ -165,8 +168,10 @@ func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot, d *digest) (*tab
 	v := snap.GetVersion()
 	t.version.Store(&v)
 	t.refs.Store(1)
-	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{}, clusters: map[string]*cluster{},
-		digest: d, taken: map[routeKey]int{}}
+	p.builds++
+	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{},
+		clusters: make(map[string]*cluster, len(snap.GetClusters())), digest: d, gen: p.builds}
+	t.byName = b.clusters // the next build looks the clusters it may share up here
 	if !p.fullBuilds {
 		b.serving = p.cur.Load()
 	}
