@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,26 +17,18 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/coxswain-labs/coxswain/controller"
-	"github.com/coxswain-labs/coxswain/controller/discovery"
-	"github.com/coxswain-labs/coxswain/controller/translator"
-	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
 	"github.com/coxswain-labs/coxswain/core/proxy/agent"
-	"github.com/coxswain-labs/coxswain/modules/httproute"
-	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/standard"
 )
 
 // BenchmarkFanout measures one controller pushing route changes to 100 connected proxies over
 // mutual-TLS gRPC on loopback, at 5,000 HTTPRoutes (10,000 IR routes: one Gateway, two rules per
 // route, as translatortest.SyntheticStore). The controller is a process of its own (this test
-// binary again, running fanoutController), so its CPU is measured alone; the 100 agents run in
+// fanoutctl, built by the benchmark), so its CPU is measured alone; the 100 agents run in
 // this process, each with a real proxy engine (engine=proxy: decode, incremental table build,
 // swap) or one that only decodes (engine=decode-only: what the protocol itself costs a proxy).
 // Each change is one route's path plus a new Gateway generation (which the gate waits for). It
@@ -59,8 +50,6 @@ func BenchmarkFanout(b *testing.B) {
 		})
 	}
 }
-
-const fanoutDirEnv = "COXSWAIN_FANOUT_DIR"
 
 func measureFanout(b *testing.B, engine string, proxies, routes int) {
 	b.StopTimer()
@@ -123,7 +112,7 @@ func measureFanout(b *testing.B, engine string, proxies, routes int) {
 
 const fanoutToken = "fanout-token"
 
-// fanoutResult is what the controller process answers a publish with.
+// fanoutResult is what the controller process answers a publish with (fanoutctl's result).
 type fanoutResult struct {
 	Last  time.Duration   // Publish to the gate's Applied
 	Each  []time.Duration // Publish to each proxy's acknowledgement
@@ -138,8 +127,13 @@ type fanoutProcess struct {
 }
 
 func startFanoutController(b *testing.B, dir string, routes int) *fanoutProcess {
-	cmd := exec.Command("/proc/self/exe", "-test.run=^TestFanoutController$", "-test.timeout=30m")
-	cmd.Env = append(os.Environ(), fanoutDirEnv+"="+dir, "COXSWAIN_FANOUT_ROUTES="+strconv.Itoa(routes))
+	bin := filepath.Join(dir, "fanoutctl")
+	build := exec.Command("go", "build", "-o", bin, "github.com/coxswain-labs/coxswain/test/integration/fanoutctl")
+	build.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./test/integration/fanoutctl: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-dir", dir, "-routes", strconv.Itoa(routes), "-token", fanoutToken)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -159,7 +153,7 @@ func startFanoutController(b *testing.B, dir string, routes int) *fanoutProcess 
 	return p
 }
 
-// answer reads the controller process's next answer line ("= <text>"), skipping test output.
+// answer reads the controller process's next answer line ("= <text>").
 func (p *fanoutProcess) answer(b *testing.B) string {
 	for p.out.Scan() {
 		if v, ok := strings.CutPrefix(p.out.Text(), "= "); ok {
@@ -176,185 +170,6 @@ func (p *fanoutProcess) ask(b *testing.B, cmd string) string {
 	}
 	return p.answer(b)
 }
-
-// TestFanoutController is not a test: it is the controller process of BenchmarkFanout (run
-// with COXSWAIN_FANOUT_DIR set), a discovery server on loopback with a fresh CA that accepts
-// fanoutToken. It prints "= <address>", then answers each command on its stdin with one line:
-// "wait N" once N proxies acknowledged the latest snapshot; "prepare G" once it made the next
-// route change (generation G, not yet published); "publish" once every proxy acknowledged it,
-// with a fanoutResult.
-func TestFanoutController(t *testing.T) {
-	dir := os.Getenv(fanoutDirEnv)
-	if dir == "" {
-		t.Skip("the controller process of BenchmarkFanout")
-	}
-	routes, _ := strconv.Atoi(os.Getenv("COXSWAIN_FANOUT_ROUTES"))
-	certPEM, keyPEM, err := discovery.NewCA("fanout.coxswain", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := discovery.LoadCA("fanout.coxswain", certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.Bundle(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := discovery.New(discovery.Options{Log: zap.NewNop(), CA: ca, SharedProxies: []string{"coxswain-system/coxswain-proxy"},
-		Authenticate: func(_ context.Context, token string) (string, string, error) {
-			if token != fanoutToken {
-				return "", "", discovery.ErrUnauthenticated
-			}
-			return "coxswain-system", "coxswain-proxy", nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Stop()
-	report := &fanoutReporter{applied: map[string]int64{}, changed: make(chan struct{}, 1)}
-	pub, err := srv.NewPublisher(context.Background(), report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = pub.Close(context.Background()) }()
-
-	res := translator.Translate(context.Background(), translatortest.SyntheticStore(routes),
-		translator.Options{Registry: core.Freeze(), AllowLoopbackEndpoints: true})
-	base := res.Snapshot
-	if len(base.GetListeners()) != 1 {
-		t.Fatalf("synthetic translation: %d listeners, problems %v", len(base.GetListeners()), res.Problems)
-	}
-	base.Listeners[0].Address, base.Listeners[0].Port = "127.0.0.1", 0 // every proxy binds a free port
-	first := routeChange(t, base, 1)
-	if err := pub.Publish(context.Background(), first); err != nil {
-		t.Fatal(err)
-	}
-	current, next := first, (*irv1.Snapshot)(nil)
-	fmt.Printf("= %s\n", ln.Addr())
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		verb, arg, _ := strings.Cut(in.Text(), " ")
-		switch verb {
-		case "wait":
-			n, _ := strconv.Atoi(arg)
-			for acked(srv.Fleet(), current.GetVersion()) < n {
-				time.Sleep(20 * time.Millisecond)
-			}
-			fmt.Println("= ok")
-		case "prepare":
-			gen, _ := strconv.ParseInt(arg, 10, 64)
-			next = routeChange(t, base, gen)
-			fmt.Println("= ok")
-		case "publish":
-			gw := "bench/gw"
-			gen := next.GetGateways()[0].GetGeneration()
-			start := time.Now()
-			if err := pub.Publish(context.Background(), next); err != nil {
-				t.Fatal(err)
-			}
-			for report.appliedGen(gw) < gen {
-				<-report.changed
-			}
-			r := fanoutResult{Last: time.Since(start)}
-			f := srv.Fleet()
-			for _, p := range f.Proxies {
-				if p.AckedVersion == next.GetVersion() {
-					r.Each = append(r.Each, p.AckedAt.Sub(f.PublishedAt))
-				}
-			}
-			data, _ := proto.Marshal(next)
-			r.Bytes = len(data)
-			current = next
-			out, _ := json.Marshal(r)
-			fmt.Printf("= %s\n", out)
-		}
-	}
-}
-
-func acked(f discovery.Fleet, version string) int {
-	n := 0
-	for _, p := range f.Proxies {
-		if p.AckedVersion == version {
-			n++
-		}
-	}
-	return n
-}
-
-// routeChange is base with the path of one route (in the middle of the table) changed and the
-// Gateway at generation gen, sealed. It shares every other message with base, so that making it
-// costs what the change costs, not a copy of 10,000 routes.
-func routeChange(t testing.TB, base *irv1.Snapshot, gen int64) *irv1.Snapshot {
-	l := shallow(base.Listeners[0])
-	srv := shallow(l.Servers[0])
-	vhs := slices.Clone(srv.VirtualHosts)
-	k := len(vhs) / 2
-	vh := shallow(vhs[k])
-	vh.Routes = slices.Clone(vh.Routes)
-	r := shallow(vh.Routes[0])
-	m, _ := json.Marshal(httproute.Match{Path: &httproute.PathMatch{Type: httproute.MatchPathPrefix, Value: "/changed-" + strconv.FormatInt(gen, 10)}})
-	r.Match = &irv1.ModuleConfig{Id: httproute.ModuleID, Json: m}
-	vh.Routes[0], vhs[k] = r, vh
-	srv.VirtualHosts = vhs
-	l.Servers = []*irv1.Server{srv}
-	out := &irv1.Snapshot{Listeners: []*irv1.Listener{l}, Clusters: base.GetClusters(), Secrets: base.GetSecrets()}
-	for _, g := range base.GetGateways() {
-		out.Gateways = append(out.Gateways, &irv1.GatewayGeneration{Namespace: g.GetNamespace(), Name: g.GetName(), Generation: gen})
-	}
-	if err := irv1.Seal(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// shallow copies m's fields (by reflection, so fields added later are copied too); its children
-// are shared.
-func shallow[M proto.Message](m M) M {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		dst.Set(fd, v)
-		return true
-	})
-	return dst.Interface().(M)
-}
-
-// fanoutReporter records the generations the gate reports applied.
-type fanoutReporter struct {
-	mu      sync.Mutex
-	applied map[string]int64
-	changed chan struct{}
-}
-
-var _ controller.Reporter = (*fanoutReporter)(nil)
-
-func (r *fanoutReporter) Applied(gws []*irv1.GatewayGeneration) {
-	r.mu.Lock()
-	for _, g := range gws {
-		k := g.GetNamespace() + "/" + g.GetName()
-		r.applied[k] = max(r.applied[k], g.GetGeneration())
-	}
-	r.mu.Unlock()
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-}
-
-func (r *fanoutReporter) appliedGen(gw string) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.applied[gw]
-}
-
-func (r *fanoutReporter) Pending(*irv1.GatewayGeneration, string)                       {}
-func (r *fanoutReporter) Unbound(*irv1.GatewayGeneration, []controller.ListenerFailure) {}
-func (r *fanoutReporter) ModulesMissing([]controller.RouteModuleGap)                    {}
 
 // decodeOnlyEngine takes every snapshot (the agent has decoded it) and binds nothing, saying
 // it bound every listener (the gate waits for binds).
