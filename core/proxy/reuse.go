@@ -34,7 +34,7 @@ import (
 
 // part is a shared piece of compiled tables: the modules it loaded and the series it holds.
 type part struct {
-	bc     *core.BuildContext
+	bc     *core.BuildContext // nil once built if it has nothing to clean up (settle)
 	series *requestSeries // nil when it holds none
 	held   obsHeld
 	// refs counts the tables holding it. Only the serving table's parts are shared (under
@@ -63,10 +63,20 @@ func (pt *part) release(log *zap.Logger) {
 	if pt.refs.Add(-1) != 0 {
 		return
 	}
-	if err := pt.bc.Close(); err != nil {
-		log.Warn("module cleanup failed", zap.Error(err))
+	if pt.bc != nil {
+		if err := pt.bc.Close(); err != nil {
+			log.Warn("module cleanup failed", zap.Error(err))
+		}
 	}
 	pt.series.release(&pt.held)
+}
+
+// settle drops the part's build context when it has nothing to clean up and no series to
+// release: at 10,000 routes of stateless modules that is 10,000 contexts fewer.
+func (pt *part) settle() {
+	if !pt.bc.HasCleanups() && pt.series == nil {
+		pt.bc = nil
+	}
 }
 
 // builtRoute is a compiled route as a part, with what decides whether the next table shares it.
@@ -121,6 +131,7 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	if err != nil {
 		return nil, err
 	}
+	br.settle()
 	br.rt = rt
 	b.adopt(br)
 	return rt, nil

@@ -109,7 +109,11 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c), head: head, part: b.newPart(), built: b.gen}
 	saved := b.bc
 	b.bc = cl.part.bc
-	defer func() { b.bc = saved; cl.part.bc.Snapshot, cl.part.bc.Clusters = nil, nil }()
+	defer func() {
+		b.bc = saved
+		cl.part.bc.Snapshot, cl.part.bc.Clusters = nil, nil
+		cl.part.settle()
+	}()
 	ut, key, err := b.p.upTLS.get(c, b.secrets, &b.p.certs)
 	if err != nil {
 		return fmt.Errorf("upstream TLS: %w", err)
