@@ -116,7 +116,8 @@ func (b *builder) breakersOf(route string, cl *cluster) (*breakerSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.cur.breakers = append(b.cur.breakers, routeBreakers{cl: cl, set: set})
+	x := b.cur.more()
+	x.breakers = append(x.breakers, routeBreakers{cl: cl, set: set})
 	return set, nil
 }
 

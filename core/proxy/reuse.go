@@ -32,30 +32,28 @@ import (
 // BuildContext) and the request series it holds, and every table that uses it holds a reference;
 // the last table to close runs its modules' Cleanup and releases its series.
 
+//
+// The serving table lists its routes in build order (table.order); a build looks for each route
+// where the previous one was found, then a few places further (routes removed before it), and only
+// when those miss indexes the serving table's routes by key, once per build: a map of every route
+// would cost a proxy ≈70 B per route for as long as it serves.
+
 // part is a shared piece of compiled tables: the modules it loaded and the series it holds.
 type part struct {
 	bc     *core.BuildContext // nil once built if it has nothing to clean up (settle)
-	series *requestSeries // nil when it holds none
+	series *requestSeries     // nil when it holds none
 	held   obsHeld
 	// refs counts the tables holding it. Only the serving table's parts are shared (under
 	// Proxy.mu), and the serving table holds them, so it never rises from zero.
 	refs atomic.Int64
 }
 
-// newPart returns a part with a build context of its own, held once (by the table being built).
-func (b *builder) newPart() *part {
+// start gives pt a build context of its own, held once (by the table being built).
+func (b *builder) start(pt *part) {
 	pbc := core.NewBuildContext(b.bc.Context, b.p.log, b.p.reg, b.bc.Snapshot)
 	pbc.Shared, pbc.Settings, pbc.Metrics, pbc.Clusters = b.p.shared, b.p.settings, b.p.metrics, b
-	pt := &part{bc: pbc}
+	pt.bc = pbc
 	pt.refs.Store(1)
-	b.t.parts = append(b.t.parts, pt)
-	return pt
-}
-
-// share makes the table being built hold pt too.
-func (b *builder) share(pt *part) {
-	pt.refs.Add(1)
-	b.t.parts = append(b.t.parts, pt)
 }
 
 // release drops one table's hold; the last one cleans the part up.
@@ -74,6 +72,7 @@ func (pt *part) release(log *zap.Logger) {
 // settle drops the part's build context when it has nothing to clean up and no series to
 // release: at 10,000 routes of stateless modules that is 10,000 contexts fewer.
 func (pt *part) settle() {
+	pt.bc.Snapshot, pt.bc.Clusters = nil, nil // as the table's: no decoded IR kept alive
 	if !pt.bc.HasCleanups() && pt.series == nil {
 		pt.bc = nil
 	}
@@ -81,19 +80,32 @@ func (pt *part) settle() {
 
 // builtRoute is a compiled route as a part, with what decides whether the next table shares it.
 type builtRoute struct {
-	*part
+	part
 	rt   *route
 	key  routeKey
 	deps []*cluster // every cluster it resolved (backends, modules' lookups, series)
-	// noRoute is its match module when that answers unrouted requests in its protocol.
-	noRouteID string
-	noRoute   core.HTTPProtocolErrorWriter
-	breakers  []routeBreakers
+	// extra is what few routes have; nil for the others.
+	extra *routeExtra
 	// claimed is the build (Proxy.builds) that last looked at it for sharing: each build takes
 	// a compiled route at most once. pos is its index in the order of the table that adopted it
 	// last (normally the serving one; checked before use). Both change under Proxy.mu only.
 	claimed uint64
 	pos     int
+}
+
+// routeExtra is the rarer part of a builtRoute.
+type routeExtra struct {
+	// noRoute is its match module when that answers unrouted requests in its protocol.
+	noRouteID string
+	noRoute   core.HTTPProtocolErrorWriter
+	breakers  []routeBreakers
+}
+
+func (br *builtRoute) more() *routeExtra {
+	if br.extra == nil {
+		br.extra = &routeExtra{}
+	}
+	return br.extra
 }
 
 // routeKey is what a compiled route was compiled from besides its clusters.
@@ -118,22 +130,23 @@ type endpointUpdate struct {
 func (b *builder) route(r *irv1.Route) (*route, error) {
 	key := routeKey{sum: b.nextSum(&b.routeN, b.digest.routesOrNil()), gateway: b.gateway}
 	if br := b.reusable(key); br != nil {
-		b.share(br.part)
+		br.refs.Add(1)
 		b.adopt(br)
 		return br.rt, nil
 	}
-	br := &builtRoute{part: b.newPart(), key: key}
+	br := &builtRoute{key: key}
+	b.start(&br.part)
+	b.adopt(br) // now: a failed build releases it with the table
 	saved := b.bc
 	b.bc, b.cur = br.bc, br
 	rt, err := b.compileRoute(r)
 	b.bc, b.cur = saved, nil
-	br.bc.Snapshot, br.bc.Clusters = nil, nil // as the table's: no decoded IR kept alive
+	br.settle()
 	if err != nil {
 		return nil, err
 	}
-	br.settle()
 	br.rt = rt
-	b.adopt(br)
+	b.record(br)
 	return rt, nil
 }
 
@@ -162,6 +175,10 @@ func (d *digest) clustersOrNil() []sum {
 	return d.clusters
 }
 
+// lookAhead is how far past the expected position reusable looks before indexing: routes
+// removed in front of a route (an HTTPRoute's rules) shift it by that many.
+const lookAhead = 32
+
 // reusable returns a compiled route of the serving table with key whose clusters are all this
 // table's, nil for none. Routes of equal content (one HTTPRoute rule under several hostnames) are
 // taken one each, so the table has as many instances as a full build would.
@@ -169,33 +186,33 @@ func (b *builder) reusable(key routeKey) *builtRoute {
 	if b.serving == nil {
 		return nil
 	}
-	// Most routes sit where they sat in the serving table: try the route after the last one
-	// shared before probing the index (a map of every route, whose probes at 20,000 routes miss
-	// the cache).
-	if order := b.serving.order; b.next < len(order) {
-		if br := order[b.next]; br.key == key && b.claim(br) {
-			b.next++
-			return br
+	order := b.serving.order
+	for i := b.next; i < min(len(order), b.next+lookAhead); i++ {
+		if br := order[i]; br.key == key && br.claimed != b.gen {
+			if b.claim(br) {
+				b.next = i + 1
+				return br
+			}
+			break
 		}
 	}
-	if br := b.serving.routes[key]; br != nil && b.claim(br) {
-		b.resync(br)
-		return br
+	if b.index == nil {
+		b.index = make(map[routeKey][]*builtRoute, len(order))
+		for _, br := range order {
+			b.index[br.key] = append(b.index[br.key], br)
+		}
 	}
-	for _, br := range b.serving.dupRoutes[key] {
-		if b.claim(br) {
-			b.resync(br)
+	for _, br := range b.index[key] {
+		if br.claimed != b.gen && b.claim(br) {
+			b.next = br.pos + 1
 			return br
 		}
 	}
 	return nil
 }
 
-// claim takes br for this build if no other route of it did and its clusters are shared.
+// claim takes br for this build if its clusters are shared too.
 func (b *builder) claim(br *builtRoute) bool {
-	if br.claimed == b.gen {
-		return false
-	}
 	br.claimed = b.gen
 	for _, cl := range br.deps {
 		if cl.built != b.gen {
@@ -205,37 +222,29 @@ func (b *builder) claim(br *builtRoute) bool {
 	return true
 }
 
-// resync moves the positional guess after br, found in the index.
-func (b *builder) resync(br *builtRoute) {
-	if order := b.serving.order; br.pos < len(order) && order[br.pos] == br {
-		b.next = br.pos + 1
-	}
-}
-
-// adopt records a route (compiled or shared) in the table being built: in its index for the
-// next build, its breaker sets, its protocol's unrouted answer.
+// adopt records a route (compiled or shared) in the table being built: in its order, which the
+// next build searches, with its breaker sets and its protocol's unrouted answer.
 func (b *builder) adopt(br *builtRoute) {
-	if b.t.routes == nil {
-		n := len(b.digest.routesOrNil())
-		b.t.routes = make(map[routeKey]*builtRoute, n)
-		b.t.order = make([]*builtRoute, 0, n)
-		b.t.parts = slices.Grow(b.t.parts, n+len(b.digest.clustersOrNil()))
+	if b.t.order == nil {
+		b.t.order = make([]*builtRoute, 0, len(b.digest.routesOrNil()))
 	}
 	br.pos = len(b.t.order)
 	b.t.order = append(b.t.order, br)
-	if _, dup := b.t.routes[br.key]; !dup {
-		b.t.routes[br.key] = br
-	} else {
-		if b.t.dupRoutes == nil {
-			b.t.dupRoutes = map[routeKey][]*builtRoute{}
+	if br.rt != nil { // else being compiled: route records it when it is done
+		b.record(br)
+	}
+}
+
+// record adds what br contributes to the table as a whole: its breaker sets, its protocol's
+// unrouted answer.
+func (b *builder) record(br *builtRoute) {
+	if x := br.extra; x != nil {
+		for _, rb := range x.breakers {
+			b.t.addBreakers(rb.cl, rb.set)
 		}
-		b.t.dupRoutes[br.key] = append(b.t.dupRoutes[br.key], br)
-	}
-	for _, rb := range br.breakers {
-		b.t.addBreakers(rb.cl, rb.set)
-	}
-	if br.noRoute != nil {
-		b.t.addNoRoute(br.noRouteID, br.noRoute)
+		if x.noRoute != nil {
+			b.t.addNoRoute(x.noRouteID, x.noRoute)
+		}
 	}
 }
 
@@ -243,7 +252,7 @@ func (b *builder) adopt(br *builtRoute) {
 // compiled.
 func (b *builder) lookupCluster(name string) (*cluster, bool) {
 	cl, ok := b.clusters[name]
-	if ok && b.cur != nil {
+	if ok && b.cur != nil && !slices.Contains(b.cur.deps, cl) {
 		b.cur.deps = append(b.cur.deps, cl)
 	}
 	return cl, ok
@@ -272,7 +281,8 @@ func (b *builder) sharedCluster(c *irv1.Cluster, head sum) *cluster {
 	if changed && !old.live {
 		return nil
 	}
-	b.share(old.part)
+	old.part.refs.Add(1)
+	b.t.clusterParts = append(b.t.clusterParts, &old.part)
 	old.built = b.gen
 	if changed {
 		b.t.updates = append(b.t.updates, endpointUpdate{cl: old, eps: eps})

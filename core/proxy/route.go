@@ -78,7 +78,7 @@ type cluster struct {
 
 	// part owns its balancer; head is the sum of its IR without endpoints, which a later build
 	// compares to share it (reuse.go).
-	part *part
+	part part
 	head sum
 	// built is the last build (Proxy.builds) that made or shared it: a route is shared only
 	// when every cluster it resolved was (reuse.go). Under Proxy.mu only.
@@ -106,12 +106,13 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 		b.t.clusters = append(b.t.clusters, cl)
 		return nil
 	}
-	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c), head: head, part: b.newPart(), built: b.gen}
+	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c), head: head, built: b.gen}
+	b.start(&cl.part)
+	b.t.clusterParts = append(b.t.clusterParts, &cl.part) // a failed build releases it with the table
 	saved := b.bc
 	b.bc = cl.part.bc
 	defer func() {
 		b.bc = saved
-		cl.part.bc.Snapshot, cl.part.bc.Clusters = nil, nil
 		cl.part.settle()
 	}()
 	ut, key, err := b.p.upTLS.get(c, b.secrets, &b.p.certs)
@@ -185,7 +186,7 @@ func (b *builder) compileRoute(r *irv1.Route) (*route, error) {
 	}
 	rt.deadliner, _ = m.(core.HTTPDeadliner)
 	if pw, ok := m.(core.HTTPProtocolErrorWriter); ok {
-		b.cur.noRouteID, b.cur.noRoute = r.GetMatch().GetId(), pw
+		b.cur.more().noRouteID, b.cur.more().noRoute = r.GetMatch().GetId(), pw
 	}
 	ruleFilters, err := b.filters(r.GetFilters())
 	if err != nil {

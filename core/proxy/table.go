@@ -36,13 +36,12 @@ type table struct {
 	// it closes; nil when request metrics are off.
 	reqSeries *requestSeries
 	held      obsHeld
-	// parts are the compiled routes and clusters it holds, shared with the tables before and
-	// after it that have them unchanged (reuse.go); routes indexes its routes for the next build.
-	parts     []*part
-	routes    map[routeKey]*builtRoute
-	dupRoutes map[routeKey][]*builtRoute // the second and later routes of a key
-	order     []*builtRoute              // its routes in build order
-	byName    map[string]*cluster        // its clusters
+	// order are its compiled routes in build order and clusterParts its clusters', which it
+	// holds and shares with the tables before and after it that have them unchanged (reuse.go);
+	// byName are its clusters by name.
+	order        []*builtRoute
+	clusterParts []*part
+	byName       map[string]*cluster
 	// breakers are the circuit breaker sets of its routes, by cluster: given each cluster's
 	// endpoints at every swap and in-place update.
 	breakers map[*cluster][]*breakerSet
@@ -96,7 +95,7 @@ func (t *table) close() {
 		// next Apply: let its routes go now, not one snapshot later (a second table's worth of
 		// memory on an idle proxy).
 		t.listeners, t.clusters, t.noRoute, t.noRouteIDs, t.certKeys, t.tlsKeys = nil, nil, nil, nil, nil, nil
-		t.routes, t.dupRoutes, t.order, t.byName, t.breakers, t.updates = nil, nil, nil, nil, nil, nil
+		t.order, t.clusterParts, t.byName, t.breakers, t.updates = nil, nil, nil, nil, nil
 		t.closed.Store(true)
 	})
 }
@@ -108,10 +107,13 @@ func (t *table) cleanup() {
 		t.log.Warn("module cleanup failed", zap.String("version", t.ver()), zap.Error(err))
 	}
 	t.reqSeries.release(&t.held)
-	for i := len(t.parts) - 1; i >= 0; i-- {
-		t.parts[i].release(t.log)
+	for i := len(t.order) - 1; i >= 0; i-- {
+		t.order[i].release(t.log)
 	}
-	t.parts = nil
+	for i := len(t.clusterParts) - 1; i >= 0; i-- {
+		t.clusterParts[i].release(t.log)
+	}
+	t.order, t.clusterParts = nil, nil
 }
 
 // ver is the version of the last snapshot applied to t.
@@ -141,9 +143,11 @@ type builder struct {
 	digest           *digest
 	routeN, clusterN int // routes and clusters visited so far
 	serving          *table
-	gen              uint64      // this build's number (Proxy.builds)
-	next             int         // the index in serving.order where the next route likely is
-	cur              *builtRoute // the route being compiled
+	gen              uint64 // this build's number (Proxy.builds)
+	next             int    // the index in serving.order where the next route likely is
+	// index is serving.order by key, made when the next route is not where expected.
+	index map[routeKey][]*builtRoute
+	cur   *builtRoute // the route being compiled
 }
 
 // previousEndpoints returns the endpoints the serving table has for the cluster name.
