@@ -196,6 +196,11 @@ func (b *builder) reusable(key routeKey) *builtRoute {
 			break
 		}
 	}
+	// A changed or new route is not in the serving table at all: only when several miss are
+	// routes likely to have moved further (reordered), and worth indexing.
+	if b.misses++; b.misses <= lookAhead {
+		return nil
+	}
 	if b.index == nil {
 		b.index = make(map[routeKey][]*builtRoute, len(order))
 		for _, br := range order {

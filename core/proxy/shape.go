@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
-	"io"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -64,9 +63,7 @@ func digestOf(snap *irv1.Snapshot) *digest {
 		flag, b := encode(m)
 		part.h.Reset()
 		part.write(flag, b)
-		var s sum
-		part.h.Sum(s[:0])
-		return s
+		return part.sum()
 	}
 	n := 0
 	for _, l := range snap.GetListeners() {
@@ -87,7 +84,7 @@ func digestOf(snap *irv1.Snapshot) *digest {
 				for _, r := range vh.GetRoutes() {
 					rs := sumOf(r)
 					d.routes = append(d.routes, rs)
-					h.write(7, rs[:])
+					h.writeSum(7, &rs)
 				}
 			}
 		}
@@ -97,7 +94,7 @@ func digestOf(snap *irv1.Snapshot) *digest {
 		setClusterHead(head, c)
 		cs := sumOf(head)
 		d.clusters = append(d.clusters, cs)
-		h.write(2, cs[:])
+		h.writeSum(2, &cs)
 	}
 	for _, s := range snap.GetSecrets() {
 		add(3, s)
@@ -105,7 +102,7 @@ func digestOf(snap *irv1.Snapshot) *digest {
 	for _, g := range snap.GetGateways() {
 		add(4, g)
 	}
-	h.h.Sum(d.shape[:0])
+	d.shape = shape(h.sum())
 	return d
 }
 
@@ -147,11 +144,25 @@ func setClusterHead(h, c *irv1.Cluster) {
 	h.CircuitBreaker, h.SessionPersistence, h.Tls = c.GetCircuitBreaker(), c.GetSessionPersistence(), c.GetTls()
 }
 
-// chunker writes tagged, length-prefixed chunks into a hash; its header buffer is allocated
-// once, not once per chunk.
+// chunker writes tagged, length-prefixed chunks into a hash. What it hands the hash goes
+// through its own buffers, allocated once with it: a slice of a local array passed to the hash
+// (an interface) would escape, one allocation per chunk.
 type chunker struct {
 	h   hash.Hash
 	hdr [9]byte
+	out sum
+	str []byte
+}
+
+func (c *chunker) writeSum(tag byte, s *sum) {
+	c.out = *s
+	c.write(tag, c.out[:])
+}
+
+// sum is the hash of what was written.
+func (c *chunker) sum() sum {
+	c.h.Sum(c.out[:0])
+	return c.out
 }
 
 func (c *chunker) write(tag byte, b []byte) {
@@ -160,8 +171,8 @@ func (c *chunker) write(tag byte, b []byte) {
 }
 
 func (c *chunker) writeString(tag byte, s string) {
-	c.header(tag, len(s))
-	_, _ = io.WriteString(c.h, s)
+	c.str = append(c.str[:0], s...)
+	c.write(tag, c.str)
 }
 
 func (c *chunker) header(tag byte, n int) {

@@ -145,9 +145,11 @@ type builder struct {
 	serving          *table
 	gen              uint64 // this build's number (Proxy.builds)
 	next             int    // the index in serving.order where the next route likely is
-	// index is serving.order by key, made when the next route is not where expected.
-	index map[routeKey][]*builtRoute
-	cur   *builtRoute // the route being compiled
+	// index is serving.order by key, made once more than lookAhead routes were not where
+	// expected (misses).
+	index  map[routeKey][]*builtRoute
+	misses int
+	cur    *builtRoute // the route being compiled
 }
 
 // previousEndpoints returns the endpoints the serving table has for the cluster name.
@@ -281,7 +283,7 @@ func (b *builder) server(s *irv1.Server) (*server, error) {
 	srv := &server{hostname: s.GetHostname(), tls: s.GetTls()}
 	b.gateway = gatewayOf(s.GetSources())
 	for _, vh := range s.GetVirtualHosts() {
-		v := &vhost{hostname: vh.GetHostname()}
+		v := &vhost{hostname: vh.GetHostname(), routes: make([]*route, 0, len(vh.GetRoutes()))}
 		for _, r := range vh.GetRoutes() {
 			rt, err := b.route(r)
 			if err != nil {
