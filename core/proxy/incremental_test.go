@@ -397,3 +397,36 @@ func (m *tableModel) snapshot(t testing.TB) *irv1.Snapshot {
 	}
 	return s
 }
+
+// Layer-4 routes are shared like HTTP ones: a TCPRoute whose IR and cluster did not change keeps
+// its compiled route (and an established connection its backend) across a change of an HTTP
+// route on another listener, while a TCPRoute moved to another cluster is recompiled.
+func TestIncrementalBuildSharesL4Routes(t *testing.T) {
+	ta, tb := newTCPEcho(t, "a"), newTCPEcho(t, "b")
+	web := newBackend(t, "web", nil)
+	tcpPort, httpPort := closedPort(t), closedPort(t)
+	mk := func(prefix, to string) *irv1.Snapshot {
+		return snapshot(t, []*irv1.Listener{
+			portKeyed("TCP", tcpPort, l4Route("route.tcp", "t", backend(to, 1))),
+			httpListener(httpPort, server("", vhost("", route("r", prefix, backend("web", 1))))),
+		}, []*irv1.Cluster{l4Cluster("ta", irv1.Cluster_TCP, ta.port), l4Cluster("tb", irv1.Cluster_TCP, tb.port), cluster("web", web)})
+	}
+	p := newL4Proxy(t, proxy.Limits{})
+	apply(t, p, mk("/", "ta"))
+	tcpAddr := addrOf(t, p, "127.0.0.1:"+itoa(tcpPort)+"/TCP")
+	rt := proxy.RouteOf(p, "t")
+	apply(t, p, mk("/other", "ta"))
+	if proxy.RouteOf(p, "t") != rt {
+		t.Error("the unchanged TCP route was recompiled by an HTTP route change")
+	}
+	if g := greeting(t, tcpAddr); g != "a" {
+		t.Errorf("TCP route after an unrelated change: %q", g)
+	}
+	apply(t, p, mk("/other", "tb"))
+	if proxy.RouteOf(p, "t") == rt {
+		t.Error("the TCP route moved to another cluster was shared")
+	}
+	if g := greeting(t, tcpAddr); g != "b" {
+		t.Errorf("TCP route after moving to tb: %q", g)
+	}
+}
