@@ -31,12 +31,11 @@ import (
 // keep no core.Shared state. Each piece is a part: it owns the modules it loaded (its own
 // BuildContext) and the request series it holds, and every table that uses it holds a reference;
 // the last table to close runs its modules' Cleanup and releases its series.
-
 //
 // The serving table lists its routes in build order (table.order); a build looks for each route
-// where the previous one was found, then a few places further (routes removed before it), and only
-// when those miss indexes the serving table's routes by key, once per build: a map of every route
-// would cost a proxy ≈70 B per route for as long as it serves.
+// after where it found the previous one, up to lookAhead places further (routes removed before
+// it), and only once many miss does it index the serving table's routes by key, for that build:
+// a map of every route would cost a proxy ≈70 B per route for as long as it serves.
 
 // part is a shared piece of compiled tables: the modules it loaded and the series it holds.
 type part struct {
@@ -175,8 +174,9 @@ func (d *digest) clustersOrNil() []sum {
 	return d.clusters
 }
 
-// lookAhead is how far past the expected position reusable looks before indexing: routes
-// removed in front of a route (an HTTPRoute's rules) shift it by that many.
+// lookAhead is how far past the expected position reusable looks (routes removed in front of a
+// route, an HTTPRoute's rules, shift it by that many), and how many misses a build takes (new or
+// changed routes) before it indexes the serving table's routes.
 const lookAhead = 32
 
 // reusable returns a compiled route of the serving table with key whose clusters are all this
