@@ -114,6 +114,11 @@ func (bc *BuildContext) Close() error {
 	return errors.Join(errs...)
 }
 
+// HasCleanups reports whether Close has anything to do: a Cleanup to run or a shared value to
+// release. The engine drops the contexts of table parts that have none (a route of stateless
+// modules, most of them) rather than keep one per route.
+func (bc *BuildContext) HasCleanups() bool { return len(bc.cleanups) > 0 }
+
 // MissingModuleError says a snapshot named a module this binary does not have.
 type MissingModuleError struct{ ID ModuleID }
 

@@ -60,16 +60,31 @@ func endpointChange(b testing.TB, base *irv1.Snapshot, gen int64) *irv1.Snapshot
 	return out
 }
 
-// BenchmarkSnapshotCodec: size, encode and decode time of a 5,000-route snapshot, and what a
-// per-resource delta of an endpoints change (the changed cluster only) would cost instead.
+// BenchmarkSnapshotCodec: size, encode and decode time of a 5,000- and a 20,000-route snapshot,
+// and what a per-resource delta would cost instead: of an endpoints change (the changed cluster
+// only) and of a route change (the changed route's virtual host only).
 func BenchmarkSnapshotCodec(b *testing.B) {
-	snap := benchSnapshot(b, 5000)
+	for _, n := range []int{5000, 20000} {
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) { snapshotCodec(b, n) })
+	}
+}
+
+func snapshotCodec(b *testing.B, n int) {
+	snap := benchSnapshot(b, n)
 	full, err := proto.Marshal(snap)
 	if err != nil {
 		b.Fatal(err)
 	}
 	delta := &irv1.Snapshot{Clusters: snap.GetClusters()[:1]}
 	deltaBytes, _ := proto.Marshal(delta)
+	vh := snap.GetListeners()[0].GetServers()[0].GetVirtualHosts()[0]
+	vhBytes, _ := proto.Marshal(vh)
+	b.Run("delta-one-virtual-host/encode", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = proto.Marshal(vh)
+		}
+		b.ReportMetric(float64(len(vhBytes)), "bytes")
+	})
 	b.Run("full/encode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -30,13 +30,14 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 		return nil
 	}
 	start := time.Now()
-	sh := shapeOf(snap)
+	d := digestOf(snap)
+	sh := d.shape
 	if cur != nil && cur.shape == sh && p.fastApply(cur, snap) {
 		p.log.Info("snapshot applied", zap.String("version", cur.ver()), zap.Bool("endpointsOnly", true),
 			zap.Int("listeners", len(cur.listeners)), zap.Int("unbound", len(p.failed)), zap.Duration("took", time.Since(start)))
 		return nil
 	}
-	t, err := p.build(ctx, snap)
+	t, err := p.build(ctx, snap, d)
 	if err != nil {
 		return fmt.Errorf("snapshot %s rejected: %w", snap.GetVersion(), err)
 	}
@@ -79,7 +80,7 @@ func (p *Proxy) fastApply(t *table, snap *irv1.Snapshot) bool {
 			// The breakers and the set first: a balancer's pick of a new endpoint then finds its
 			// breaker and its pool. A pick from the old endpoints that meets the new set takes the
 			// forwarder's slow path to the same endpoint (and no breaker, if it left).
-			for _, s := range cl.breakers {
+			for _, s := range t.breakers[cl] {
 				s.retain(next[i])
 			}
 			cl.set.Store(p.fwd.newEpSet(cl, next[i]))
@@ -152,6 +153,7 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket, failed map[sockKey]*
 		}
 	}
 	p.failed = failed
+	p.applyEndpointUpdates(t)
 	retainBreakers(t)
 	old := p.cur.Swap(t)
 	p.certs.retain(t.certKeys)

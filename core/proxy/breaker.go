@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,17 +116,16 @@ func (b *builder) breakersOf(route string, cl *cluster) (*breakerSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(cl.breakers, set) {
-		cl.breakers = append(cl.breakers, set)
-	}
+	x := b.cur.more()
+	x.breakers = append(x.breakers, routeBreakers{cl: cl, set: set})
 	return set, nil
 }
 
 // retainBreakers gives every breaker set of t's clusters the cluster's current endpoints: just
 // before t is swapped in, so that a snapshot that fails to build never touches them.
 func retainBreakers(t *table) {
-	for _, cl := range t.clusters {
-		for _, s := range cl.breakers {
+	for cl, sets := range t.breakers {
+		for _, s := range sets {
 			s.retain(cl.set.Load().eps)
 		}
 	}

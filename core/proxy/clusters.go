@@ -15,7 +15,7 @@ var _ core.Clusters = (*builder)(nil)
 
 // Cluster implements core.Clusters.
 func (b *builder) Cluster(name string) (core.Cluster, error) {
-	cl, ok := b.clusters[name]
+	cl, ok := b.lookupCluster(name)
 	if !ok {
 		return nil, fmt.Errorf("cluster %s is not in the snapshot", name)
 	}

@@ -137,7 +137,7 @@ func (b *builder) l4Route(r *irv1.Route, m core.Module) (rt *route, ok bool, err
 		weights[i] = be.GetWeight()
 		ub := l4Backend{err: errors.New("backend not resolved: " + be.GetError())}
 		if name := be.GetCluster(); name != "" {
-			cl, ok := b.clusters[name]
+			cl, ok := b.lookupCluster(name)
 			if !ok {
 				return nil, true, fmt.Errorf("backend %d: cluster %s is not in the snapshot", i, name)
 			}

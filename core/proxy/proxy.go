@@ -82,6 +82,11 @@ type Proxy struct {
 
 	reqMetrics bool
 	accessLog  *accesslog.Logger
+
+	// fullBuilds turns off sharing with the serving table (reuse.go): every build compiles
+	// everything. For tests and benchmarks comparing the two.
+	fullBuilds bool
+	builds     uint64 // tables built so far (under mu)
 }
 
 // New returns a Proxy that serves nothing until the first Apply.

@@ -244,6 +244,17 @@ func gatewayOf(sources []string) string {
 	return strings.Join(gws, ",")
 }
 
+// holdSeries returns where the piece being built records the series of s it holds: the route
+// being compiled's (shared with later tables), else the table's.
+func (b *builder) holdSeries(s *requestSeries) *obsHeld {
+	if b.cur != nil {
+		b.cur.series = s
+		return &b.cur.held
+	}
+	b.t.reqSeries = s
+	return &b.t.held
+}
+
 // observeRoute resolves the series of an HTTP route being built.
 func (b *builder) observeRoute(rt *route, r *irv1.Route) error {
 	if !b.p.reqMetrics {
@@ -253,12 +264,12 @@ func (b *builder) observeRoute(rt *route, r *irv1.Route) error {
 	if err != nil {
 		return err
 	}
-	b.t.reqSeries = s
 	clusters := make([]*cluster, 0, len(r.GetBackends()))
 	for _, be := range r.GetBackends() {
-		clusters = append(clusters, b.clusters[be.GetCluster()])
+		cl, _ := b.lookupCluster(be.GetCluster())
+		clusters = append(clusters, cl)
 	}
-	rt.obs = s.routeObsOf(&b.t.held, b.gateway, routeObject(rt.name), clusters)
+	rt.obs = s.routeObsOf(b.holdSeries(s), b.gateway, routeObject(rt.name), clusters)
 	return nil
 }
 
@@ -275,7 +286,6 @@ func (b *builder) observeListener(ls *ListenerState, http bool) error {
 	if err != nil {
 		return err
 	}
-	b.t.reqSeries = s
-	ls.obs.unrouted = s.routeObsOf(&b.t.held, "", "", nil)
+	ls.obs.unrouted = s.routeObsOf(b.holdSeries(s), "", "", nil)
 	return nil
 }

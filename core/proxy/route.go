@@ -70,11 +70,19 @@ type cluster struct {
 	// conn is how connections to the endpoints are made and kept (connpolicy.go); transport is the
 	// slow path's for it (HTTP clusters only).
 	conn      connPolicy
+	tlsKey    certKey // of conn.tls, when set
 	transport *http.Transport
 	// breaker is the cluster's circuit breaker configuration, nil for none; breakers are the
 	// sets of its routes in this table (breakersOf).
-	breaker  *breakerConfig
-	breakers []*breakerSet
+	breaker *breakerConfig
+
+	// part owns its balancer; head is the sum of its IR without endpoints, which a later build
+	// compares to share it (reuse.go).
+	part part
+	head sum
+	// built is the last build (Proxy.builds) that made or shared it: a route is shared only
+	// when every cluster it resolved was (reuse.go). Under Proxy.mu only.
+	built uint64
 }
 
 // liveBalancer is implemented by balancers whose SetEndpoints is safe concurrently with Pick
@@ -89,13 +97,30 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	if _, dup := b.clusters[c.GetName()]; dup {
 		return errors.New("listed twice")
 	}
-	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c)}
+	head := b.nextSum(&b.clusterN, b.digest.clustersOrNil())
+	if cl := b.sharedCluster(c, head); cl != nil {
+		if cl.conn.tls != nil {
+			b.t.tlsKeys[cl.tlsKey] = struct{}{}
+		}
+		b.clusters[cl.name] = cl
+		b.t.clusters = append(b.t.clusters, cl)
+		return nil
+	}
+	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c), head: head, built: b.gen}
+	b.start(&cl.part)
+	b.t.clusterParts = append(b.t.clusterParts, &cl.part) // a failed build releases it with the table
+	saved := b.bc
+	b.bc = cl.part.bc
+	defer func() {
+		b.bc = saved
+		cl.part.settle()
+	}()
 	ut, key, err := b.p.upTLS.get(c, b.secrets, &b.p.certs)
 	if err != nil {
 		return fmt.Errorf("upstream TLS: %w", err)
 	}
 	if ut != nil {
-		cl.conn.tls = ut
+		cl.conn.tls, cl.tlsKey = ut, key
 		b.t.tlsKeys[key] = struct{}{}
 	}
 	if cl.protocol == irv1.Cluster_HTTP1 || cl.protocol == irv1.Cluster_H2C {
@@ -131,7 +156,8 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	return nil
 }
 
-func (b *builder) route(r *irv1.Route) (*route, error) {
+// compileRoute compiles r into b.cur, whose build context loads its modules.
+func (b *builder) compileRoute(r *irv1.Route) (*route, error) {
 	if r.GetMatch() == nil {
 		return nil, errors.New("no match module")
 	}
@@ -160,7 +186,7 @@ func (b *builder) route(r *irv1.Route) (*route, error) {
 	}
 	rt.deadliner, _ = m.(core.HTTPDeadliner)
 	if pw, ok := m.(core.HTTPProtocolErrorWriter); ok {
-		b.t.addNoRoute(r.GetMatch().GetId(), pw)
+		b.cur.more().noRouteID, b.cur.more().noRoute = r.GetMatch().GetId(), pw
 	}
 	ruleFilters, err := b.filters(r.GetFilters())
 	if err != nil {
@@ -209,7 +235,7 @@ func (b *builder) backend(route string, be *irv1.Backend, rule []loadedFilter, e
 	if name == "" {
 		return chain(own, &upstream{errw: errw, timeout: timeout}), nil
 	}
-	cl, ok := b.clusters[name]
+	cl, ok := b.lookupCluster(name)
 	if !ok {
 		return nil, fmt.Errorf("cluster %s is not in the snapshot", name)
 	}

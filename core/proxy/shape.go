@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
@@ -16,29 +17,84 @@ import (
 // which fastApply replaces in place.
 type shape [sha256.Size]byte
 
-// shapeOf hashes every part of snap that the table is compiled from, except endpoints. Each
-// message is marshalled deterministically into one reused buffer and hashed with its length, so
-// no part can pass for another.
-func shapeOf(snap *irv1.Snapshot) shape {
-	h := sha256.New()
+// sum is the content hash of one part of a snapshot (a route, a cluster without its endpoints):
+// what the builder compares to share the serving table's compiled parts (reuse.go).
+type sum [sha256.Size]byte
+
+// digest is what apply learns of a snapshot in one pass before building it: its shape, and the
+// sums of its routes and clusters in the order the builder visits them (listeners, their
+// servers, virtual hosts and routes; clusters in snapshot order).
+type digest struct {
+	shape    shape
+	routes   []sum
+	clusters []sum
+}
+
+// shapeOf hashes every part of snap that the table is compiled from, except endpoints.
+func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
+
+// digestOf encodes each route and each cluster head deterministically into one reused buffer and
+// hashes it into its sum; the shape hashes the listener, server and virtual host heads (each
+// without its children) and those sums in tree order, each chunk tagged with its kind and length
+// so that no part can pass for another. This costs what hashing the whole snapshot's encoding
+// did, so the per-route sums come for free.
+func digestOf(snap *irv1.Snapshot) *digest {
+	d := &digest{clusters: make([]sum, 0, len(snap.GetClusters()))}
+	h := &chunker{h: sha256.New()}
 	opts := proto.MarshalOptions{Deterministic: true}
 	bp := shapeBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
 	defer func() { *bp = buf[:0]; shapeBufs.Put(bp) }()
-	add := func(tag byte, m proto.Message) {
+	encode := func(m proto.Message) (byte, []byte) {
 		var err error
 		buf, err = opts.MarshalAppend(buf[:0], m)
 		if err != nil {
-			buf = append(buf[:0], err.Error()...) // not reached for a valid message; never equal to a valid one's
-			tag |= 0x80
+			// Not reached for a valid message; never equal to a valid one's.
+			return 0x80, append(buf[:0], err.Error()...)
 		}
-		writeChunk(h, tag, buf)
+		return 0, buf
 	}
+	add := func(tag byte, m proto.Message) {
+		flag, b := encode(m)
+		h.write(tag|flag, b)
+	}
+	part := &chunker{h: sha256.New()}
+	sumOf := func(m proto.Message) sum {
+		flag, b := encode(m)
+		part.h.Reset()
+		part.write(flag, b)
+		return part.sum()
+	}
+	n := 0
 	for _, l := range snap.GetListeners() {
-		add(1, l)
+		for _, s := range l.GetServers() {
+			for _, vh := range s.GetVirtualHosts() {
+				n += len(vh.GetRoutes())
+			}
+		}
 	}
+	d.routes = make([]sum, 0, n)
+	for _, l := range snap.GetListeners() {
+		add(1, without(l, listenerServers))
+		for _, s := range l.GetServers() {
+			add(5, without(s, serverVirtualHosts))
+			for _, vh := range s.GetVirtualHosts() {
+				// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
+				h.writeString(6, vh.GetHostname())
+				for _, r := range vh.GetRoutes() {
+					rs := sumOf(r)
+					d.routes = append(d.routes, rs)
+					h.writeSum(7, &rs)
+				}
+			}
+		}
+	}
+	head := &irv1.Cluster{} // reused: one allocation, not one per cluster
 	for _, c := range snap.GetClusters() {
-		add(2, clusterHead(c))
+		setClusterHead(head, c)
+		cs := sumOf(head)
+		d.clusters = append(d.clusters, cs)
+		h.writeSum(2, &cs)
 	}
 	for _, s := range snap.GetSecrets() {
 		add(3, s)
@@ -46,21 +102,78 @@ func shapeOf(snap *irv1.Snapshot) shape {
 	for _, g := range snap.GetGateways() {
 		add(4, g)
 	}
-	var s shape
-	h.Sum(s[:0])
-	return s
+	d.shape = shape(h.sum())
+	return d
 }
 
-// shapeBufs are the marshalling buffers of shapeOf: a listener of 10,000 routes encodes to ≈0.7 MB,
-// which snapshots applied in a row reuse and an idle proxy lets go at its next collections.
+// The fields that hold a message's children, left out of its head (without).
+const (
+	listenerServers    protoreflect.FieldNumber = 5
+	serverVirtualHosts protoreflect.FieldNumber = 4
+)
+
+// without is a shallow copy of m without the field numbered skip: its head, to hash apart from
+// its children. It copies by reflection, so a field added to the message is hashed too.
+func without(m proto.Message, skip protoreflect.FieldNumber) proto.Message {
+	src := m.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Number() != skip {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	return dst.Interface()
+}
+
+// shapeBufs are the marshalling buffers of digestOf, reused by snapshots applied in a row; an
+// idle proxy lets them go at its next collections.
 var shapeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// clusterHead is c without its endpoints. TestClusterHeadCoversFields fails when Cluster gains a
-// field this does not copy.
-func clusterHead(c *irv1.Cluster) *irv1.Cluster {
-	return &irv1.Cluster{Name: c.GetName(), Protocol: c.GetProtocol(), Balancer: c.GetBalancer(),
-		ConnectTimeoutMs: c.GetConnectTimeoutMs(), IdleTimeoutMs: c.GetIdleTimeoutMs(),
-		CircuitBreaker: c.GetCircuitBreaker(), SessionPersistence: c.GetSessionPersistence(), Tls: c.GetTls()}
+// setClusterHead makes h c without its endpoints. TestClusterHeadCoversFields fails when Cluster
+// gains a field this does not copy.
+func setClusterHead(h, c *irv1.Cluster) {
+	h.Name, h.Protocol, h.Balancer = c.GetName(), c.GetProtocol(), c.GetBalancer()
+	h.ConnectTimeoutMs, h.IdleTimeoutMs = c.GetConnectTimeoutMs(), c.GetIdleTimeoutMs()
+	h.CircuitBreaker, h.SessionPersistence, h.Tls = c.GetCircuitBreaker(), c.GetSessionPersistence(), c.GetTls()
+	h.Endpoints = nil
+}
+
+// chunker writes tagged, length-prefixed chunks into a hash. What it hands the hash goes
+// through its own buffers, allocated once with it: a slice of a local array passed to the hash
+// (an interface) would escape, one allocation per chunk.
+type chunker struct {
+	h   hash.Hash
+	hdr [9]byte
+	out sum
+	str []byte
+}
+
+func (c *chunker) writeSum(tag byte, s *sum) {
+	c.out = *s
+	c.write(tag, c.out[:])
+}
+
+// sum is the hash of what was written.
+func (c *chunker) sum() sum {
+	c.h.Sum(c.out[:0])
+	return c.out
+}
+
+func (c *chunker) write(tag byte, b []byte) {
+	c.header(tag, len(b))
+	c.h.Write(b)
+}
+
+func (c *chunker) writeString(tag byte, s string) {
+	c.str = append(c.str[:0], s...)
+	c.write(tag, c.str)
+}
+
+func (c *chunker) header(tag byte, n int) {
+	c.hdr[0] = tag
+	binary.LittleEndian.PutUint64(c.hdr[1:], uint64(n))
+	c.h.Write(c.hdr[:])
 }
 
 func writeChunk(h hash.Hash, tag byte, b []byte) {

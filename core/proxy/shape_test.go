@@ -8,9 +8,20 @@ import (
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
-// clusterHead copies every field of Cluster but its endpoints: a field added to Cluster must be
+// setClusterHead copies every field of Cluster but its endpoints: a field added to Cluster must be
 // added there too, or a change of it would be taken for an endpoint change.
 func TestClusterHeadCoversFields(t *testing.T) {
+	full := &irv1.Cluster{Name: "c", Protocol: irv1.Cluster_H2C, Balancer: &irv1.ModuleConfig{Id: "lb.x"},
+		Endpoints: []*irv1.Endpoint{{Address: "127.0.0.1", Port: 1}}, ConnectTimeoutMs: 1, IdleTimeoutMs: 2,
+		CircuitBreaker: &irv1.CircuitBreaker{ThresholdPercent: 1}, SessionPersistence: &irv1.SessionPersistence{Name: "s"},
+		Tls: &irv1.UpstreamTLS{ServerName: "a"}}
+	head := &irv1.Cluster{Endpoints: []*irv1.Endpoint{{Port: 9}}} // a reused head's leftovers go too
+	setClusterHead(head, full)
+	exp := proto.Clone(full).(*irv1.Cluster)
+	exp.Endpoints = nil
+	if !proto.Equal(head, exp) {
+		t.Fatalf("setClusterHead gave %v, want %v", head, exp)
+	}
 	fields := (&irv1.Cluster{}).ProtoReflect().Descriptor().Fields()
 	want := map[string]bool{"name": true, "protocol": true, "balancer": true, "endpoints": true,
 		"connect_timeout_ms": true, "idle_timeout_ms": true, "circuit_breaker": true, "session_persistence": true, "tls": true}
@@ -74,5 +85,14 @@ func TestShapeIgnoresOnlyEndpointsAndVersion(t *testing.T) {
 				t.Error("shapeOf changed the snapshot")
 			}
 		})
+	}
+}
+
+// digestOf hashes a virtual host's hostname and its routes: a field added to VirtualHost must be
+// hashed too.
+func TestVirtualHostHeadCoversFields(t *testing.T) {
+	fields := (&irv1.VirtualHost{}).ProtoReflect().Descriptor().Fields()
+	if fields.Len() != 2 || fields.ByNumber(1).Name() != "hostname" || fields.ByNumber(2).Name() != "routes" {
+		t.Fatalf("VirtualHost has fields digestOf does not hash: update digestOf")
 	}
 }

@@ -69,7 +69,6 @@ func (b *builder) observeStream(rt *route) error {
 	if err != nil {
 		return err
 	}
-	b.t.reqSeries = s
-	rt.l4obs = s.streamObsOf(&b.t.held, b.gateway, routeObject(rt.name))
+	rt.l4obs = s.streamObsOf(b.holdSeries(s), b.gateway, routeObject(rt.name))
 	return nil
 }

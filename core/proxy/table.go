@@ -36,6 +36,17 @@ type table struct {
 	// it closes; nil when request metrics are off.
 	reqSeries *requestSeries
 	held      obsHeld
+	// order are its compiled routes in build order and clusterParts its clusters', which it
+	// holds and shares with the tables before and after it that have them unchanged (reuse.go);
+	// byName are its clusters by name.
+	order        []*builtRoute
+	clusterParts []*part
+	byName       map[string]*cluster
+	// breakers are the circuit breaker sets of its routes, by cluster: given each cluster's
+	// endpoints at every swap and in-place update.
+	breakers map[*cluster][]*breakerSet
+	// updates are the endpoint changes of shared clusters, made when it is swapped in.
+	updates []endpointUpdate
 
 	refs      atomic.Int64
 	closeOnce sync.Once
@@ -79,16 +90,30 @@ func (t *table) retire() { t.release() }
 // close runs the Cleanup of every module the table loaded, once.
 func (t *table) close() {
 	t.closeOnce.Do(func() {
-		if err := t.bc.Close(); err != nil {
-			t.log.Warn("module cleanup failed", zap.String("version", t.ver()), zap.Error(err))
-		}
-		t.reqSeries.release(&t.held)
+		t.cleanup()
 		// Nothing serves from a closed table, but the Proxy lists it among the retired until its
 		// next Apply: let its routes go now, not one snapshot later (a second table's worth of
 		// memory on an idle proxy).
 		t.listeners, t.clusters, t.noRoute, t.noRouteIDs, t.certKeys, t.tlsKeys = nil, nil, nil, nil, nil, nil
+		t.order, t.clusterParts, t.byName, t.breakers, t.updates = nil, nil, nil, nil, nil
 		t.closed.Store(true)
 	})
+}
+
+// cleanup runs the Cleanup of the modules t loaded itself, releases its series and drops its
+// hold on its parts, newest first (the last table holding a part cleans it up).
+func (t *table) cleanup() {
+	if err := t.bc.Close(); err != nil {
+		t.log.Warn("module cleanup failed", zap.String("version", t.ver()), zap.Error(err))
+	}
+	t.reqSeries.release(&t.held)
+	for i := len(t.order) - 1; i >= 0; i-- {
+		t.order[i].release(t.log)
+	}
+	for i := len(t.clusterParts) - 1; i >= 0; i-- {
+		t.clusterParts[i].release(t.log)
+	}
+	t.order, t.clusterParts = nil, nil
 }
 
 // ver is the version of the last snapshot applied to t.
@@ -112,6 +137,19 @@ type builder struct {
 	prev map[string][]*core.Endpoint
 	// gateway names the Gateway of the Server being built, for its routes' series.
 	gateway string
+
+	// Sharing with the serving table (reuse.go). digest has the snapshot's route and cluster sums
+	// in the order they are visited; serving is the table serving now, nil for a full build.
+	digest           *digest
+	routeN, clusterN int // routes and clusters visited so far
+	serving          *table
+	gen              uint64 // this build's number (Proxy.builds)
+	next             int    // the index in serving.order where the next route likely is
+	// index is serving.order by key, made once more than lookAhead routes were not where
+	// expected (misses).
+	index  map[routeKey][]*builtRoute
+	misses int
+	cur    *builtRoute // the route being compiled
 }
 
 // previousEndpoints returns the endpoints the serving table has for the cluster name.
@@ -129,23 +167,27 @@ func (b *builder) previousEndpoints(name string) []*core.Endpoint {
 
 // build compiles snap. On error the caller closes the BuildContext, which cleans up whatever was
 // loaded so far.
-func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot) (*table, error) {
+func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot, d *digest) (*table, error) {
 	bc := core.NewBuildContext(ctx, p.log, p.reg, snap)
 	bc.Shared, bc.Settings, bc.Metrics = p.shared, p.settings, p.metrics
 	t := &table{log: p.log, bc: bc, certKeys: map[certKey]struct{}{}, tlsKeys: map[certKey]struct{}{}}
 	v := snap.GetVersion()
 	t.version.Store(&v)
 	t.refs.Store(1)
-	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{}, clusters: map[string]*cluster{}}
+	p.builds++
+	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{},
+		clusters: make(map[string]*cluster, len(snap.GetClusters())), digest: d, gen: p.builds}
+	t.byName = b.clusters // the next build looks the clusters it may share up here
+	if !p.fullBuilds {
+		b.serving = p.cur.Load()
+	}
 	bc.Clusters = b
 	err := b.build(snap)
 	// The table keeps the BuildContext for cleanup only: it must not keep the decoded snapshot
 	// (at 10,000 routes ≈40% of the heap a proxy would otherwise hold) alive as long as it serves.
 	bc.Snapshot, bc.Clusters = nil, nil // nor the builder's maps: modules look clusters up in Provision
 	if err != nil {
-		if cerr := bc.Close(); cerr != nil {
-			p.log.Warn("cleaning up a rejected snapshot", zap.Error(cerr))
-		}
+		t.cleanup() // what was loaded so far, and the holds on shared parts
 		return nil, err
 	}
 	return t, nil
@@ -241,7 +283,7 @@ func (b *builder) server(s *irv1.Server) (*server, error) {
 	srv := &server{hostname: s.GetHostname(), tls: s.GetTls()}
 	b.gateway = gatewayOf(s.GetSources())
 	for _, vh := range s.GetVirtualHosts() {
-		v := &vhost{hostname: vh.GetHostname()}
+		v := &vhost{hostname: vh.GetHostname(), routes: make([]*route, 0, len(vh.GetRoutes()))}
 		for _, r := range vh.GetRoutes() {
 			rt, err := b.route(r)
 			if err != nil {
