@@ -46,6 +46,9 @@ func shapeOf(snap *irv1.Snapshot) shape {
 	for _, g := range snap.GetGateways() {
 		add(4, g)
 	}
+	for _, c := range snap.GetAcmeChallenges() {
+		add(5, c)
+	}
 	var s shape
 	h.Sum(s[:0])
 	return s

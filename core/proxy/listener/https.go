@@ -45,9 +45,9 @@ func (*HTTPS) Check(l *irv1.Listener) error {
 		switch {
 		case t.GetMode() != irv1.TLS_TERMINATE:
 			return fmt.Errorf("server %s: TLS mode %s needs listener.tls", host, t.GetMode())
-		case len(t.GetCertificates()) == 0:
-			return fmt.Errorf("server %s has no certificate", host)
 		}
+		// A server without certificates is one waiting for its ACME certificate: it answers
+		// only TLS-ALPN-01 validations, and every other handshake fails.
 		return nil
 	})
 }
@@ -65,6 +65,9 @@ func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	// A Server that validates client certificates answers its handshakes with a config of its own.
 	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		if ls := sc.State(); ls != nil {
+			if acme := ls.ACMEConfigForClient(hello); acme != nil {
+				return acme, nil
+			}
 			return ls.ConfigForClient(hello)
 		}
 		return nil, nil
@@ -141,6 +144,10 @@ func (l *handshakeListener) handshake(c net.Conn) {
 		l.failed.Add(1)
 		l.log.Debug("TLS handshake failed", zap.Stringer("remote", c.RemoteAddr()), zap.Error(err))
 		_ = c.Close()
+		return
+	}
+	if tc.ConnectionState().NegotiatedProtocol == proxy.ACMETLSALPNProto {
+		_ = tc.Close() // a TLS-ALPN-01 validation is over with the handshake (RFC 8737)
 		return
 	}
 	select {

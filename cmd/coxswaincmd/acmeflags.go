@@ -1,0 +1,41 @@
+package coxswaincmd
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+
+	"github.com/coxswain-labs/coxswain/controller/acme"
+)
+
+// acmeFlags configure the ACME client of `serve` (automatic certificates, docs/https.md).
+type acmeFlags struct {
+	storage       string
+	renewInterval time.Duration
+	renewRatio    float64
+}
+
+func (f *acmeFlags) register(fs *flag.FlagSet) {
+	def := ""
+	if dir, err := os.UserHomeDir(); err == nil {
+		def = filepath.Join(dir, ".local", "share", "coxswain", "acme")
+	}
+	fs.StringVar(&f.storage, "acme-storage", def,
+		"directory of the ACME accounts, certificates, keys and locks of Gateways that ask for automatic certificates; empty disables ACME")
+	fs.DurationVar(&f.renewInterval, "acme-renew-check-interval", 10*time.Minute,
+		"how often ACME certificates are checked for renewal (lower it for CAs that issue short-lived certificates)")
+	fs.Float64Var(&f.renewRatio, "acme-renewal-window", 1.0/3,
+		"the part of an ACME certificate's lifetime left when it is renewed")
+}
+
+// options are the runner's ACME options; nil when ACME is off.
+func (f *acmeFlags) options() *acme.Options {
+	if f.storage == "" {
+		return nil
+	}
+	return &acme.Options{Storage: &certmagic.FileStorage{Path: f.storage},
+		RenewCheckInterval: f.renewInterval, RenewalWindowRatio: f.renewRatio}
+}
