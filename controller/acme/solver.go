@@ -8,6 +8,7 @@ import (
 
 	"github.com/mholt/acmez/v3"
 	"github.com/mholt/acmez/v3/acme"
+	"go.uber.org/zap"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
@@ -51,6 +52,7 @@ func (s *solver) Present(_ context.Context, c acme.Challenge) error {
 	default:
 		return fmt.Errorf("challenge type %s is not solved here", s.typ)
 	}
+	s.m.log.Info("answering an ACME challenge", zap.String("type", s.typ), zap.String("hostname", ch.Hostname))
 	s.m.addChallenge(challengeKey(c), ch)
 	return nil
 }
