@@ -158,9 +158,12 @@ func (m *Manager) issuer(spec *translator.ACMEIssuer) (*managed, error) {
 		// Stapling fetches OCSP responses for the handshakes certmagic serves; here the proxies
 		// serve them from the snapshot, and the CA may have no responder (Let's Encrypt dropped
 		// OCSP in 2025).
-		OCSP:    certmagic.OCSPConfig{DisableStapling: true},
-		OnEvent: func(ctx context.Context, event string, data map[string]any) error { m.event(key, iss, event, data); return nil },
-		Logger:  log,
+		OCSP: certmagic.OCSPConfig{DisableStapling: true},
+		OnEvent: func(ctx context.Context, event string, data map[string]any) error {
+			m.event(key, iss, event, data)
+			return nil
+		},
+		Logger: log,
 	})
 	mg.cfg = cfg
 	m.issuers[key] = mg

@@ -83,8 +83,8 @@ type session struct {
 	secretsOut     map[string]*irv1.Secret
 	// acmeOrders are the ACME certificates wanted, by issuer key and hostname (Result.ACME).
 	acmeOrders map[string]*ACMEOrder
-	problems       map[string]*Problem
-	warnings       map[string]*Problem
+	problems   map[string]*Problem
+	warnings   map[string]*Problem
 	// documents are the remote documents asked for so far (resolveContext.Document).
 	documents map[string]document
 	// unresolvedFilters are the ExtensionRefs to missing objects, by kind, each once (Build runs
