@@ -39,3 +39,29 @@ func (f *acmeFlags) options() *acme.Options {
 	return &acme.Options{Storage: &certmagic.FileStorage{Path: f.storage},
 		RenewCheckInterval: f.renewInterval, RenewalWindowRatio: f.renewRatio}
 }
+
+// clusterACMEFlags configure the controller's ACME client: the storage is Secrets and Leases in
+// the namespace of the leader-election Lease, shared by the replicas.
+type clusterACMEFlags struct {
+	off           bool
+	namespace     string
+	renewInterval time.Duration
+	renewRatio    float64
+}
+
+func (f *clusterACMEFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.off, "disable-acme", false, "never obtain ACME certificates, even for Gateways that ask for them")
+	fs.StringVar(&f.namespace, "acme-namespace", "",
+		"namespace of the Secrets (certificates, keys, accounts) and Leases (locks) of automatic certificates; the leader-election Lease's when empty")
+	fs.DurationVar(&f.renewInterval, "acme-renew-check-interval", 10*time.Minute,
+		"how often ACME certificates are checked for renewal (lower it for CAs that issue short-lived certificates)")
+	fs.Float64Var(&f.renewRatio, "acme-renewal-window", 1.0/3, "the part of an ACME certificate's lifetime left when it is renewed")
+}
+
+func (f *clusterACMEFlags) options() *acme.Options {
+	if f.off {
+		return nil
+	}
+	return &acme.Options{Storage: &acme.SecretStorage{Namespace: f.namespace},
+		RenewCheckInterval: f.renewInterval, RenewalWindowRatio: f.renewRatio}
+}
