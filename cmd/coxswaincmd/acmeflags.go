@@ -47,6 +47,7 @@ type clusterACMEFlags struct {
 	namespace     string
 	renewInterval time.Duration
 	renewRatio    float64
+	lockTTL       time.Duration
 }
 
 func (f *clusterACMEFlags) register(fs *flag.FlagSet) {
@@ -56,12 +57,14 @@ func (f *clusterACMEFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.renewInterval, "acme-renew-check-interval", 10*time.Minute,
 		"how often ACME certificates are checked for renewal (lower it for CAs that issue short-lived certificates)")
 	fs.Float64Var(&f.renewRatio, "acme-renewal-window", 1.0/3, "the part of an ACME certificate's lifetime left when it is renewed")
+	fs.DurationVar(&f.lockTTL, "acme-lock-ttl", 30*time.Second,
+		"how long an issuance lock (a Lease) of a replica that stopped renewing it holds before another replica may take it over")
 }
 
 func (f *clusterACMEFlags) options() *acme.Options {
 	if f.off {
 		return nil
 	}
-	return &acme.Options{Storage: &acme.SecretStorage{Namespace: f.namespace},
+	return &acme.Options{Storage: &acme.SecretStorage{Namespace: f.namespace, LockTTL: f.lockTTL},
 		RenewCheckInterval: f.renewInterval, RenewalWindowRatio: f.renewRatio}
 }

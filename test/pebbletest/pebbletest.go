@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +43,9 @@ type Options struct {
 	Blocklist []string
 	// EAB requires an external account binding; the keys are EABKeyID/EABHMAC.
 	EAB bool
+	// Address is what every name resolves to (127.0.0.1 when empty): where the proxy under test
+	// listens.
+	Address string
 }
 
 // EABKeyID and EABHMAC are the external account Pebble knows when Options.EAB is set.
@@ -120,7 +124,11 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	b, _ := json.Marshal(cfg)
 	cfgPath := write("pebble.json", b)
-	dnsAddr := startDNS(t)
+	ip := net.IPv4(127, 0, 0, 1)
+	if o.Address != "" {
+		ip = net.ParseIP(o.Address)
+	}
+	dnsAddr := startDNS(t, ip)
 	s := &Server{Directory: "https://" + listen + "/dir", CAPEM: caPEM, mgmt: mgmt, log: &syncBuffer{}}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
@@ -179,12 +187,15 @@ func (s *Server) Roots(t testing.TB) *x509.CertPool {
 	return pool
 }
 
+// Issued counts the certificates Pebble has issued.
+func (s *Server) Issued() int { return strings.Count(s.log.String(), "Issued certificate serial") }
+
 // Log is what Pebble wrote so far.
 func (s *Server) Log() string { return s.log.String() }
 
-// startDNS answers A 127.0.0.1 for every name (and no AAAA), on a loopback port over TCP (what
+// startDNS answers A ip for every name (and no AAAA), on a loopback port over TCP (what
 // Pebble's resolver speaks) and UDP.
-func startDNS(t testing.TB) string {
+func startDNS(t testing.TB, ip net.IP) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -200,7 +211,7 @@ func startDNS(t testing.TB) string {
 		for _, q := range r.Question {
 			if q.Qtype == dns.TypeA {
 				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1},
-					A: net.IPv4(127, 0, 0, 1)})
+					A: ip})
 			}
 		}
 		_ = w.WriteMsg(m)
