@@ -41,13 +41,17 @@ func (*HTTPS) CoxswainModule() core.ModuleInfo {
 
 // Check implements proxy.StreamListener: every server terminates TLS with at least one certificate.
 func (*HTTPS) Check(l *irv1.Listener) error {
+	for _, s := range l.GetServers() {
+		// A server without certificates is one waiting for its ACME certificate: it answers
+		// only TLS-ALPN-01 validations, every other handshake fails, and so it has no routes.
+		if s.GetTls() != nil && len(s.GetTls().GetCertificates()) == 0 && len(s.GetVirtualHosts()) > 0 {
+			return fmt.Errorf("server %s has routes but no certificate", quote(s.GetHostname()))
+		}
+	}
 	return checkTLSServers(l, func(host string, t *irv1.TLS) error {
-		switch {
-		case t.GetMode() != irv1.TLS_TERMINATE:
+		if t.GetMode() != irv1.TLS_TERMINATE {
 			return fmt.Errorf("server %s: TLS mode %s needs listener.tls", host, t.GetMode())
 		}
-		// A server without certificates is one waiting for its ACME certificate: it answers
-		// only TLS-ALPN-01 validations, and every other handshake fails.
 		return nil
 	})
 }
