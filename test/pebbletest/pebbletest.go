@@ -43,6 +43,9 @@ type Options struct {
 	Blocklist []string
 	// EAB requires an external account binding; the keys are EABKeyID/EABHMAC.
 	EAB bool
+	// AlwaysValid makes Pebble take every challenge as passed without validating it
+	// (PEBBLE_VA_ALWAYS_VALID), for tests of the account and order flow alone.
+	AlwaysValid bool
 	// Address is what every name resolves to (127.0.0.1 when empty): where the proxy under test
 	// listens.
 	Address string
@@ -137,6 +140,9 @@ func Start(t testing.TB, o Options) *Server {
 	// No random sleep before validations, no injected bad nonces, no reuse of authorizations:
 	// every order validates, at once.
 	cmd.Env = append(os.Environ(), "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0")
+	if o.AlwaysValid {
+		cmd.Env = append(cmd.Env, "PEBBLE_VA_ALWAYS_VALID=1")
+	}
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
