@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/coxswain-labs/coxswain/controller/acme"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-labs/coxswain/controller/acme"
 	"github.com/coxswain-labs/coxswain/controller/adminapi"
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/status"

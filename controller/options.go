@@ -3,7 +3,6 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"github.com/coxswain-labs/coxswain/controller/acme"
 	"net/netip"
 	"os"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/coxswain-labs/coxswain/controller/acme"
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/provision"
 	"github.com/coxswain-labs/coxswain/controller/translator"

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -98,6 +99,6 @@ func TestACMEChallenges(t *testing.T) {
 }
 
 func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
