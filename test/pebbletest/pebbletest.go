@@ -81,9 +81,6 @@ func Bin(t testing.TB) string {
 			if _, err := os.Stat(p); err == nil {
 				return p
 			}
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && filepath.Base(filepath.Dir(dir)) != "test" {
-				break
-			}
 		}
 	}
 	p, err := exec.LookPath("pebble")
