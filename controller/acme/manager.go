@@ -218,13 +218,18 @@ func (m *Manager) failed(key, name, dir string, err error) {
 	m.log.Warn("ACME certificate not obtained", zap.String("hostname", name), zap.String("directory", dir), zap.Error(err))
 	m.mu.Lock()
 	st := m.states[key+"/"+name]
+	same := st.Error == err.Error()
 	st.Error = err.Error()
 	m.states[key+"/"+name] = st
 	m.mu.Unlock()
 	if m.opts.OnError != nil {
 		m.opts.OnError(name, dir, err)
 	}
-	m.changed()
+	if !same {
+		// Only news: Sync runs after every translation, and an error it meets again (an
+		// issuer that cannot be made) must not translate again, forever.
+		m.changed()
+	}
 }
 
 func (m *Manager) changed() {
