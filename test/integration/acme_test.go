@@ -67,21 +67,29 @@ func TestACMELeaderFailover(t *testing.T) {
 	}
 	createRoute(t, e, httpRoute(ns, "app", []gwapiv1.ParentReference{parentRef(ns, "gw")}, []string{host}, prefixRule("/", backendRef("svc", 1))))
 
-	// The leader presents the challenge; freeze it right there, holding the issuance lock.
-	eventually(t, "the leader answering the challenge", func() error {
-		if !strings.Contains(procs[leader].out.String(), "answering an ACME challenge") {
-			return fmt.Errorf("not yet")
+	// The leader takes the issuance lock (a Lease) before it orders; freeze it right there.
+	eventually(t, "the leader holding the issuance lock", func() error {
+		leases, err := e.Kube.CoordinationV1().Leases("default").List(ctxFor(t), metav1.ListOptions{LabelSelector: acme.StorageLabel})
+		if err != nil {
+			return err
 		}
-		return nil
+		for _, l := range leases.Items {
+			if strings.HasPrefix(l.Annotations[acme.KeyAnnotation], "issue_cert_") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no issuance lock among %d Leases", len(leases.Items))
 	})
 	procs[leader].signal(syscall.SIGSTOP)
 	holder(t, e, lease, standby)
 	procs[leader].signal(syscall.SIGKILL) // frees its ports; its issuance Lease stays behind, unrenewed
 	procs[leader].wait(t)
+	killed := time.Now()
 	t.Logf("leader %s frozen mid-issuance and killed; %s leads", leader, standby)
 
 	roots := p.Roots(t)
 	first := servedCert(t, roots, host, tlsPort)
+	t.Logf("the new leader served the certificate %s after the kill (lock TTL 5s)", time.Since(killed).Round(time.Millisecond))
 	if n := p.Issued(); n != 1 {
 		t.Errorf("pebble issued %d certificates, want 1", n)
 	}
