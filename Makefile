@@ -18,6 +18,8 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 GOLANGCI_LINT_VERSION := v2.15.0
 CONTROLLER_GEN_VERSION := v0.23.0
 HELM_VERSION := v3.22.0
+# Let's Encrypt's ACME test server, for the automatic certificate tests (test/pebbletest).
+PEBBLE_VERSION := v2.10.3
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -54,7 +56,7 @@ build:
 # It first checks the controller-gen outputs are fresh (generate-check), runs the custom-filter
 # example's own tests after the main module's, and ends with the conformance suite (see
 # `conformance` below); its report stays in .cache/.
-test: test-deps generate-check $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/helm-$(HELM_VERSION)
+test: test-deps generate-check $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/helm-$(HELM_VERSION) $(TOOLS)/pebble-$(PEBBLE_VERSION)
 	$(GO) build ./...
 	$(GO) vet ./...
 	$(TOOLS)/golangci-lint run ./...
@@ -162,7 +164,7 @@ image:
 	@if [ -z "$(CONTAINER_RUNTIME)" ]; then echo "make image: no docker or podman found (set CONTAINER_RUNTIME)" >&2; exit 1; fi
 	$(CONTAINER_RUNTIME) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
-tools: $(TOOLS)/helm-$(HELM_VERSION) $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/buf-$(BUF_VERSION) \
+tools: $(TOOLS)/helm-$(HELM_VERSION) $(TOOLS)/pebble-$(PEBBLE_VERSION) $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/buf-$(BUF_VERSION) \
 	$(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) \
 	$(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 
@@ -173,6 +175,10 @@ $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION):
 
 $(TOOLS)/helm-$(HELM_VERSION):
 	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	touch $@
+
+$(TOOLS)/pebble-$(PEBBLE_VERSION):
+	GOBIN=$(TOOLS) $(GO) install github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VERSION)
 	touch $@
 
 $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION):

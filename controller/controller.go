@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-labs/coxswain/controller/acme"
 	"github.com/coxswain-labs/coxswain/controller/adminapi"
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/status"
@@ -234,6 +235,10 @@ func (c *Controller) lead(ctx context.Context) {
 	if pub == nil {
 		return
 	}
+	mgr := c.startACME(pub)
+	if mgr != nil {
+		defer mgr.Close()
+	}
 	defer func() {
 		closeCtx, done := context.WithTimeout(context.WithoutCancel(ctx), c.opts.ShutdownTimeout)
 		defer done()
@@ -241,7 +246,7 @@ func (c *Controller) lead(ctx context.Context) {
 			c.log.Warn("closing the publisher", zap.Error(err))
 		}
 	}()
-	c.drive(ctx, pub, w, events)
+	c.drive(ctx, pub, w, events, mgr)
 }
 
 func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publisher {
@@ -263,10 +268,13 @@ func (c *Controller) startPublisher(ctx context.Context, report Reporter) Publis
 // snapshot, when its version changed, to the publisher. A burst of EndpointSlice changes only
 // takes the endpoints fast path: the clusters of the last snapshot get fresh endpoints, and no
 // route is translated again (status cannot change either: it never depends on endpoints).
-func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer, events *problemEvents) {
+func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer, events *problemEvents, mgr *acme.Manager) {
 	c.changed(changeConfig) // a new term starts from a full translation
 	opts := translator.Options{ControllerName: c.opts.ControllerName, Registry: c.opts.Registry, Documents: c.docs,
 		SessionKey: c.sessionKey(), KindSettings: c.opts.KindSettings}
+	if mgr != nil {
+		opts.ACME = mgr
+	}
 	var pool *addressPool
 	if c.opts.AddressPool.IsValid() {
 		pool = newAddressPool(c.opts.AddressPool)
@@ -341,6 +349,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			}
 			warned = logWarnings(c.log, res.Warnings, warned)
 			ing.after(ctx, store, res)
+			if mgr != nil {
+				mgr.Sync(res.ACME)
+			}
 		}
 		c.stats.TranslateNanos.Store(int64(time.Since(start)))
 		c.stats.TranslateDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())

@@ -15,6 +15,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/coxswain-labs/coxswain/controller/acme"
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/provision"
 	"github.com/coxswain-labs/coxswain/controller/translator"
@@ -73,6 +74,10 @@ type Options struct {
 	// Documents configure the fetcher of remote documents (a JwtAuth's JWKS): the client, size
 	// and time bounds. Its OnChange is the controller's (a changed document is translated again).
 	Documents documents.Options
+	// ACME, when set, runs the ACME client of automatic certificates while this controller
+	// leads (docs/https.md): its Storage is shared by every replica (acme.SecretStorage), and
+	// the controller sets OnChange and Served. nil: ACME listeners stay Pending.
+	ACME *acme.Options
 	// DocumentWait bounds how long a translation that asked for a remote document not fetched
 	// yet waits for its first fetch before it is published (2s when zero): long enough that a new
 	// object, or a new leader, does not publish a snapshot without it, short enough that a dead
@@ -157,6 +162,20 @@ func (o *Options) setDefaults() error {
 	le.LeaseDuration = orDefault(le.LeaseDuration, 15*time.Second)
 	le.RenewDeadline = orDefault(le.RenewDeadline, 10*time.Second)
 	le.RetryPeriod = orDefault(le.RetryPeriod, 2*time.Second)
+	if o.ACME != nil {
+		if st, ok := o.ACME.Storage.(*acme.SecretStorage); ok {
+			// The replicas share the ACME storage where they share the Lease.
+			if st.Namespace == "" {
+				st.Namespace = le.Namespace
+			}
+			if st.Identity == "" {
+				st.Identity = le.Identity
+			}
+			if st.Client == nil {
+				st.Client = o.Kube
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -46,3 +46,11 @@ type RouteModuleGap = status.RouteModuleGap
 
 // NewPublisher starts the Publisher of one leadership term. ctx ends with the term.
 type NewPublisher func(ctx context.Context, report Reporter) (Publisher, error)
+
+// ServingPublisher is a Publisher that can tell whether the data plane serves what it was
+// handed: every proxy has applied the snapshot it was last sent and pred holds for it. The ACME
+// client waits on it before a CA validates a challenge only the proxies can answer.
+type ServingPublisher interface {
+	Publisher
+	Serving(pred func(*irv1.Snapshot) bool) bool
+}

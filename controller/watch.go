@@ -336,7 +336,8 @@ func stripManagedFields(obj any) (any, error) {
 // secretSelectors are the distinct label selectors of the Secrets the resolvers of reg read
 // (translation.SecretSelector), sorted.
 func secretSelectors(reg *core.Registry) []string {
-	seen := map[string]bool{}
+	// The external account bindings of ACME issuers (translator.ACMEEABAnnotation).
+	seen := map[string]bool{translator.ACMEEABSecretLabel: true}
 	for _, id := range reg.IDs() {
 		if !strings.HasPrefix(string(id), translation.ExtensionResolverNamespace+".") {
 			continue

@@ -12,6 +12,8 @@
 //	lb.*            Balancer: picks one endpoint of a cluster.
 //	translate.*     controller-side translators (the contract is modules/translation); never
 //	                loaded by a proxy.
+//	acme.dns.*      DNS-01 providers of the ACME client (controller/acme.DNSProvider, a libdns
+//	                provider); never loaded by a proxy.
 //
 // Modules register themselves from init with RegisterModule. The binary's main calls Freeze once;
 // nothing registers after that. A snapshot names the modules it needs, and the proxy loads exactly

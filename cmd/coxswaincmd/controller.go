@@ -25,6 +25,7 @@ import (
 
 // controllerConfig is the parsed command line of `coxswain controller`.
 type controllerConfig struct {
+	acme           clusterACMEFlags
 	kubeconfig     string
 	qps            float64
 	burst          int
@@ -86,6 +87,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	c.dataPlane.register(fs)
 	c.dedicatedMode.register(fs)
 	fs.DurationVar(&c.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
+	c.acme.register(fs)
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "elect a leader on a Lease; only the leader serves, publishes and writes status")
 	fs.StringVar(&c.le.Namespace, "leader-election-namespace", "", "namespace of the Lease; the controller's own when empty")
 	fs.StringVar(&c.le.Name, "leader-election-id", "coxswain-controller", "name of the Lease")
@@ -222,7 +224,7 @@ func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc
 		SessionKey:     dp.SessionKey,
 		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool, Provisioning: prov,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
-		LeaderElection: le, KindSettings: cc.ingress.settings(),
+		LeaderElection: le, KindSettings: cc.ingress.settings(), ACME: cc.acme.options(),
 	})
 }
 

@@ -32,6 +32,7 @@ type serveConfig struct {
 	drain     time.Duration
 	session   sessionKeyFlag
 	ingress   ingressFlags
+	acme      acmeFlags
 
 	sessionKey []byte // read from --session-key-file, else random
 }
@@ -51,6 +52,7 @@ func serve(args []string, e *proxycmd.Env) int {
 	fs.DurationVar(&sc.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
 	sc.session.register(fs, "without it a random key per process, so cookies do not survive a restart")
 	sc.ingress.register(fs)
+	sc.acme.register(fs)
 	if code, ok := proxycmd.Parse(fs, args); !ok {
 		return code
 	}
@@ -107,7 +109,7 @@ func newRunner(sc *serveConfig, reg *core.Registry, log *zap.Logger, eng agent.E
 	}
 	return standalone.NewRunner(standalone.Options{
 		Path: sc.config.path, Log: log.Named("standalone"), Engine: eng, Translate: opts, Debounce: sc.debounce,
-		Documents: &documents.Options{}, UnresolvedFilters: unresolved,
+		Documents: &documents.Options{}, UnresolvedFilters: unresolved, ACME: sc.acme.options(),
 	}), nil
 }
 

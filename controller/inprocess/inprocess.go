@@ -134,3 +134,11 @@ func (p *publisher) reportUnbound() {
 	}
 	p.reported = now
 }
+
+// Serving implements controller.ServingPublisher: Publish applies synchronously, so the snapshot
+// published last is the one serving.
+func (p *publisher) Serving(pred func(*irv1.Snapshot) bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.snap != nil && pred(p.snap)
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/coxswain-labs/coxswain/controller/acme"
 	"github.com/coxswain-labs/coxswain/controller/adminapi"
 	"github.com/coxswain-labs/coxswain/controller/documents"
 	"github.com/coxswain-labs/coxswain/controller/translator"
@@ -50,6 +51,10 @@ type Options struct {
 	// UnresolvedFilters, when set, is coxswain_filter_unresolved_total{kind}: every translation
 	// adds the ExtensionRefs it found naming an object that does not exist.
 	UnresolvedFilters *prometheus.CounterVec
+	// ACME, when set, runs the ACME client of automatic certificates in this process (the runner
+	// sets its OnChange and Served): this process is both the ACME client and the proxy that
+	// answers the challenges. nil: ACME listeners stay Pending.
+	ACME *acme.Options
 }
 
 // NewUnresolvedFiltersCounter is the coxswain_filter_unresolved_total{kind} series, as the
@@ -74,7 +79,8 @@ type Runner struct {
 	once  sync.Once
 
 	docs       *documents.Fetcher // nil without Options.Documents
-	docChanged chan struct{}
+	acme       *acme.Manager      // nil without Options.ACME
+	docChanged chan struct{}      // a remote document or an ACME certificate or challenge changed
 
 	// latest is the translation serving now (the admin API's routing and problems).
 	latest adminapi.Latest
@@ -125,17 +131,48 @@ func NewRunner(opts Options) *Runner {
 		if dopts.Log == nil {
 			dopts.Log = log.Named("documents")
 		}
-		dopts.OnChange = func() {
-			select {
-			case r.docChanged <- struct{}{}:
-			default: // a re-translation is pending already
-			}
-		}
+		dopts.OnChange = r.retranslate
 		r.docs = documents.New(dopts)
 		r.opts.Translate.Documents = r.docs
 	}
+	if opts.ACME != nil {
+		aopts := *opts.ACME
+		if aopts.Log == nil {
+			aopts.Log = log.Named("acme")
+		}
+		if aopts.Registry == nil {
+			aopts.Registry = opts.Translate.Registry
+		}
+		aopts.OnChange = r.retranslate
+		aopts.Served = r.served
+		r.acme = acme.New(aopts)
+		r.opts.Translate.ACME = r.acme
+	}
 	r.state.Store(&State{})
 	return r
+}
+
+// retranslate asks Run to translate the unchanged files again.
+func (r *Runner) retranslate() {
+	select {
+	case r.docChanged <- struct{}{}:
+	default: // a re-translation is pending already
+	}
+}
+
+// served waits until the snapshot serving carries ch: the engine is in this process, so then
+// its listeners answer it.
+func (r *Runner) served(ctx context.Context, ch *irv1.ACMEChallenge) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !acme.Carries(r.State().snap, ch) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // State returns the state after the latest reload. It never returns nil.
@@ -153,6 +190,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.docs != nil {
 		defer r.docs.Close()
 	}
+	if r.acme != nil {
+		defer r.acme.Close()
+	}
 	if err := r.Reload(ctx); err != nil {
 		return err
 	}
@@ -169,7 +209,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-r.docChanged:
-				// A remote document changed: the same files, translated again.
+				// A remote document or an ACME certificate changed: the same files, translated again.
 				_ = r.reload(ctx, true)
 			}
 		}
@@ -227,11 +267,14 @@ func (r *Runner) reload(ctx context.Context, force bool) error {
 	prev := r.State().Version
 	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now(), snap: tr.Snapshot})
 	r.once.Do(func() { close(r.ready) })
+	if r.acme != nil {
+		r.acme.Sync(tr.ACME)
+	}
 	switch unchanged := prev == tr.Snapshot.GetVersion(); {
 	case force && unchanged:
-		r.log.Debug("a remote document changed; the configuration did not", zap.String("version", prev))
+		r.log.Debug("a remote document or ACME certificate changed; the configuration did not", zap.String("version", prev))
 	case force:
-		r.log.Info("a remote document changed; configuration applied", zap.String("version", tr.Snapshot.GetVersion()))
+		r.log.Info("a remote document or ACME certificate changed; configuration applied", zap.String("version", tr.Snapshot.GetVersion()))
 	default:
 		r.logSummary(res, tr, rep, unchanged)
 	}

@@ -45,7 +45,7 @@ func (t *session) snapshot() *irv1.Snapshot {
 		})
 		snap.Gateways = append(snap.Gateways, t.listenerSetGenerations(g)...)
 		for _, l := range g.listeners {
-			if !l.programmed() {
+			if !l.bound() {
 				continue
 			}
 			for _, addr := range g.addresses {
@@ -91,12 +91,13 @@ func (t *session) snapshot() *irv1.Snapshot {
 		snap.Secrets = append(snap.Secrets, t.secretsOut[name])
 	}
 	sort.Slice(snap.Secrets, func(i, j int) bool { return snap.Secrets[i].Name < snap.Secrets[j].Name })
+	snap.AcmeChallenges = t.acmeChallenges()
 	return snap
 }
 
 func (g *gatewayState) anyProgrammed() bool {
 	for _, l := range g.listeners {
-		if l.programmed() {
+		if l.bound() {
 			return true
 		}
 	}
@@ -112,7 +113,7 @@ func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState)
 		switch {
 		case l.passthrough:
 			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_PASSTHROUGH}
-		case len(l.certs) > 0:
+		case len(l.certs) > 0 || l.acme != nil: // an ACME listener may have none yet
 			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_TERMINATE, Certificates: slices.Clone(l.certs),
 				ClientValidation: t.serverClientValidation(l)}
 		}

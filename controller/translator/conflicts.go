@@ -125,7 +125,7 @@ func (t *session) crossGatewayConflicts() {
 			continue
 		}
 		for _, l := range g.listeners {
-			if !l.programmed() {
+			if !l.bound() {
 				continue
 			}
 			k := portKey{int32(t.bindPort(l)), transport(l.spec.Protocol)}

@@ -21,7 +21,8 @@ import (
 func RefreshEndpoints(ctx context.Context, prev *irv1.Snapshot, store *Store, opts Options) *irv1.Snapshot {
 	t := newSession(ctx, store, opts)
 	t.index()
-	next := &irv1.Snapshot{Listeners: prev.GetListeners(), Secrets: prev.GetSecrets(), Gateways: prev.GetGateways()}
+	next := &irv1.Snapshot{Listeners: prev.GetListeners(), Secrets: prev.GetSecrets(), Gateways: prev.GetGateways(),
+		AcmeChallenges: prev.GetAcmeChallenges()} // a change of challenges is a full translation
 	for _, c := range prev.GetClusters() {
 		next.Clusters = append(next.Clusters, t.refreshCluster(c))
 	}

@@ -70,6 +70,8 @@ type listenerState struct {
 	// listener that forwards the encrypted stream.
 	certs       []string
 	passthrough bool
+	// acme is set on an HTTPS listener whose certificate comes from ACME (acme.go).
+	acme *acmeListener
 	// clientValidation is the client certificate check of an HTTPS listener (spec.tls.frontend),
 	// nil for none.
 	clientValidation *irv1.ClientValidation

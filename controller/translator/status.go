@@ -47,6 +47,7 @@ func (t *session) result() *Result {
 	t.gatewayFilterStatuses(res)
 	res.Problems = sortProblems(t.problems)
 	res.Warnings = sortProblems(t.warnings)
+	res.ACME = t.acmeResult()
 	res.UnresolvedFilters = map[string]int{}
 	for kind, refs := range t.unresolvedFilters {
 		res.UnresolvedFilters[kind] = len(refs)
@@ -160,6 +161,9 @@ func (t *session) listenerStatus(l *listenerState) gwapiv1.ListenerStatus {
 	prog := condState{ok: true, reason: string(gwapiv1.ListenerReasonProgrammed), msg: "Listener is translated into the snapshot"}
 	if !l.programmed() {
 		prog = condState{reason: string(gwapiv1.ListenerReasonInvalid), msg: "Listener is not programmed: " + l.notProgrammedWhy()}
+		if l.awaitingACME() || (l.acme != nil && l.acme.pending != "" && l.resolved.ok && l.accepted.ok) {
+			prog = condState{reason: string(gwapiv1.ListenerReasonPending), msg: "Listener is not programmed: " + l.acme.pending}
+		}
 		if l.owner != nil && l.conflicted.ok {
 			prog.reason = l.conflicted.reason // the spec's reason for a ListenerSet listener that lost
 		}

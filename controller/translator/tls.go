@@ -24,6 +24,10 @@ func (t *session) listenerTLS(l *listenerState) {
 		}
 		return
 	}
+	noRefs := spec.TLS == nil || len(spec.TLS.CertificateRefs) == 0
+	if noRefs && spec.Protocol == gwapiv1.HTTPSProtocolType && (spec.TLS == nil || spec.TLS.Mode == nil || *spec.TLS.Mode == gwapiv1.TLSModeTerminate) && t.listenerACME(l) {
+		return
+	}
 	if spec.TLS == nil {
 		t.unresolvedListener(l, "tls", gwapiv1.ListenerReasonInvalidCertificateRef, "listener has no tls certificateRefs")
 		return

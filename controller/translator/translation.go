@@ -81,8 +81,10 @@ type session struct {
 	// filterClusters are the clusters filter objects call (ResolveContext.Backend).
 	filterClusters map[string]bool
 	secretsOut     map[string]*irv1.Secret
-	problems       map[string]*Problem
-	warnings       map[string]*Problem
+	// acmeOrders are the ACME certificates wanted, by issuer key and hostname (Result.ACME).
+	acmeOrders map[string]*ACMEOrder
+	problems   map[string]*Problem
+	warnings   map[string]*Problem
 	// documents are the remote documents asked for so far (resolveContext.Document).
 	documents map[string]document
 	// unresolvedFilters are the ExtensionRefs to missing objects, by kind, each once (Build runs
@@ -126,6 +128,7 @@ func newSession(ctx context.Context, store *Store, opts Options) *session {
 		clusters:          map[string]*irv1.Cluster{},
 		filterClusters:    map[string]bool{},
 		secretsOut:        map[string]*irv1.Secret{},
+		acmeOrders:        map[string]*ACMEOrder{},
 		problems:          map[string]*Problem{},
 		warnings:          map[string]*Problem{},
 		documents:         map[string]document{},

@@ -61,6 +61,10 @@ type Options struct {
 	// KindSettings are settings of route kinds that the core hands to them
 	// (translation.ImplicitWorld.Settings): "ingress.http-address", "ingress.https-address".
 	KindSettings map[string]string
+	// ACME is the process's ACME client (controller/acme): the certificates it obtained for
+	// Gateways that ask for them, and the challenges it answers. nil: none runs here, and such
+	// listeners stay Programmed=False (Pending).
+	ACME ACMESource
 }
 
 // Result is one translation: the snapshot every proxy should run and the status the controller
@@ -87,6 +91,9 @@ type Result struct {
 	// UnresolvedFilters counts, by kind, the ExtensionRefs that name an object that does not
 	// exist (the controller's coxswain_filter_unresolved_total).
 	UnresolvedFilters map[string]int
+	// ACME are the certificates ACME listeners want, sorted by hostname: what the ACME client
+	// should obtain and keep renewed.
+	ACME []*ACMEOrder
 }
 
 // RouteKey names one route object of any kind.

@@ -12,6 +12,9 @@ import (
 // API ranks rules by hostname specificity before anything else, so trying the next virtual host when
 // no route of a more specific one matches is exactly that precedence.
 func (ls *ListenerState) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if a := ls.table.acme; a != nil && r.TLS == nil && a.serveHTTP01(w, r) {
+		return // an ACME HTTP-01 validation, before any Server, filter or route
+	}
 	if r.TLS != nil && ls.misdirected(r) {
 		ls.table.noRouteWriter(r).WriteError(w, r, http.StatusMisdirectedRequest,
 			"this connection's TLS server name belongs to another listener than the request's host")

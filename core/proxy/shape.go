@@ -102,6 +102,9 @@ func digestOf(snap *irv1.Snapshot) *digest {
 	for _, g := range snap.GetGateways() {
 		add(4, g)
 	}
+	for _, c := range snap.GetAcmeChallenges() {
+		add(8, c)
+	}
 	d.shape = shape(h.sum())
 	return d
 }

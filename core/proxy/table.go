@@ -32,6 +32,8 @@ type table struct {
 	// route module ID the table loaded that implements core.HTTPProtocolErrorWriter.
 	noRoute    []core.HTTPProtocolErrorWriter
 	noRouteIDs map[string]bool
+	// acme are the ACME validations answered (acme.go); nil when there are none.
+	acme *acmeChallenges
 	// reqSeries and held are the request series this table holds (reqmetrics.go), released when
 	// it closes; nil when request metrics are off.
 	reqSeries *requestSeries
@@ -200,6 +202,11 @@ func (b *builder) build(snap *irv1.Snapshot) error {
 		}
 		b.secrets[s.GetName()] = s
 	}
+	acme, err := compileACME(snap.GetAcmeChallenges())
+	if err != nil {
+		return err
+	}
+	b.t.acme = acme
 	for _, c := range snap.GetClusters() {
 		if err := b.cluster(c); err != nil {
 			return fmt.Errorf("cluster %s: %w", c.GetName(), err)
@@ -259,7 +266,8 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 			srv.cv, sc.cv = cv, cv
 		}
 		_ = ls.certs.add(s.GetHostname(), sc) // duplicates were rejected just above
-		if ls.firstTLS == nil {
+		// A Server still waiting for its ACME certificate has none: it is no fallback.
+		if ls.firstTLS == nil && len(sc.certs) > 0 {
 			ls.firstTLS = sc
 		}
 	}

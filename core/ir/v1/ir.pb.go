@@ -31,6 +31,56 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ACMEChallenge_Type int32
+
+const (
+	// HTTP-01: GET http://<hostname>/.well-known/acme-challenge/<token> on any cleartext HTTP
+	// listener answers key_authorization.
+	ACMEChallenge_HTTP_01 ACMEChallenge_Type = 0
+	// TLS-ALPN-01: a handshake for SNI <hostname> offering only ALPN "acme-tls/1" on any HTTPS
+	// listener gets certificate_pem/private_key_pem, and the connection is closed after it.
+	ACMEChallenge_TLS_ALPN_01 ACMEChallenge_Type = 1
+)
+
+// Enum value maps for ACMEChallenge_Type.
+var (
+	ACMEChallenge_Type_name = map[int32]string{
+		0: "HTTP_01",
+		1: "TLS_ALPN_01",
+	}
+	ACMEChallenge_Type_value = map[string]int32{
+		"HTTP_01":     0,
+		"TLS_ALPN_01": 1,
+	}
+)
+
+func (x ACMEChallenge_Type) Enum() *ACMEChallenge_Type {
+	p := new(ACMEChallenge_Type)
+	*p = x
+	return p
+}
+
+func (x ACMEChallenge_Type) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ACMEChallenge_Type) Descriptor() protoreflect.EnumDescriptor {
+	return file_core_ir_v1_ir_proto_enumTypes[0].Descriptor()
+}
+
+func (ACMEChallenge_Type) Type() protoreflect.EnumType {
+	return &file_core_ir_v1_ir_proto_enumTypes[0]
+}
+
+func (x ACMEChallenge_Type) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ACMEChallenge_Type.Descriptor instead.
+func (ACMEChallenge_Type) EnumDescriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{1, 0}
+}
+
 type TLS_Mode int32
 
 const (
@@ -61,11 +111,11 @@ func (x TLS_Mode) String() string {
 }
 
 func (TLS_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[0].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[1].Descriptor()
 }
 
 func (TLS_Mode) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[0]
+	return &file_core_ir_v1_ir_proto_enumTypes[1]
 }
 
 func (x TLS_Mode) Number() protoreflect.EnumNumber {
@@ -74,7 +124,7 @@ func (x TLS_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TLS_Mode.Descriptor instead.
 func (TLS_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type ClientValidation_Mode int32
@@ -107,11 +157,11 @@ func (x ClientValidation_Mode) String() string {
 }
 
 func (ClientValidation_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[1].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
 }
 
 func (ClientValidation_Mode) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[1]
+	return &file_core_ir_v1_ir_proto_enumTypes[2]
 }
 
 func (x ClientValidation_Mode) Number() protoreflect.EnumNumber {
@@ -120,7 +170,7 @@ func (x ClientValidation_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ClientValidation_Mode.Descriptor instead.
 func (ClientValidation_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9, 0}
 }
 
 type Cluster_Protocol int32
@@ -161,11 +211,11 @@ func (x Cluster_Protocol) String() string {
 }
 
 func (Cluster_Protocol) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[2].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[3].Descriptor()
 }
 
 func (Cluster_Protocol) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[2]
+	return &file_core_ir_v1_ir_proto_enumTypes[3]
 }
 
 func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
@@ -174,7 +224,7 @@ func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Cluster_Protocol.Descriptor instead.
 func (Cluster_Protocol) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15, 0}
 }
 
 type SubjectAltName_Type int32
@@ -207,11 +257,11 @@ func (x SubjectAltName_Type) String() string {
 }
 
 func (SubjectAltName_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[3].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[4].Descriptor()
 }
 
 func (SubjectAltName_Type) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[3]
+	return &file_core_ir_v1_ir_proto_enumTypes[4]
 }
 
 func (x SubjectAltName_Type) Number() protoreflect.EnumNumber {
@@ -220,7 +270,7 @@ func (x SubjectAltName_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SubjectAltName_Type.Descriptor instead.
 func (SubjectAltName_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type SessionPersistence_Type int32
@@ -256,11 +306,11 @@ func (x SessionPersistence_Type) String() string {
 }
 
 func (SessionPersistence_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_ir_v1_ir_proto_enumTypes[4].Descriptor()
+	return file_core_ir_v1_ir_proto_enumTypes[5].Descriptor()
 }
 
 func (SessionPersistence_Type) Type() protoreflect.EnumType {
-	return &file_core_ir_v1_ir_proto_enumTypes[4]
+	return &file_core_ir_v1_ir_proto_enumTypes[5]
 }
 
 func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
@@ -269,7 +319,7 @@ func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionPersistence_Type.Descriptor instead.
 func (SessionPersistence_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type Snapshot struct {
@@ -282,9 +332,12 @@ type Snapshot struct {
 	// Sorted by name.
 	Secrets []*Secret `protobuf:"bytes,4,rep,name=secrets,proto3" json:"secrets,omitempty"`
 	// The Gateways (and their generations) this snapshot was compiled from; sorted by (namespace, name).
-	Gateways      []*GatewayGeneration `protobuf:"bytes,5,rep,name=gateways,proto3" json:"gateways,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Gateways []*GatewayGeneration `protobuf:"bytes,5,rep,name=gateways,proto3" json:"gateways,omitempty"`
+	// ACME challenges being answered now (automatic certificates); sorted by (type, hostname, token).
+	// The proxy answers them from here and never talks to the ACME server itself.
+	AcmeChallenges []*ACMEChallenge `protobuf:"bytes,6,rep,name=acme_challenges,json=acmeChallenges,proto3" json:"acme_challenges,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -352,6 +405,98 @@ func (x *Snapshot) GetGateways() []*GatewayGeneration {
 	return nil
 }
 
+func (x *Snapshot) GetAcmeChallenges() []*ACMEChallenge {
+	if x != nil {
+		return x.AcmeChallenges
+	}
+	return nil
+}
+
+// ACMEChallenge is one domain validation an ACME server is about to make (RFC 8555, 8737).
+type ACMEChallenge struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Type             ACMEChallenge_Type     `protobuf:"varint,1,opt,name=type,proto3,enum=coxswain.ir.v1.ACMEChallenge_Type" json:"type,omitempty"`
+	Hostname         string                 `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Token            string                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	KeyAuthorization string                 `protobuf:"bytes,4,opt,name=key_authorization,json=keyAuthorization,proto3" json:"key_authorization,omitempty"`
+	CertificatePem   []byte                 `protobuf:"bytes,5,opt,name=certificate_pem,json=certificatePem,proto3" json:"certificate_pem,omitempty"`
+	PrivateKeyPem    []byte                 `protobuf:"bytes,6,opt,name=private_key_pem,json=privateKeyPem,proto3" json:"private_key_pem,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ACMEChallenge) Reset() {
+	*x = ACMEChallenge{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ACMEChallenge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ACMEChallenge) ProtoMessage() {}
+
+func (x *ACMEChallenge) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ACMEChallenge.ProtoReflect.Descriptor instead.
+func (*ACMEChallenge) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ACMEChallenge) GetType() ACMEChallenge_Type {
+	if x != nil {
+		return x.Type
+	}
+	return ACMEChallenge_HTTP_01
+}
+
+func (x *ACMEChallenge) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *ACMEChallenge) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *ACMEChallenge) GetKeyAuthorization() string {
+	if x != nil {
+		return x.KeyAuthorization
+	}
+	return ""
+}
+
+func (x *ACMEChallenge) GetCertificatePem() []byte {
+	if x != nil {
+		return x.CertificatePem
+	}
+	return nil
+}
+
+func (x *ACMEChallenge) GetPrivateKeyPem() []byte {
+	if x != nil {
+		return x.PrivateKeyPem
+	}
+	return nil
+}
+
 type GatewayGeneration struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -363,7 +508,7 @@ type GatewayGeneration struct {
 
 func (x *GatewayGeneration) Reset() {
 	*x = GatewayGeneration{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[1]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -375,7 +520,7 @@ func (x *GatewayGeneration) String() string {
 func (*GatewayGeneration) ProtoMessage() {}
 
 func (x *GatewayGeneration) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[1]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -388,7 +533,7 @@ func (x *GatewayGeneration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayGeneration.ProtoReflect.Descriptor instead.
 func (*GatewayGeneration) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{1}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GatewayGeneration) GetNamespace() string {
@@ -424,7 +569,7 @@ type ModuleConfig struct {
 
 func (x *ModuleConfig) Reset() {
 	*x = ModuleConfig{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[2]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +581,7 @@ func (x *ModuleConfig) String() string {
 func (*ModuleConfig) ProtoMessage() {}
 
 func (x *ModuleConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[2]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +594,7 @@ func (x *ModuleConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleConfig.ProtoReflect.Descriptor instead.
 func (*ModuleConfig) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{2}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ModuleConfig) GetId() string {
@@ -491,7 +636,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[3]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -503,7 +648,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[3]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -516,7 +661,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{3}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Listener) GetName() string {
@@ -582,7 +727,7 @@ type ProxyProtocol struct {
 
 func (x *ProxyProtocol) Reset() {
 	*x = ProxyProtocol{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[4]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +739,7 @@ func (x *ProxyProtocol) String() string {
 func (*ProxyProtocol) ProtoMessage() {}
 
 func (x *ProxyProtocol) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[4]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +752,7 @@ func (x *ProxyProtocol) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyProtocol.ProtoReflect.Descriptor instead.
 func (*ProxyProtocol) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{4}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProxyProtocol) GetV1() bool {
@@ -639,7 +784,7 @@ type ClientIPDetection struct {
 
 func (x *ClientIPDetection) Reset() {
 	*x = ClientIPDetection{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +796,7 @@ func (x *ClientIPDetection) String() string {
 func (*ClientIPDetection) ProtoMessage() {}
 
 func (x *ClientIPDetection) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +809,7 @@ func (x *ClientIPDetection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientIPDetection.ProtoReflect.Descriptor instead.
 func (*ClientIPDetection) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{5}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ClientIPDetection) GetXffNumTrustedHops() uint32 {
@@ -695,7 +840,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +852,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +865,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{6}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Server) GetHostname() string {
@@ -771,7 +916,7 @@ type TLS struct {
 
 func (x *TLS) Reset() {
 	*x = TLS{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +928,7 @@ func (x *TLS) String() string {
 func (*TLS) ProtoMessage() {}
 
 func (x *TLS) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +941,7 @@ func (x *TLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TLS.ProtoReflect.Descriptor instead.
 func (*TLS) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TLS) GetMode() TLS_Mode {
@@ -838,7 +983,7 @@ type ClientValidation struct {
 
 func (x *ClientValidation) Reset() {
 	*x = ClientValidation{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +995,7 @@ func (x *ClientValidation) String() string {
 func (*ClientValidation) ProtoMessage() {}
 
 func (x *ClientValidation) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +1008,7 @@ func (x *ClientValidation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientValidation.ProtoReflect.Descriptor instead.
 func (*ClientValidation) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ClientValidation) GetCaPem() []byte {
@@ -900,7 +1045,7 @@ type VirtualHost struct {
 
 func (x *VirtualHost) Reset() {
 	*x = VirtualHost{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1057,7 @@ func (x *VirtualHost) String() string {
 func (*VirtualHost) ProtoMessage() {}
 
 func (x *VirtualHost) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1070,7 @@ func (x *VirtualHost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualHost.ProtoReflect.Descriptor instead.
 func (*VirtualHost) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *VirtualHost) GetHostname() string {
@@ -962,7 +1107,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1119,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1132,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Route) GetName() string {
@@ -1050,7 +1195,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1207,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1220,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Retry) GetCodes() []uint32 {
@@ -1111,7 +1256,7 @@ type Timeouts struct {
 
 func (x *Timeouts) Reset() {
 	*x = Timeouts{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1268,7 @@ func (x *Timeouts) String() string {
 func (*Timeouts) ProtoMessage() {}
 
 func (x *Timeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1281,7 @@ func (x *Timeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timeouts.ProtoReflect.Descriptor instead.
 func (*Timeouts) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Timeouts) GetRequestMs() uint32 {
@@ -1169,7 +1314,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1326,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1339,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Backend) GetCluster() string {
@@ -1259,7 +1404,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1416,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1429,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Cluster) GetName() string {
@@ -1371,7 +1516,7 @@ type UpstreamTLS struct {
 
 func (x *UpstreamTLS) Reset() {
 	*x = UpstreamTLS{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1528,7 @@ func (x *UpstreamTLS) String() string {
 func (*UpstreamTLS) ProtoMessage() {}
 
 func (x *UpstreamTLS) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1541,7 @@ func (x *UpstreamTLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamTLS.ProtoReflect.Descriptor instead.
 func (*UpstreamTLS) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpstreamTLS) GetServerName() string {
@@ -1445,7 +1590,7 @@ type SubjectAltName struct {
 
 func (x *SubjectAltName) Reset() {
 	*x = SubjectAltName{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1602,7 @@ func (x *SubjectAltName) String() string {
 func (*SubjectAltName) ProtoMessage() {}
 
 func (x *SubjectAltName) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1615,7 @@ func (x *SubjectAltName) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubjectAltName.ProtoReflect.Descriptor instead.
 func (*SubjectAltName) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubjectAltName) GetType() SubjectAltName_Type {
@@ -1507,7 +1652,7 @@ type CircuitBreaker struct {
 
 func (x *CircuitBreaker) Reset() {
 	*x = CircuitBreaker{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1664,7 @@ func (x *CircuitBreaker) String() string {
 func (*CircuitBreaker) ProtoMessage() {}
 
 func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1677,7 @@ func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
 func (*CircuitBreaker) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CircuitBreaker) GetThresholdPercent() uint32 {
@@ -1586,7 +1731,7 @@ type SessionPersistence struct {
 
 func (x *SessionPersistence) Reset() {
 	*x = SessionPersistence{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1743,7 @@ func (x *SessionPersistence) String() string {
 func (*SessionPersistence) ProtoMessage() {}
 
 func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1756,7 @@ func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionPersistence.ProtoReflect.Descriptor instead.
 func (*SessionPersistence) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SessionPersistence) GetType() SessionPersistence_Type {
@@ -1647,7 +1792,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +1804,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1817,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -1709,7 +1854,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1866,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1879,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{20}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Secret) GetName() string {
@@ -1762,13 +1907,24 @@ var File_core_ir_v1_ir_proto protoreflect.FileDescriptor
 
 const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\n" +
-	"\x13core/ir/v1/ir.proto\x12\x0ecoxswain.ir.v1\"\x82\x02\n" +
+	"\x13core/ir/v1/ir.proto\x12\x0ecoxswain.ir.v1\"\xca\x02\n" +
 	"\bSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x126\n" +
 	"\tlisteners\x18\x02 \x03(\v2\x18.coxswain.ir.v1.ListenerR\tlisteners\x123\n" +
 	"\bclusters\x18\x03 \x03(\v2\x17.coxswain.ir.v1.ClusterR\bclusters\x120\n" +
 	"\asecrets\x18\x04 \x03(\v2\x16.coxswain.ir.v1.SecretR\asecrets\x12=\n" +
-	"\bgateways\x18\x05 \x03(\v2!.coxswain.ir.v1.GatewayGenerationR\bgateways\"e\n" +
+	"\bgateways\x18\x05 \x03(\v2!.coxswain.ir.v1.GatewayGenerationR\bgateways\x12F\n" +
+	"\x0facme_challenges\x18\x06 \x03(\v2\x1d.coxswain.ir.v1.ACMEChallengeR\x0eacmeChallenges\"\x9d\x02\n" +
+	"\rACMEChallenge\x126\n" +
+	"\x04type\x18\x01 \x01(\x0e2\".coxswain.ir.v1.ACMEChallenge.TypeR\x04type\x12\x1a\n" +
+	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x12+\n" +
+	"\x11key_authorization\x18\x04 \x01(\tR\x10keyAuthorization\x12'\n" +
+	"\x0fcertificate_pem\x18\x05 \x01(\fR\x0ecertificatePem\x12&\n" +
+	"\x0fprivate_key_pem\x18\x06 \x01(\fR\rprivateKeyPem\"$\n" +
+	"\x04Type\x12\v\n" +
+	"\aHTTP_01\x10\x00\x12\x0f\n" +
+	"\vTLS_ALPN_01\x10\x01\"e\n" +
 	"\x11GatewayGeneration\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -1899,71 +2055,75 @@ func file_core_ir_v1_ir_proto_rawDescGZIP() []byte {
 	return file_core_ir_v1_ir_proto_rawDescData
 }
 
-var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_core_ir_v1_ir_proto_goTypes = []any{
-	(TLS_Mode)(0),                // 0: coxswain.ir.v1.TLS.Mode
-	(ClientValidation_Mode)(0),   // 1: coxswain.ir.v1.ClientValidation.Mode
-	(Cluster_Protocol)(0),        // 2: coxswain.ir.v1.Cluster.Protocol
-	(SubjectAltName_Type)(0),     // 3: coxswain.ir.v1.SubjectAltName.Type
-	(SessionPersistence_Type)(0), // 4: coxswain.ir.v1.SessionPersistence.Type
-	(*Snapshot)(nil),             // 5: coxswain.ir.v1.Snapshot
-	(*GatewayGeneration)(nil),    // 6: coxswain.ir.v1.GatewayGeneration
-	(*ModuleConfig)(nil),         // 7: coxswain.ir.v1.ModuleConfig
-	(*Listener)(nil),             // 8: coxswain.ir.v1.Listener
-	(*ProxyProtocol)(nil),        // 9: coxswain.ir.v1.ProxyProtocol
-	(*ClientIPDetection)(nil),    // 10: coxswain.ir.v1.ClientIPDetection
-	(*Server)(nil),               // 11: coxswain.ir.v1.Server
-	(*TLS)(nil),                  // 12: coxswain.ir.v1.TLS
-	(*ClientValidation)(nil),     // 13: coxswain.ir.v1.ClientValidation
-	(*VirtualHost)(nil),          // 14: coxswain.ir.v1.VirtualHost
-	(*Route)(nil),                // 15: coxswain.ir.v1.Route
-	(*Retry)(nil),                // 16: coxswain.ir.v1.Retry
-	(*Timeouts)(nil),             // 17: coxswain.ir.v1.Timeouts
-	(*Backend)(nil),              // 18: coxswain.ir.v1.Backend
-	(*Cluster)(nil),              // 19: coxswain.ir.v1.Cluster
-	(*UpstreamTLS)(nil),          // 20: coxswain.ir.v1.UpstreamTLS
-	(*SubjectAltName)(nil),       // 21: coxswain.ir.v1.SubjectAltName
-	(*CircuitBreaker)(nil),       // 22: coxswain.ir.v1.CircuitBreaker
-	(*SessionPersistence)(nil),   // 23: coxswain.ir.v1.SessionPersistence
-	(*Endpoint)(nil),             // 24: coxswain.ir.v1.Endpoint
-	(*Secret)(nil),               // 25: coxswain.ir.v1.Secret
+	(ACMEChallenge_Type)(0),      // 0: coxswain.ir.v1.ACMEChallenge.Type
+	(TLS_Mode)(0),                // 1: coxswain.ir.v1.TLS.Mode
+	(ClientValidation_Mode)(0),   // 2: coxswain.ir.v1.ClientValidation.Mode
+	(Cluster_Protocol)(0),        // 3: coxswain.ir.v1.Cluster.Protocol
+	(SubjectAltName_Type)(0),     // 4: coxswain.ir.v1.SubjectAltName.Type
+	(SessionPersistence_Type)(0), // 5: coxswain.ir.v1.SessionPersistence.Type
+	(*Snapshot)(nil),             // 6: coxswain.ir.v1.Snapshot
+	(*ACMEChallenge)(nil),        // 7: coxswain.ir.v1.ACMEChallenge
+	(*GatewayGeneration)(nil),    // 8: coxswain.ir.v1.GatewayGeneration
+	(*ModuleConfig)(nil),         // 9: coxswain.ir.v1.ModuleConfig
+	(*Listener)(nil),             // 10: coxswain.ir.v1.Listener
+	(*ProxyProtocol)(nil),        // 11: coxswain.ir.v1.ProxyProtocol
+	(*ClientIPDetection)(nil),    // 12: coxswain.ir.v1.ClientIPDetection
+	(*Server)(nil),               // 13: coxswain.ir.v1.Server
+	(*TLS)(nil),                  // 14: coxswain.ir.v1.TLS
+	(*ClientValidation)(nil),     // 15: coxswain.ir.v1.ClientValidation
+	(*VirtualHost)(nil),          // 16: coxswain.ir.v1.VirtualHost
+	(*Route)(nil),                // 17: coxswain.ir.v1.Route
+	(*Retry)(nil),                // 18: coxswain.ir.v1.Retry
+	(*Timeouts)(nil),             // 19: coxswain.ir.v1.Timeouts
+	(*Backend)(nil),              // 20: coxswain.ir.v1.Backend
+	(*Cluster)(nil),              // 21: coxswain.ir.v1.Cluster
+	(*UpstreamTLS)(nil),          // 22: coxswain.ir.v1.UpstreamTLS
+	(*SubjectAltName)(nil),       // 23: coxswain.ir.v1.SubjectAltName
+	(*CircuitBreaker)(nil),       // 24: coxswain.ir.v1.CircuitBreaker
+	(*SessionPersistence)(nil),   // 25: coxswain.ir.v1.SessionPersistence
+	(*Endpoint)(nil),             // 26: coxswain.ir.v1.Endpoint
+	(*Secret)(nil),               // 27: coxswain.ir.v1.Secret
 }
 var file_core_ir_v1_ir_proto_depIdxs = []int32{
-	8,  // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
-	19, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
-	25, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
-	6,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
-	11, // 4: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
-	9,  // 5: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
-	10, // 6: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
-	12, // 7: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
-	14, // 8: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
-	7,  // 9: coxswain.ir.v1.Server.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	0,  // 10: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
-	13, // 11: coxswain.ir.v1.TLS.client_validation:type_name -> coxswain.ir.v1.ClientValidation
-	1,  // 12: coxswain.ir.v1.ClientValidation.mode:type_name -> coxswain.ir.v1.ClientValidation.Mode
-	15, // 13: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
-	7,  // 14: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
-	7,  // 15: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	18, // 16: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	17, // 17: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	16, // 18: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
-	7,  // 19: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	2,  // 20: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	7,  // 21: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	24, // 22: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	22, // 23: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
-	23, // 24: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
-	20, // 25: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
-	21, // 26: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
-	3,  // 27: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
-	4,  // 28: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	10, // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
+	21, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
+	27, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
+	8,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
+	7,  // 4: coxswain.ir.v1.Snapshot.acme_challenges:type_name -> coxswain.ir.v1.ACMEChallenge
+	0,  // 5: coxswain.ir.v1.ACMEChallenge.type:type_name -> coxswain.ir.v1.ACMEChallenge.Type
+	13, // 6: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
+	11, // 7: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
+	12, // 8: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
+	14, // 9: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
+	16, // 10: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
+	9,  // 11: coxswain.ir.v1.Server.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	1,  // 12: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
+	15, // 13: coxswain.ir.v1.TLS.client_validation:type_name -> coxswain.ir.v1.ClientValidation
+	2,  // 14: coxswain.ir.v1.ClientValidation.mode:type_name -> coxswain.ir.v1.ClientValidation.Mode
+	17, // 15: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
+	9,  // 16: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
+	9,  // 17: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	20, // 18: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	19, // 19: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	18, // 20: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
+	9,  // 21: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	3,  // 22: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
+	9,  // 23: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	26, // 24: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	24, // 25: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	25, // 26: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	22, // 27: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
+	23, // 28: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
+	4,  // 29: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
+	5,  // 30: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }
@@ -1976,8 +2136,8 @@ func file_core_ir_v1_ir_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_ir_v1_ir_proto_rawDesc), len(file_core_ir_v1_ir_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   21,
+			NumEnums:      6,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

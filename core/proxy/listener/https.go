@@ -41,12 +41,16 @@ func (*HTTPS) CoxswainModule() core.ModuleInfo {
 
 // Check implements proxy.StreamListener: every server terminates TLS with at least one certificate.
 func (*HTTPS) Check(l *irv1.Listener) error {
+	for _, s := range l.GetServers() {
+		// A server without certificates is one waiting for its ACME certificate: it answers
+		// only TLS-ALPN-01 validations, every other handshake fails, and so it has no routes.
+		if s.GetTls() != nil && len(s.GetTls().GetCertificates()) == 0 && len(s.GetVirtualHosts()) > 0 {
+			return fmt.Errorf("server %s has routes but no certificate", quote(s.GetHostname()))
+		}
+	}
 	return checkTLSServers(l, func(host string, t *irv1.TLS) error {
-		switch {
-		case t.GetMode() != irv1.TLS_TERMINATE:
+		if t.GetMode() != irv1.TLS_TERMINATE {
 			return fmt.Errorf("server %s: TLS mode %s needs listener.tls", host, t.GetMode())
-		case len(t.GetCertificates()) == 0:
-			return fmt.Errorf("server %s has no certificate", host)
 		}
 		return nil
 	})
@@ -65,6 +69,9 @@ func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	// A Server that validates client certificates answers its handshakes with a config of its own.
 	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		if ls := sc.State(); ls != nil {
+			if acme := ls.ACMEConfigForClient(hello); acme != nil {
+				return acme, nil
+			}
 			return ls.ConfigForClient(hello)
 		}
 		return nil, nil
@@ -141,6 +148,10 @@ func (l *handshakeListener) handshake(c net.Conn) {
 		l.failed.Add(1)
 		l.log.Debug("TLS handshake failed", zap.Stringer("remote", c.RemoteAddr()), zap.Error(err))
 		_ = c.Close()
+		return
+	}
+	if tc.ConnectionState().NegotiatedProtocol == proxy.ACMETLSALPNProto {
+		_ = tc.Close() // a TLS-ALPN-01 validation is over with the handshake (RFC 8737)
 		return
 	}
 	select {

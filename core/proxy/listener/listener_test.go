@@ -21,7 +21,8 @@ func TestCheck(t *testing.T) {
 		{"https terminating", &HTTPS{}, []*irv1.Server{{Hostname: "*.example.com", Tls: terminate}}, ""},
 		{"https without servers", &HTTPS{}, nil, "no servers"},
 		{"https server without TLS", &HTTPS{}, []*irv1.Server{{Hostname: "a.example.com"}}, "no TLS"},
-		{"https server without certificate", &HTTPS{}, []*irv1.Server{{Tls: &irv1.TLS{}}}, "no certificate"},
+		{"https server with routes and no certificate", &HTTPS{}, []*irv1.Server{{Tls: &irv1.TLS{}, VirtualHosts: []*irv1.VirtualHost{{}}}}, "no certificate"},
+		{"https server waiting for its ACME certificate", &HTTPS{}, []*irv1.Server{{Tls: &irv1.TLS{}}}, ""},
 		{"https passthrough", &HTTPS{}, []*irv1.Server{{Tls: &irv1.TLS{Mode: irv1.TLS_PASSTHROUGH, Certificates: []string{"x"}}}}, "listener.tls"},
 	}
 	for _, tc := range cases {
