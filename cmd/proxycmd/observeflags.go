@@ -71,7 +71,7 @@ func (o ObserveFlags) OpenAccessLog(stdout io.Writer, reg prometheus.Registerer)
 		}
 	}
 	l = accesslog.New(accesslog.Options{Sink: sink, Sample: o.Sample, Query: o.Query, Queue: o.Queue,
-		Dropped: s.dropped.Inc, Written: s.written.Inc})
+		Dropped: s.dropped.Inc, Written: func(n int) { s.written.Add(float64(n)) }})
 	return l, func() {
 		l.Close(nil)
 		closeSink()

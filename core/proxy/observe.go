@@ -164,6 +164,6 @@ func (ls *ListenerState) observe(r *http.Request, rec *reqRecord, status int, wr
 		ro.duration.Observe(end.Sub(start).Seconds())
 	}
 	if o.log.Sampled() {
-		ls.logRequest(r, rec, ro, status, written, start, end, aborted)
+		ls.logRequest(r, rec, status, written, start, end, aborted)
 	}
 }

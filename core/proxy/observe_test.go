@@ -96,7 +96,9 @@ func TestRequestObservation(t *testing.T) {
 	be := newBackend(t, "a", nil)
 	sink := newLineSink()
 	o := newObservedProxy(t, true, accesslog.New(accesslog.Options{Sink: sink}))
-	srv := server("", vhost("example.com", route("httproute/ns/web/rule/0/match/0", "/", backend("a", 1))))
+	rt := route("httproute/ns/web/rule/0/match/0", "/", backend("a", 1))
+	rt.RuleName = "hello"
+	srv := server("", vhost("example.com", rt))
 	srv.Sources = []string{"ns/gw/http"}
 	l := httpListener(0, srv)
 	apply(t, o.p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("a", be)}))
@@ -118,7 +120,7 @@ func TestRequestObservation(t *testing.T) {
 	line := o.waitLine(t, sink)
 	want := map[string]any{
 		"msg": "request", "listener": l.Name, "gateway": "ns/gw", "route": "httproute/ns/web/rule/0/match/0",
-		"backend": "a", "upstream": "127.0.0.1:" + strconv.Itoa(int(be.port)), "method": "GET", "host": "example.com", "path": "/hello",
+		"rule": "hello", "backend": "a", "upstream": "127.0.0.1:" + strconv.Itoa(int(be.port)), "method": "GET", "host": "example.com", "path": "/hello",
 		"protocol": "HTTP/1.1", "status": float64(200), "bytes_out": float64(len(body)),
 		"client_ip": "127.0.0.1", "request_id": "req-1",
 	}
@@ -234,7 +236,7 @@ func TestAccessLogSlowSinkNeverStalls(t *testing.T) {
 	var dropped, written atomic.Int64
 	const queue, requests = 4, 50
 	log := accesslog.New(accesslog.Options{Sink: sink, Queue: queue, Dropped: func() { dropped.Add(1) },
-		Written: func() { written.Add(1) }})
+		Written: func(n int) { written.Add(int64(n)) }})
 	o := newObservedProxy(t, false, log)
 	released := false
 	defer func() {

@@ -71,6 +71,8 @@ type requestSeries struct {
 	duration    *prometheus.HistogramVec
 	streamConns *prometheus.CounterVec
 	streamBytes *prometheus.CounterVec
+	udpSessions *prometheus.CounterVec
+	udpBytes    *prometheus.CounterVec
 
 	mu   sync.Mutex
 	refs map[string]int // by strings.Join(labels, "\x00"): a counter set or a histogram
@@ -101,8 +103,19 @@ func newRequestSeries(m *core.Metrics) (*requestSeries, error) {
 	if err != nil {
 		return nil, err
 	}
+	udpSessions, err := m.CounterVec("coxswain_proxy_udp_sessions_total",
+		"UDPRoute client sessions ended (evicted when idle, or closed with their listener), per Gateway and route object.", "gateway", "route")
+	if err != nil {
+		return nil, err
+	}
+	udpBytes, err := m.CounterVec("coxswain_proxy_udp_bytes_total",
+		"Datagram payload bytes UDPRoute sessions carried, per Gateway, route object and direction (in: from the client, out: to it), counted when the session ends.",
+		"gateway", "route", "direction")
+	if err != nil {
+		return nil, err
+	}
 	return &requestSeries{requests: requests, duration: duration, streamConns: streamConns, streamBytes: streamBytes,
-		refs: map[string]int{}}, nil
+		udpSessions: udpSessions, udpBytes: udpBytes, refs: map[string]int{}}, nil
 }
 
 // requestSeriesOf returns the proxy's request series, made on the first build (builds run under p.mu).
@@ -173,15 +186,20 @@ func (s *requestSeries) countersOf(held *obsHeld, gateway, route, backend string
 	return c
 }
 
-// streamObsOf resolves the series of one layer-4 route object on gateway.
-func (s *requestSeries) streamObsOf(held *obsHeld, gateway, route string) *streamObs {
+// streamObsOf resolves the series of one layer-4 route object on gateway: a UDPRoute's (udp)
+// or a TCPRoute's or TLSRoute's.
+func (s *requestSeries) streamObsOf(held *obsHeld, gateway, route string, udp bool) *streamObs {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	conns, bytes, kind := s.streamConns, s.streamBytes, kindStream
+	if udp {
+		conns, bytes, kind = s.udpSessions, s.udpBytes, kindUDP
+	}
 	o := &streamObs{gateway: gateway, route: route,
-		conns: s.streamConns.WithLabelValues(gateway, route),
-		in:    s.streamBytes.WithLabelValues(gateway, route, "in"),
-		out:   s.streamBytes.WithLabelValues(gateway, route, "out")}
-	s.hold(held, kindStream, gateway, route)
+		conns: conns.WithLabelValues(gateway, route),
+		in:    bytes.WithLabelValues(gateway, route, "in"),
+		out:   bytes.WithLabelValues(gateway, route, "out")}
+	s.hold(held, kind, gateway, route)
 	return o
 }
 
@@ -190,6 +208,7 @@ const (
 	kindRequests = "requests" // gateway, route, backend: the code_class counters
 	kindDuration = "duration" // gateway, route
 	kindStream   = "stream"   // gateway, route: connections and both byte directions
+	kindUDP      = "udp"      // gateway, route: sessions and both byte directions
 )
 
 // hold counts one more holder of a label set (under s.mu); labels[0] is its kind.
@@ -218,6 +237,10 @@ func (s *requestSeries) release(held *obsHeld) {
 			s.streamConns.DeleteLabelValues(l...)
 			s.streamBytes.DeleteLabelValues(l[0], l[1], "in")
 			s.streamBytes.DeleteLabelValues(l[0], l[1], "out")
+		case kindUDP:
+			s.udpSessions.DeleteLabelValues(l...)
+			s.udpBytes.DeleteLabelValues(l[0], l[1], "in")
+			s.udpBytes.DeleteLabelValues(l[0], l[1], "out")
 		default:
 			for _, cl := range classLabels {
 				s.requests.DeleteLabelValues(l[0], l[1], l[2], cl)
@@ -246,6 +269,7 @@ func gatewayOf(sources []string) string {
 
 // observeRoute resolves the series of an HTTP route being built.
 func (b *builder) observeRoute(rt *route, r *irv1.Route) error {
+	rt.gateway, rt.rule = b.gateway, r.GetRuleName()
 	if !b.p.reqMetrics {
 		return nil
 	}

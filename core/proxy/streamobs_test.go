@@ -37,7 +37,9 @@ func TestStreamObservation(t *testing.T) {
 		_ = p.Close(ctx)
 		log.Close(nil)
 	})
-	l := portKeyed("TCP", 0, l4Route("route.tcp", "TCPRoute/ns/db/rule/0/match/0", backend("a", 1)))
+	rt := l4Route("route.tcp", "TCPRoute/ns/db/rule/0/match/0", backend("a", 1))
+	rt.RuleName = "postgres"
+	l := portKeyed("TCP", 0, rt)
 	l.Servers[0].Sources = []string{"ns/gw/tcp"}
 	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("a", irv1.Cluster_TCP, echo.port)}))
 
@@ -58,7 +60,7 @@ func TestStreamObservation(t *testing.T) {
 
 	line := sink.next(t)
 	for k, v := range map[string]any{"msg": "connection", "listener": l.Name, "gateway": "ns/gw", "route": "TCPRoute/ns/db/rule/0/match/0",
-		"upstream": echo.addr, "bytes_in": float64(5), "bytes_out": float64(len(got)), "client_ip": "127.0.0.1"} {
+		"rule": "postgres", "upstream": echo.addr, "bytes_in": float64(5), "bytes_out": float64(len(got)), "client_ip": "127.0.0.1"} {
 		if line[k] != v {
 			t.Errorf("%s = %v, want %v (line %v)", k, line[k], v, line)
 		}
