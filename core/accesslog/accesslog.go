@@ -103,6 +103,9 @@ func (l *Logger) Sampled() bool {
 // Log queues a copy of r for the writer; r may be reused once Log returns. A full queue, or a
 // Logger being closed, drops it.
 func (l *Logger) Log(r *Record) {
+	if l == nil {
+		return
+	}
 	select {
 	case <-l.stop:
 		return
