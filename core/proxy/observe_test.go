@@ -168,6 +168,11 @@ func TestRequestObservation(t *testing.T) {
 	eventually(t, "the dropped route's series deleted", func() bool {
 		return !strings.Contains(o.scrape(t), `route="httproute/ns/web"`)
 	})
+	resp, err = http.DefaultClient.Do(req) // the series are made by the first request that needs them
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
 	if !strings.Contains(o.scrape(t), `route="httproute/ns/other"`) {
 		t.Errorf("the new route has no series:\n%s", o.scrape(t))
 	}
@@ -339,4 +344,83 @@ func TestRequestObservationAllocatesNothing(t *testing.T) {
 	if on.AllocsPerOp() > off.AllocsPerOp() {
 		t.Errorf("observed requests allocate %d times, unobserved %d", on.AllocsPerOp(), off.AllocsPerOp())
 	}
+}
+
+// TestUpstreamErrorSeries: a refused connect and an upstream that does not answer within the
+// backend timeout are counted under their route, backend and reason; the series of a route are
+// made by the requests that need them, so a route that answered one 200 exports one counter
+// and no error series.
+func TestUpstreamErrorSeries(t *testing.T) {
+	ok := newBackend(t, "ok", nil)
+	slow := newBackend(t, "slow", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // past the route's 50 ms backend timeout
+	})
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadBackend := &testBackend{name: "dead", port: portOf(t, dead.Addr().String())}
+	_ = dead.Close() // nothing listens there now
+	o := newObservedProxy(t, true, nil)
+	slowRoute := route("httproute/ns/slow/rule/0/match/0", "/slow", backend("slow", 1))
+	slowRoute.Timeouts = &irv1.Timeouts{BackendRequestMs: 50}
+	srv := server("", vhost("example.com",
+		route("httproute/ns/dead/rule/0/match/0", "/dead", backend("dead", 1)),
+		slowRoute,
+		route("httproute/ns/ok/rule/0/match/0", "/", backend("ok", 1))))
+	srv.Sources = []string{"ns/gw/http"}
+	l := httpListener(0, srv)
+	apply(t, o.p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("ok", ok), cluster("slow", slow), cluster("dead", deadBackend)}))
+	if text := o.scrape(t); strings.Contains(text, "coxswain_proxy_requests_total") {
+		t.Errorf("request series before any request:\n%s", text)
+	}
+	addr := addrOf(t, o.p, l.Name)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections) // before the proxy's Close, which waits for its connections
+	for path, want := range map[string]int{"/": 200, "/dead": 502, "/slow": 504} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req.Host = "example.com"
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: status %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	text := o.scrape(t)
+	for _, want := range []string{
+		`coxswain_proxy_upstream_errors_total backend="dead" gateway="ns/gw" reason="connect_refused" route="httproute/ns/dead"`,
+		`coxswain_proxy_upstream_errors_total backend="slow" gateway="ns/gw" reason="timeout" route="httproute/ns/slow"`,
+		`coxswain_proxy_requests_total backend="ok" code_class="2xx" gateway="ns/gw" route="httproute/ns/ok"`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("no %s in\n%s", want, text)
+		}
+	}
+	if got := strings.Count(text, `route="httproute/ns/ok"`); got != 2 {
+		t.Errorf("%d series of the route that answered one 200, want 2 (its 2xx counter and duration):\n%s", got, text)
+	}
+	if n := o.upstreamErrors(t); n != 2 {
+		t.Errorf("%v upstream errors counted, want 2", n)
+	}
+}
+
+// upstreamErrors sums coxswain_proxy_upstream_errors_total.
+func (o *observed) upstreamErrors(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := o.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "coxswain_proxy_upstream_errors_total" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
