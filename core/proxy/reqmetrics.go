@@ -232,8 +232,8 @@ func (s *requestSeries) streamObsOf(held *obsHeld, gateway, route string, udp bo
 
 // The kinds of eager label sets a table holds (the first element of a held key).
 const (
-	kindStream   = "stream"   // gateway, route: connections and both byte directions
-	kindUDP      = "udp"      // gateway, route: sessions and both byte directions
+	kindStream = "stream" // gateway, route: connections and both byte directions
+	kindUDP    = "udp"    // gateway, route: sessions and both byte directions
 )
 
 // hold counts one more holder of a label set (under s.mu); labels[0] is its kind.
