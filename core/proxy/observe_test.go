@@ -424,3 +424,35 @@ func (o *observed) upstreamErrors(t *testing.T) float64 {
 	}
 	return sum
 }
+
+// TestAccessLogWithoutMetrics: with the request series off, the access log still names the
+// request's Gateway, route and rule (they come from the route, not from its series).
+func TestAccessLogWithoutMetrics(t *testing.T) {
+	be := newBackend(t, "a", nil)
+	sink := newLineSink()
+	o := newObservedProxy(t, false, accesslog.New(accesslog.Options{Sink: sink, FlushInterval: time.Millisecond}))
+	rt := route("httproute/ns/web/rule/0/match/0", "/", backend("a", 1))
+	rt.RuleName = "hello"
+	srv := server("", vhost("example.com", rt))
+	srv.Sources = []string{"ns/gw/http"}
+	l := httpListener(0, srv)
+	apply(t, o.p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("a", be)}))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addrOf(t, o.p, l.Name)+"/x", nil)
+	req.Host = "example.com"
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	line := sink.next(t)
+	for k, v := range map[string]any{"gateway": "ns/gw", "route": "httproute/ns/web/rule/0/match/0", "rule": "hello", "backend": "a", "status": float64(200)} {
+		if line[k] != v {
+			t.Errorf("%s = %v, want %v (line %v)", k, line[k], v, line)
+		}
+	}
+	if text := o.scrape(t); strings.Contains(text, "coxswain_proxy_requests_total") {
+		t.Errorf("request series with --request-metrics=false:\n%s", text)
+	}
+}
