@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/coxswain-labs/coxswain/core/accesslog"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
@@ -36,6 +37,9 @@ type BuildContext struct {
 	// Provision: the engine drops this once the table is built. nil in a context a test makes by
 	// hand.
 	Clusters Clusters
+	// AccessLog takes the access log records of traffic a module sends on its own (a request
+	// mirror's copies); a nil Logger logs nothing.
+	AccessLog *accesslog.Logger
 
 	cleanups []CleanerUpper
 }

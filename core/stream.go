@@ -84,6 +84,13 @@ type Session interface {
 	Close() error
 }
 
+// SessionUpstream is implemented by Sessions that know the endpoint they send to, for the
+// access log's session lines.
+type SessionUpstream interface {
+	// UpstreamAddr is the endpoint, "address:port".
+	UpstreamAddr() string
+}
+
 // TCPConnOf returns the TCP socket of a downstream connection: c itself, or the socket under a
 // connection whose client came in a PROXY protocol header (its RemoteAddr differs, every byte
 // still comes from the socket); false for anything else (TLS). Copying to or from the socket

@@ -25,7 +25,7 @@ type ObserveFlags struct {
 // Register adds the flags to fs.
 func (o *ObserveFlags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.RequestMetrics, "request-metrics", true,
-		"export per-request series (coxswain_proxy_requests_total, coxswain_proxy_request_duration_seconds) on /metrics")
+		"export per-route series (coxswain_proxy_requests_total, coxswain_proxy_request_duration_seconds, coxswain_proxy_upstream_errors_total, the layer-4 connection, session and byte counters) on /metrics")
 	fs.BoolVar(&o.AccessLog, "access-log", true, "write one JSON line per request (--access-log=false: none)")
 	fs.StringVar(&o.File, "access-log-file", "", "append the access log to this file instead of standard output")
 	fs.Uint64Var(&o.Sample, "access-log-sample", 1, "log one request in N (1: every request)")
@@ -71,7 +71,7 @@ func (o ObserveFlags) OpenAccessLog(stdout io.Writer, reg prometheus.Registerer)
 		}
 	}
 	l = accesslog.New(accesslog.Options{Sink: sink, Sample: o.Sample, Query: o.Query, Queue: o.Queue,
-		Dropped: s.dropped.Inc, Written: s.written.Inc})
+		Dropped: s.dropped.Inc, Written: func(n int) { s.written.Add(float64(n)) }})
 	return l, func() {
 		l.Close(nil)
 		closeSink()

@@ -78,7 +78,9 @@ type RouteView struct {
 
 // RuleView is one compiled IR route: one match of one rule, on one proxy socket and host.
 type RuleView struct {
-	Name     string          `json:"name"`
+	Name string `json:"name"`
+	// RuleName is the Gateway API rule's own name (spec.rules[].name), omitted when it has none.
+	RuleName string          `json:"ruleName,omitempty"`
 	Hostname string          `json:"hostname"`
 	Listener string          `json:"listener"`
 	Match    ModuleView      `json:"match"`
@@ -308,7 +310,7 @@ func routeView(t *Translation, g *gwapiv1.Gateway, r attachedRoute) RouteView {
 					if !strings.HasPrefix(rt.GetName(), prefix) {
 						continue
 					}
-					rule := RuleView{Name: rt.GetName(), Hostname: vh.GetHostname(), Listener: il.GetName(),
+					rule := RuleView{Name: rt.GetName(), RuleName: rt.GetRuleName(), Hostname: vh.GetHostname(), Listener: il.GetName(),
 						Match: moduleView(rt.GetMatch()), Filters: moduleViews(rt.GetFilters()), Backends: []BackendView{},
 						Timeouts: protoRaw(rt.GetTimeouts()), Retry: protoRaw(rt.GetRetry())}
 					for _, b := range rt.GetBackends() {

@@ -89,11 +89,23 @@ func TestAdminAPIQuickstart(t *testing.T) {
 	if len(g.Listeners) != 2 || g.Listeners[1].TLS == nil || g.Listeners[1].TLS.Mode != "TERMINATE" || len(g.Listeners[0].Binds) != 1 {
 		t.Errorf("listeners %+v", g.Listeners)
 	}
-	var headers *adminapi.RouteView
+	var headers, app *adminapi.RouteView
 	for i := range g.Routes {
-		if g.Routes[i].Name == "headers" {
+		switch g.Routes[i].Name {
+		case "headers":
 			headers = &g.Routes[i]
+		case "app":
+			app = &g.Routes[i]
 		}
+	}
+	// The quickstart names the app route's first rule (spec.rules[0].name: app); its other rule
+	// has no name.
+	ruleNames := map[string]string{}
+	for _, rule := range app.Rules {
+		ruleNames[rule.Name] = rule.RuleName
+	}
+	if ruleNames["HTTPRoute/default/app/rule/0/match/0"] != "app" || ruleNames["HTTPRoute/default/app/rule/1/match/0"] != "" {
+		t.Errorf("app route rule names %v", ruleNames)
 	}
 	if headers == nil || len(headers.Rules) == 0 || len(headers.Rules[0].Filters) != 1 ||
 		headers.Rules[0].Filters[0].ID != "filter.http.request_header_modifier" || len(headers.Clusters) != 1 || len(headers.Clusters[0].Endpoints) != 1 {

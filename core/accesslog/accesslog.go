@@ -1,90 +1,82 @@
 // Package accesslog writes the proxy's access log: one JSON line per request, layer-4 connection or
-// UDP session, encoded by zap's JSON encoder on the request's goroutine into a pooled buffer and
-// written by one goroutine of its own. The hand-off is a bounded queue: when the sink is slower
-// than the traffic (a slow disk, a blocked pipe) lines are dropped and counted, and a request never
-// waits for the log.
+// UDP session, in the shape zap's JSON encoder gives the process log.
+//
+// A request's goroutine only captures its fields into a Record (values and strings the request
+// and the table already hold: no allocation, no encoding) and hands it to a bounded queue. One
+// goroutine of the Logger's own encodes the queued records in batches into a buffered writer and
+// writes each batch with one write(2). When the sink is slower than the traffic (a slow disk, a
+// blocked pipe) the queue fills and new records are dropped and counted: a request never waits
+// for the log.
 package accesslog
 
 import (
 	"bufio"
 	"cmp"
 	"io"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
-
-	"go.uber.org/zap/buffer"
-	"go.uber.org/zap/zapcore"
 )
 
-// DefaultQueue is how many encoded lines wait for the writer before new ones are dropped.
+// DefaultQueue is how many records wait for the writer before new ones are dropped.
 const DefaultQueue = 4096
 
 // DefaultFlushInterval is how often the writer drains the queue.
 const DefaultFlushInterval = 20 * time.Millisecond
 
+// batchBytes is the writer's buffer: a busy proxy writes this much per write(2).
+const batchBytes = 64 << 10
+
 // Options configure a Logger.
 type Options struct {
 	// Sink receives whole lines from a single goroutine, batched: the writer wakes every
-	// FlushInterval (or when the queue is half full), drains the queue into a 64 KiB buffer and
-	// writes it, so that a busy proxy makes one write(2) and one goroutine wake-up per batch
-	// rather than per request.
+	// FlushInterval (or when the queue is half full), encodes what is queued into a 64 KiB
+	// buffer and writes it, so that a busy proxy makes one write(2) and one goroutine wake-up
+	// per batch rather than per request.
 	Sink io.Writer
-	// FlushInterval is the longest a line waits for the writer (DefaultFlushInterval when 0).
+	// FlushInterval is the longest a record waits for the writer (DefaultFlushInterval when 0).
 	FlushInterval time.Duration
 	// Sample logs one in Sample requests (counted per Logger); 0 and 1 log every one.
 	Sample uint64
-	// Query keeps the query string in the path field; it is cut off by default, since queries
+	// Query keeps the query string (the query field); it is left out by default, since queries
 	// carry tokens and personal data more often than paths do.
 	Query bool
-	// Queue bounds the lines waiting for the writer (DefaultQueue when 0).
+	// Queue bounds the records waiting for the writer (DefaultQueue when 0).
 	Queue int
-	// Dropped is called (from the request's goroutine) once per line dropped because the queue was
-	// full; nil: not counted.
+	// Dropped is called (from the logging goroutine) once per record dropped because the queue
+	// was full; nil: not counted.
 	Dropped func()
-	// Written is called by the writer after each line reaches the sink; nil: not counted.
-	Written func()
+	// Written is called by the writer with the number of lines of each batch that reached the
+	// sink; nil: not counted.
+	Written func(n int)
 }
 
 // Logger is an asynchronous JSON line writer. Its methods are safe for concurrent use; a nil
 // *Logger logs nothing.
 type Logger struct {
-	enc     zapcore.Encoder
-	sink    *bufio.Writer
-	sample  uint64
-	query   bool
-	n       atomic.Uint64
-	queue   chan *buffer.Buffer
+	sink   *bufio.Writer
+	sample uint64
+	query  bool
+	n      atomic.Uint64
+	// queue holds the records by value: a send copies the caller's Record into the channel's
+	// preallocated buffer, so neither side allocates.
+	queue   chan Record
 	kick    chan struct{} // wakes the writer early when the queue is half full
 	every   time.Duration
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
 	dropped func()
-	written func()
-	fields  sync.Pool // *Fields
+	written func(int)
 }
 
 // New starts a Logger's writer goroutine; Close stops it.
 func New(opts Options) *Logger {
-	q := opts.Queue
-	if q <= 0 {
-		q = DefaultQueue
-	}
 	l := &Logger{
-		enc: zapcore.NewJSONEncoder(zapcore.EncoderConfig{
-			TimeKey:        "time",
-			MessageKey:     "msg",
-			EncodeTime:     zapcore.RFC3339NanoTimeEncoder,
-			EncodeDuration: zapcore.SecondsDurationEncoder,
-			LineEnding:     "\n",
-		}),
-		sink:    bufio.NewWriterSize(opts.Sink, 64<<10),
+		sink:    bufio.NewWriterSize(opts.Sink, batchBytes),
 		sample:  max(opts.Sample, 1),
 		query:   opts.Query,
-		queue:   make(chan *buffer.Buffer, q),
+		queue:   make(chan Record, cmp.Or(max(opts.Queue, 0), DefaultQueue)),
 		kick:    make(chan struct{}, 1),
 		every:   cmp.Or(opts.FlushInterval, DefaultFlushInterval),
 		stop:    make(chan struct{}),
@@ -92,16 +84,15 @@ func New(opts Options) *Logger {
 		dropped: opts.Dropped,
 		written: opts.Written,
 	}
-	l.fields.New = func() any { return &Fields{f: make([]zapcore.Field, 0, 24)} }
 	go l.run()
 	return l
 }
 
-// Query reports whether paths keep their query string.
+// Query reports whether lines keep the query string: a caller may skip capturing it otherwise.
 func (l *Logger) Query() bool { return l != nil && l.query }
 
 // Sampled reports whether the next request is to be logged: always with Sample 1, else one in
-// Sample. Call it once per request, before building its line.
+// Sample. Call it once per request, before capturing its record.
 func (l *Logger) Sampled() bool {
 	if l == nil {
 		return false
@@ -109,40 +100,19 @@ func (l *Logger) Sampled() bool {
 	return l.sample == 1 || l.n.Add(1)%l.sample == 0
 }
 
-// Fields is a reusable list of a line's fields, from Get, handed back by Write.
-type Fields struct {
-	f       []zapcore.Field
-	scratch [64]byte // an IP address's text (IP)
-}
-
-// Add appends a field.
-func (fs *Fields) Add(f zapcore.Field) { fs.f = append(fs.f, f) }
-
-// Get returns an empty field list to fill and pass to Write.
-func (l *Logger) Get() *Fields {
-	fs := l.fields.Get().(*Fields)
-	fs.f = fs.f[:0]
-	return fs
-}
-
-// Write encodes one line (msg, the time t and fs) and queues it; fs goes back to the pool, and the
-// strings in it may be reused by the caller once Write returns. A full queue drops the line.
-func (l *Logger) Write(t time.Time, msg string, fs *Fields) {
-	b, err := l.enc.EncodeEntry(zapcore.Entry{Time: t, Message: msg}, fs.f)
-	clear(fs.f) // no strings of a finished request kept alive by the pool
-	fs.f = fs.f[:0]
-	l.fields.Put(fs)
-	if err != nil {
-		return // the encoder fails only on fields no caller here builds (a marshaler's error)
+// Log queues a copy of r for the writer; r may be reused once Log returns. A full queue, or a
+// Logger being closed, drops it.
+func (l *Logger) Log(r *Record) {
+	if l == nil {
+		return
 	}
 	select {
 	case <-l.stop:
-		b.Free()
 		return
 	default:
 	}
 	select {
-	case l.queue <- b:
+	case l.queue <- *r:
 		if len(l.queue) >= cap(l.queue)/2 {
 			select {
 			case l.kick <- struct{}{}:
@@ -150,7 +120,6 @@ func (l *Logger) Write(t time.Time, msg string, fs *Fields) {
 			}
 		}
 	default:
-		b.Free()
 		if l.dropped != nil {
 			l.dropped()
 		}
@@ -173,29 +142,41 @@ func (l *Logger) run() {
 	}
 }
 
-// drain writes every queued line and flushes them.
+// maxLine is room enough for any line the buffer need not grow for (a longer one still fits:
+// bufio writes it through).
+const maxLine = 4 << 10
+
+// drain encodes every queued record, writing whenever the buffer is nearly full and once the
+// queue is empty.
 func (l *Logger) drain() {
+	n := 0
 	for {
 		select {
-		case b := <-l.queue:
-			l.emit(b)
+		case r := <-l.queue:
+			if l.sink.Available() < maxLine {
+				l.flush(n)
+				n = 0
+			}
+			_, _ = l.sink.Write(appendRecord(l.sink.AvailableBuffer(), &r, l.query))
+			n++
 		default:
-			_ = l.sink.Flush()
+			l.flush(n)
 			return
 		}
 	}
 }
 
-func (l *Logger) emit(b *buffer.Buffer) {
-	_, _ = l.sink.Write(b.Bytes()) // nowhere to report a failing log sink but the log itself
-	b.Free()
-	if l.written != nil {
-		l.written()
+// flush writes the buffered lines, n of them.
+func (l *Logger) flush(n int) {
+	_ = l.sink.Flush() // nowhere to report a failing log sink but the log itself
+	if n > 0 && l.written != nil {
+		l.written(n)
 	}
 }
 
-// Close stops taking lines, writes those queued and returns; a sink blocked for good keeps Close
-// waiting until done is closed (pass nil to wait for ever). Lines written after Close are dropped.
+// Close stops taking records, writes those queued and returns; a sink blocked for good keeps
+// Close waiting until done is closed (pass nil to wait for ever). Records logged after Close
+// are dropped.
 func (l *Logger) Close(done <-chan struct{}) {
 	if l == nil {
 		return
@@ -205,14 +186,4 @@ func (l *Logger) Close(done <-chan struct{}) {
 	case <-l.done:
 	case <-done:
 	}
-}
-
-// IP appends the field key with the address a in text form, formatted into the list's own
-// scratch space (no allocation); an invalid address is left out. Call it at most once per line.
-func (fs *Fields) IP(key string, a netip.Addr) {
-	if !a.IsValid() {
-		return
-	}
-	b := a.AppendTo(fs.scratch[:0])
-	fs.f = append(fs.f, zapcore.Field{Key: key, Type: zapcore.StringType, String: unsafe.String(unsafe.SliceData(b), len(b))})
 }

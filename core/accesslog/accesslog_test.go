@@ -3,51 +3,55 @@ package accesslog
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 type buf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes int
 }
 
 func (b *buf) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.writes++
 	return b.b.Write(p)
 }
 
 // TestSampleAndClose logs 9 requests at 1 in 3: Close writes the 3 sampled lines, each a JSON
-// object with the time, message and fields; a line after Close is dropped.
+// object with the time, message and fields; a record logged after Close is dropped.
 func TestSampleAndClose(t *testing.T) {
 	var out buf
-	l := New(Options{Sink: &out, Sample: 3})
+	var written int
+	l := New(Options{Sink: &out, Sample: 3, Written: func(n int) { written += n }})
 	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	for i := range 9 {
 		if !l.Sampled() {
 			continue
 		}
-		fs := l.Get()
-		fs.Add(zap.Int("n", i))
-		l.Write(at, "request", fs)
+		l.Log(&Record{Time: at, Path: "/" + string(rune('a'+i)), Status: 200})
 	}
 	l.Close(nil)
-	fs := l.Get()
-	l.Write(at, "late", fs)
+	l.Log(&Record{Time: at, Path: "/late"})
 	lines := bytes.Split(bytes.TrimSpace(out.b.Bytes()), []byte("\n"))
-	if len(lines) != 3 {
-		t.Fatalf("%d lines, want 3:\n%s", len(lines), out.b.String())
+	if len(lines) != 3 || written != 3 {
+		t.Fatalf("%d lines (%d counted), want 3:\n%s", len(lines), written, out.b.String())
 	}
 	for i, line := range lines {
 		var m map[string]any
 		if err := json.Unmarshal(line, &m); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		if m["msg"] != "request" || m["time"] != "2026-12-02T12:00:00Z" || m["n"] != float64(3*i+2) {
+		if m["msg"] != "request" || m["time"] != "2026-12-02T12:00:00Z" || m["path"] != "/"+string(rune('a'+3*i+2)) {
 			t.Errorf("line %d: %v", i, m)
 		}
 	}
@@ -60,4 +64,222 @@ func TestNilLogger(t *testing.T) {
 		t.Fatal("a nil logger samples")
 	}
 	l.Close(nil)
+}
+
+// TestFullQueueDrops fills the queue of a logger whose writer is stuck in a blocked sink: every
+// record beyond what the queue (and the batch the writer holds) takes is dropped and counted, and
+// once the sink is released the rest are written.
+func TestFullQueueDrops(t *testing.T) {
+	release := make(chan struct{})
+	sink := blockedWriter{release: release, entered: make(chan struct{}, 1)}
+	var dropped int
+	var mu sync.Mutex
+	var written int
+	l := New(Options{Sink: sink, Queue: 4, FlushInterval: time.Millisecond, Dropped: func() { dropped++ },
+		Written: func(n int) { mu.Lock(); written += n; mu.Unlock() }})
+	l.Log(&Record{Path: "/first"})
+	<-sink.entered // the writer holds /first and is blocked writing it
+	for range 10 {
+		l.Log(&Record{Path: "/queued"})
+	}
+	if dropped != 6 {
+		t.Errorf("%d dropped, want 6 (10 logged into a queue of 4)", dropped)
+	}
+	close(release)
+	l.Close(nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if written != 5 {
+		t.Errorf("%d written, want 5", written)
+	}
+}
+
+type blockedWriter struct {
+	release <-chan struct{}
+	entered chan struct{}
+}
+
+func (w blockedWriter) Write(p []byte) (int, error) {
+	select {
+	case w.entered <- struct{}{}:
+	default:
+	}
+	<-w.release
+	return len(p), nil
+}
+
+// TestBatchedWrites: lines queued together reach the sink in one write.
+func TestBatchedWrites(t *testing.T) {
+	var out buf
+	l := New(Options{Sink: &out, FlushInterval: time.Hour}) // only Close drains
+	for range 100 {
+		l.Log(&Record{Path: "/x", Status: 200})
+	}
+	l.Close(nil)
+	if n := bytes.Count(out.b.Bytes(), []byte("\n")); n != 100 || out.writes != 1 {
+		t.Errorf("%d lines in %d writes, want 100 in 1", n, out.writes)
+	}
+}
+
+// zapLine is what zap's JSON encoder, configured as the process log's, writes for r: the
+// reference appendRecord must match byte for byte.
+func zapLine(t testing.TB, r *Record, query bool) string {
+	t.Helper()
+	enc := zapcore.NewJSONEncoder(zapcore.EncoderConfig{
+		TimeKey: "time", MessageKey: "msg", EncodeTime: zapcore.RFC3339NanoTimeEncoder,
+		EncodeDuration: zapcore.SecondsDurationEncoder, LineEnding: "\n",
+	})
+	var fs []zapcore.Field
+	str := func(k, v string) {
+		if v != "" {
+			fs = append(fs, zap.String(k, v))
+		}
+	}
+	str("listener", r.Listener)
+	str("gateway", r.Gateway)
+	str("route", r.Route)
+	str("rule", r.Rule)
+	str("backend", r.Backend)
+	str("upstream", r.Upstream)
+	if r.Mirror {
+		fs = append(fs, zap.Bool("mirror", true))
+	}
+	if r.Kind == KindRequest {
+		str("method", r.Method)
+		str("host", r.Host)
+		str("path", r.Path)
+		if query {
+			str("query", r.Query)
+		}
+		str("protocol", r.Protocol)
+		if r.Status != 0 {
+			fs = append(fs, zap.Int("status", r.Status))
+		}
+		if r.Aborted {
+			fs = append(fs, zap.Bool("aborted", true))
+		}
+	}
+	fs = append(fs, zap.Int64("bytes_in", r.BytesIn), zap.Int64("bytes_out", r.BytesOut), zap.Duration("duration", r.Duration))
+	if r.Kind == KindRequest && r.Upstream != "" {
+		fs = append(fs, zap.Duration("upstream_duration", r.UpstreamDuration))
+	}
+	if r.ClientIP.IsValid() {
+		fs = append(fs, zap.String("client_ip", r.ClientIP.String()))
+	}
+	str("tls_sni", r.TLSSNI)
+	str("request_id", r.RequestID)
+	str("error", r.Error)
+	b, err := enc.EncodeEntry(zapcore.Entry{Time: r.Time, Message: kindMessages[r.Kind]}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestLineIsZapJSON: appendRecord writes what zap's encoder writes, for every kind of record and
+// for strings that need escaping (quotes, backslashes, control characters, invalid UTF-8, valid
+// multi-byte text), so the access log reads like the process log and parses as JSON.
+func TestLineIsZapJSON(t *testing.T) {
+	at := time.Date(2026, 12, 2, 12, 47, 11, 850449544, time.UTC)
+	full := Record{Kind: KindRequest, Time: at, Listener: "127.0.0.1:8080/HTTP", Gateway: "default/quickstart",
+		Route: "HTTPRoute/default/app/rule/0/match/0", Rule: "api", Backend: "default/app-v1:80", Upstream: "127.0.0.1:9001",
+		Method: "GET", Host: "127.0.0.1:8080", Path: "/app/hello", Query: "user=42", Protocol: "HTTP/1.1", Status: 200,
+		BytesOut: 333, Duration: 814513 * time.Nanosecond, UpstreamDuration: 801001 * time.Nanosecond,
+		ClientIP: netip.MustParseAddr("127.0.0.1"), TLSSNI: "app.example.com", RequestID: "7f3c"}
+	cases := map[string]Record{
+		"full":       full,
+		"minimal":    {Time: at},
+		"aborted":    {Time: at, Status: 200, Aborted: true, Upstream: "10.0.0.1:80"},
+		"mirror":     {Time: at, Mirror: true, Route: "r", Backend: "b", Method: "POST", Error: `dial tcp: "refused"`},
+		"connection": {Kind: KindConnection, Time: at, Listener: "l", Route: "TCPRoute/ns/t/rule/0/match/0", Upstream: "10.0.0.2:5432", BytesIn: 10, BytesOut: 20, Duration: time.Second, ClientIP: netip.MustParseAddr("::1"), TLSSNI: "db"},
+		"session":    {Kind: KindSession, Time: at, Route: "UDPRoute/ns/u/rule/0/match/0", BytesIn: 1, Duration: 1500 * time.Millisecond, ClientIP: netip.MustParseAddr("fe80::1%eth0")},
+		"escapes":    {Time: at, Path: "/a\"b\\c\n\r\t\x00\x1f\x7f", Host: "h\xffx\xc3", RequestID: "ünïcödé ✓ 😀", Method: "\u2028"},
+		"zoned":      {Time: at, ClientIP: netip.MustParseAddr("fe80::1%we\"ird\\zone")},
+		"local time": {Time: time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", -5*3600)), Duration: -time.Millisecond},
+	}
+	for name, r := range cases {
+		for _, query := range []bool{false, true} {
+			got := string(appendRecord(nil, &r, query))
+			if want := zapLine(t, &r, query); got != want {
+				t.Errorf("%s (query %t):\n got %s\nwant %s", name, query, got, want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Errorf("%s: not JSON: %s", name, got)
+			}
+		}
+	}
+}
+
+// TestLineIsZapJSONRandom holds appendRecord to zap's output on random strings of random bytes
+// (half of them ASCII-heavy, half arbitrary).
+func TestLineIsZapJSONRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	randString := func() string {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			if rng.IntN(2) == 0 {
+				b[i] = byte(0x20 + rng.IntN(0x5f))
+			} else {
+				b[i] = byte(rng.IntN(256))
+			}
+		}
+		return string(b)
+	}
+	for range 2000 {
+		r := Record{Time: time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).UTC(), Path: randString(), Host: randString(),
+			RequestID: randString(), Status: rng.IntN(600), Duration: time.Duration(rng.Int64N(1e11)),
+			Upstream: randString()}
+		if got, want := string(appendRecord(nil, &r, false)), zapLine(t, &r, false); got != want {
+			t.Fatalf("\n got %q\nwant %q", got, want)
+		}
+	}
+}
+
+// FuzzLineIsZapJSON is TestLineIsZapJSONRandom driven by the fuzzer.
+func FuzzLineIsZapJSON(f *testing.F) {
+	f.Add("/a\"b", "h\xff", "id\n")
+	f.Fuzz(func(t *testing.T, path, host, id string) {
+		r := Record{Time: time.Unix(1, 2).UTC(), Path: path, Host: host, RequestID: id}
+		if got, want := string(appendRecord(nil, &r, false)), zapLine(t, &r, false); got != want {
+			t.Fatalf("\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+// BenchmarkLog is the request goroutine's share of a line: copying the record into the queue.
+// The writer drains into io.Discard meanwhile.
+func BenchmarkLog(b *testing.B) {
+	l := New(Options{Sink: io.Discard, Queue: 1 << 16, FlushInterval: time.Millisecond})
+	defer l.Close(nil)
+	r := benchRecord()
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Log(&r)
+	}
+}
+
+// BenchmarkEncode is the writer's share: encoding one line.
+func BenchmarkEncode(b *testing.B) {
+	r := benchRecord()
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendRecord(buf[:0], &r, false)
+	}
+}
+
+// BenchmarkEncodeZap is the same line through zap's encoder, for comparison.
+func BenchmarkEncodeZap(b *testing.B) {
+	r := benchRecord()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = zapLine(b, &r, false)
+	}
+}
+
+func benchRecord() Record {
+	return Record{Kind: KindRequest, Time: time.Now(), Listener: "127.0.0.1:8080/HTTP", Gateway: "default/quickstart",
+		Route: "HTTPRoute/default/app/rule/0/match/0", Backend: "default/app-v1:80", Upstream: "127.0.0.1:9001",
+		Method: "GET", Host: "127.0.0.1:8080", Path: "/app/hello", Protocol: "HTTP/1.1", Status: 200,
+		BytesOut: 333, Duration: 814513, UpstreamDuration: 801001, ClientIP: netip.MustParseAddr("127.0.0.1"), RequestID: "7f3c"}
 }

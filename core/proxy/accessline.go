@@ -4,56 +4,56 @@ import (
 	"net/http"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/accesslog"
 )
 
-// logRequest writes r's access log line (docs/observability.md lists the fields). Every field is
-// a string, number or duration the request already holds, so building the line allocates nothing;
-// zap encodes it into a pooled buffer that the log's writer goroutine writes out.
-func (ls *ListenerState) logRequest(r *http.Request, rec *reqRecord, ro *routeObs, status int, written int64, start, end time.Time, aborted bool) {
+// logRequest hands r's access log record to the log (docs/observability.md lists the fields).
+// Only what the request, its route and the table already hold is captured, by value: the
+// request's strings are immutable (the HTTP/1.1 server makes a fresh string of each request's
+// head, and net/http's HTTP/2 server allocates its own), so the log's writer goroutine may encode
+// them after the request is done. Nothing is allocated or encoded here.
+func (ls *ListenerState) logRequest(r *http.Request, rec *reqRecord, status int, written int64, start, end time.Time, aborted bool) {
 	l := ls.obs.log
-	fs := l.Get()
-	fs.Add(zap.String("listener", ls.obs.listener))
-	if ro != nil && ro.gateway != "" {
-		fs.Add(zap.String("gateway", ro.gateway))
+	lr := accesslog.Record{
+		Kind:      accesslog.KindRequest,
+		Time:      start,
+		Listener:  ls.obs.listener,
+		Upstream:  rec.endpoint,
+		Method:    r.Method,
+		Host:      r.Host,
+		Path:      r.URL.Path,
+		Protocol:  r.Proto,
+		Status:    status,
+		Aborted:   aborted,
+		BytesIn:   max(r.ContentLength, 0),
+		BytesOut:  written,
+		Duration:  end.Sub(start),
+		ClientIP:  core.ClientIP(r),
+		RequestID: headerValue(r.Header, "X-Request-Id"),
 	}
 	if rt := rec.rt; rt != nil {
-		fs.Add(zap.String("route", rt.name))
-		if rt.rule != "" {
-			fs.Add(zap.String("rule", rt.rule))
-		}
+		lr.Gateway, lr.Route, lr.Rule = rt.gateway, rt.name, rt.rule
 	}
 	if rec.cluster != nil {
-		fs.Add(zap.String("backend", rec.cluster.name))
+		lr.Backend = rec.cluster.name
 	}
 	if rec.endpoint != "" {
-		fs.Add(zap.String("upstream", rec.endpoint))
+		lr.UpstreamDuration = rec.upDur
 	}
-	fs.Add(zap.String("method", r.Method))
-	fs.Add(zap.String("host", r.Host))
-	fs.Add(zap.String("path", r.URL.Path))
-	if l.Query() && r.URL.RawQuery != "" {
-		fs.Add(zap.String("query", r.URL.RawQuery))
+	if l.Query() {
+		lr.Query = r.URL.RawQuery
 	}
-	fs.Add(zap.String("protocol", r.Proto))
-	fs.Add(zap.Int("status", status))
-	if aborted {
-		fs.Add(zap.Bool("aborted", true))
+	if r.TLS != nil {
+		lr.TLSSNI = r.TLS.ServerName
 	}
-	fs.Add(zap.Int64("bytes_in", max(r.ContentLength, 0)))
-	fs.Add(zap.Int64("bytes_out", written))
-	fs.Add(zap.Duration("duration", end.Sub(start)))
-	if rec.endpoint != "" {
-		fs.Add(zap.Duration("upstream_duration", rec.upDur))
+	l.Log(&lr)
+}
+
+// headerValue is h's first value of the canonical key, without Header.Get's canonicalization.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
 	}
-	fs.IP("client_ip", core.ClientIP(r))
-	if r.TLS != nil && r.TLS.ServerName != "" {
-		fs.Add(zap.String("tls_sni", r.TLS.ServerName))
-	}
-	if id := r.Header.Get("X-Request-Id"); id != "" {
-		fs.Add(zap.String("request_id", id))
-	}
-	l.Write(start, "request", fs)
+	return ""
 }

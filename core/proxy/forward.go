@@ -323,6 +323,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 // takes it (absorbed).
 func (f *reverseProxy) handleError(w http.ResponseWriter, r *http.Request, err error) {
 	exchangeOf(r).out = errOutcome(r, err)
+	countUpstreamError(w, r, err)
 	if absorbed(w, r, err) {
 		return
 	}

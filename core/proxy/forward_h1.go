@@ -322,6 +322,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // fail answers an exchange that produced no response (upstreamStatus: 504 past a deadline, 502
 // otherwise), unless a retry takes the failure (absorbed). A client that went away gets nothing.
 func (f *h1Forwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) outcome {
+	countUpstreamError(w, r, err)
 	if absorbed(w, r, err) {
 		return errOutcome(r, err)
 	}

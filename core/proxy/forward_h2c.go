@@ -154,6 +154,7 @@ func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core
 // fail answers an upstream failure that came before the response header, unless a retry takes it
 // (absorbed).
 func (f *h2cForwarder) fail(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, err error) outcome {
+	countUpstreamError(w, r, err)
 	if absorbed(w, r, err) {
 		return errOutcome(r, err)
 	}

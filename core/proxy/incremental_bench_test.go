@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func BenchmarkApplyRouteChange(b *testing.B) {
 				apply(b, p, snap)
 				b.ReportAllocs()
 				b.ResetTimer()
-				cpu0 := processCPU()
+				cpu0 := processCPU(b)
 				n := 0
 				for i := 0; b.Loop(); i++ {
 					changed.Match = core.MustConfig("route.testpath", map[string]string{"prefix": "/v" + strconv.Itoa(i%2)})
@@ -42,17 +41,10 @@ func BenchmarkApplyRouteChange(b *testing.B) {
 				}
 				// On a loaded machine the wall time per op is mostly waiting for a core; the
 				// process's CPU time (GC included) is what the build costs.
-				b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Millisecond)/float64(n), "cpu-ms/op")
+				b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Millisecond)/float64(n), "cpu-ms/op")
 			})
 		}
 	}
-}
-
-// processCPU is the user and system time the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // routesSnapshot is n routes over n/2 hostnames, each hostname's two routes to a cluster of its

@@ -292,6 +292,8 @@ type DatagramTarget struct {
 	Route    core.DatagramRoute
 	Upstream core.Upstream
 	Name     string
+	rt       *route
+	ls       *ListenerState
 }
 
 // DatagramRoute returns the route of a UDP listener: the first route (the oldest, when several
@@ -304,7 +306,7 @@ func (ls *ListenerState) DatagramRoute() (DatagramTarget, bool) {
 	for vh, pos, ok := srv.vhosts.next("", 0); ok; vh, pos, ok = srv.vhosts.next("", pos) {
 		if len(vh.routes) > 0 && vh.routes[0].dgram != nil {
 			rt := vh.routes[0]
-			return DatagramTarget{Route: rt.dgram, Upstream: rt.up, Name: rt.name}, true
+			return DatagramTarget{Route: rt.dgram, Upstream: rt.up, Name: rt.name, rt: rt, ls: ls}, true
 		}
 	}
 	return DatagramTarget{}, false

@@ -160,10 +160,10 @@ func (ls *ListenerState) observe(r *http.Request, rec *reqRecord, status int, wr
 		ro = rec.rt.obs
 	}
 	if o.metrics && ro != nil {
-		ro.counters(rec.cluster)[classOf(status, aborted)].Inc()
-		ro.duration.Observe(end.Sub(start).Seconds())
+		ro.backend(rec.cluster).count(ro.series, classOf(status, aborted))
+		ro.route.observe(ro.series, end.Sub(start).Seconds())
 	}
 	if o.log.Sampled() {
-		ls.logRequest(r, rec, ro, status, written, start, end, aborted)
+		ls.logRequest(r, rec, status, written, start, end, aborted)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,7 +97,9 @@ func TestRequestObservation(t *testing.T) {
 	be := newBackend(t, "a", nil)
 	sink := newLineSink()
 	o := newObservedProxy(t, true, accesslog.New(accesslog.Options{Sink: sink}))
-	srv := server("", vhost("example.com", route("httproute/ns/web/rule/0/match/0", "/", backend("a", 1))))
+	rt := route("httproute/ns/web/rule/0/match/0", "/", backend("a", 1))
+	rt.RuleName = "hello"
+	srv := server("", vhost("example.com", rt))
 	srv.Sources = []string{"ns/gw/http"}
 	l := httpListener(0, srv)
 	apply(t, o.p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("a", be)}))
@@ -118,7 +121,7 @@ func TestRequestObservation(t *testing.T) {
 	line := o.waitLine(t, sink)
 	want := map[string]any{
 		"msg": "request", "listener": l.Name, "gateway": "ns/gw", "route": "httproute/ns/web/rule/0/match/0",
-		"backend": "a", "upstream": "127.0.0.1:" + strconv.Itoa(int(be.port)), "method": "GET", "host": "example.com", "path": "/hello",
+		"rule": "hello", "backend": "a", "upstream": "127.0.0.1:" + strconv.Itoa(int(be.port)), "method": "GET", "host": "example.com", "path": "/hello",
 		"protocol": "HTTP/1.1", "status": float64(200), "bytes_out": float64(len(body)),
 		"client_ip": "127.0.0.1", "request_id": "req-1",
 	}
@@ -165,6 +168,11 @@ func TestRequestObservation(t *testing.T) {
 	eventually(t, "the dropped route's series deleted", func() bool {
 		return !strings.Contains(o.scrape(t), `route="httproute/ns/web"`)
 	})
+	resp, err = http.DefaultClient.Do(req) // the series are made by the first request that needs them
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
 	if !strings.Contains(o.scrape(t), `route="httproute/ns/other"`) {
 		t.Errorf("the new route has no series:\n%s", o.scrape(t))
 	}
@@ -234,7 +242,7 @@ func TestAccessLogSlowSinkNeverStalls(t *testing.T) {
 	var dropped, written atomic.Int64
 	const queue, requests = 4, 50
 	log := accesslog.New(accesslog.Options{Sink: sink, Queue: queue, Dropped: func() { dropped.Add(1) },
-		Written: func() { written.Add(1) }})
+		Written: func(n int) { written.Add(int64(n)) }})
 	o := newObservedProxy(t, false, log)
 	released := false
 	defer func() {
@@ -276,17 +284,46 @@ func TestAccessLogSlowSinkNeverStalls(t *testing.T) {
 }
 
 // BenchmarkH1ProxyMetrics is BenchmarkH1ProxyAllocs with the request series on: the same
-// allocations (none for metrics), and the cost of two counter/histogram updates.
+// allocations (none for metrics), and the cost of two counter/histogram updates. Like the
+// benchmarks below it reports cpu-ns/op, the process's CPU time (user and system, every
+// goroutine: the client, the proxy, the backend and the access log's writer) per request, which a
+// loaded machine disturbs less than ns/op.
 func BenchmarkH1ProxyMetrics(b *testing.B) {
 	o := newObservedProxy(b, true, nil)
-	benchH1ProxyOn(b, o.p, func(*irv1.Listener) {}, func(*irv1.Cluster) {}, "")
+	benchObserved(b, o)
+}
+
+// BenchmarkH1ProxyObserveOff is BenchmarkH1ProxyMetrics with metrics and the access log off: the
+// baseline of its cpu-ns/op.
+func BenchmarkH1ProxyObserveOff(b *testing.B) {
+	benchObserved(b, newObservedProxy(b, false, nil))
 }
 
 // BenchmarkH1ProxyAccessLog is BenchmarkH1ProxyMetrics with the access log on, written to
-// io.Discard by its writer goroutine: the cost of encoding each line.
+// io.Discard by its writer goroutine: the cost of capturing each record, and of encoding it.
 func BenchmarkH1ProxyAccessLog(b *testing.B) {
-	o := newObservedProxy(b, true, accesslog.New(accesslog.Options{Sink: io.Discard}))
+	benchObserved(b, newObservedProxy(b, true, accesslog.New(accesslog.Options{Sink: io.Discard})))
+}
+
+// BenchmarkH1ProxyAccessLogOnly is BenchmarkH1ProxyAccessLog without the request metrics.
+func BenchmarkH1ProxyAccessLogOnly(b *testing.B) {
+	benchObserved(b, newObservedProxy(b, false, accesslog.New(accesslog.Options{Sink: io.Discard})))
+}
+
+func benchObserved(b *testing.B, o *observed) {
+	before := processCPU(b)
 	benchH1ProxyOn(b, o.p, func(*irv1.Listener) {}, func(*irv1.Cluster) {}, "")
+	o.log.Close(nil) // the writer's last batch counts too
+	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestRequestObservationAllocatesNothing holds the line the benchmarks above show: a request
@@ -306,5 +343,116 @@ func TestRequestObservationAllocatesNothing(t *testing.T) {
 	t.Logf("off: %d allocs/op %d B/op; on: %d allocs/op %d B/op", off.AllocsPerOp(), off.AllocedBytesPerOp(), on.AllocsPerOp(), on.AllocedBytesPerOp())
 	if on.AllocsPerOp() > off.AllocsPerOp() {
 		t.Errorf("observed requests allocate %d times, unobserved %d", on.AllocsPerOp(), off.AllocsPerOp())
+	}
+}
+
+// TestUpstreamErrorSeries: a refused connect and an upstream that does not answer within the
+// backend timeout are counted under their route, backend and reason; the series of a route are
+// made by the requests that need them, so a route that answered one 200 exports one counter
+// and no error series.
+func TestUpstreamErrorSeries(t *testing.T) {
+	ok := newBackend(t, "ok", nil)
+	slow := newBackend(t, "slow", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // past the route's 50 ms backend timeout
+	})
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadBackend := &testBackend{name: "dead", port: portOf(t, dead.Addr().String())}
+	_ = dead.Close() // nothing listens there now
+	o := newObservedProxy(t, true, nil)
+	slowRoute := route("httproute/ns/slow/rule/0/match/0", "/slow", backend("slow", 1))
+	slowRoute.Timeouts = &irv1.Timeouts{BackendRequestMs: 50}
+	srv := server("", vhost("example.com",
+		route("httproute/ns/dead/rule/0/match/0", "/dead", backend("dead", 1)),
+		slowRoute,
+		route("httproute/ns/ok/rule/0/match/0", "/", backend("ok", 1))))
+	srv.Sources = []string{"ns/gw/http"}
+	l := httpListener(0, srv)
+	apply(t, o.p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("ok", ok), cluster("slow", slow), cluster("dead", deadBackend)}))
+	if text := o.scrape(t); strings.Contains(text, "coxswain_proxy_requests_total") {
+		t.Errorf("request series before any request:\n%s", text)
+	}
+	addr := addrOf(t, o.p, l.Name)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections) // before the proxy's Close, which waits for its connections
+	for path, want := range map[string]int{"/": 200, "/dead": 502, "/slow": 504} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req.Host = "example.com"
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: status %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	text := o.scrape(t)
+	for _, want := range []string{
+		`coxswain_proxy_upstream_errors_total backend="dead" gateway="ns/gw" reason="connect_refused" route="httproute/ns/dead"`,
+		`coxswain_proxy_upstream_errors_total backend="slow" gateway="ns/gw" reason="timeout" route="httproute/ns/slow"`,
+		`coxswain_proxy_requests_total backend="ok" code_class="2xx" gateway="ns/gw" route="httproute/ns/ok"`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("no %s in\n%s", want, text)
+		}
+	}
+	if got := strings.Count(text, `route="httproute/ns/ok"`); got != 2 {
+		t.Errorf("%d series of the route that answered one 200, want 2 (its 2xx counter and duration):\n%s", got, text)
+	}
+	if n := o.upstreamErrors(t); n != 2 {
+		t.Errorf("%v upstream errors counted, want 2", n)
+	}
+}
+
+// upstreamErrors sums coxswain_proxy_upstream_errors_total.
+func (o *observed) upstreamErrors(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := o.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "coxswain_proxy_upstream_errors_total" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// TestAccessLogWithoutMetrics: with the request series off, the access log still names the
+// request's Gateway, route and rule (they come from the route, not from its series).
+func TestAccessLogWithoutMetrics(t *testing.T) {
+	be := newBackend(t, "a", nil)
+	sink := newLineSink()
+	o := newObservedProxy(t, false, accesslog.New(accesslog.Options{Sink: sink, FlushInterval: time.Millisecond}))
+	rt := route("httproute/ns/web/rule/0/match/0", "/", backend("a", 1))
+	rt.RuleName = "hello"
+	srv := server("", vhost("example.com", rt))
+	srv.Sources = []string{"ns/gw/http"}
+	l := httpListener(0, srv)
+	apply(t, o.p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("a", be)}))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addrOf(t, o.p, l.Name)+"/x", nil)
+	req.Host = "example.com"
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	line := sink.next(t)
+	for k, v := range map[string]any{"gateway": "ns/gw", "route": "httproute/ns/web/rule/0/match/0", "rule": "hello", "backend": "a", "status": float64(200)} {
+		if line[k] != v {
+			t.Errorf("%s = %v, want %v (line %v)", k, line[k], v, line)
+		}
+	}
+	if text := o.scrape(t); strings.Contains(text, "coxswain_proxy_requests_total") {
+		t.Errorf("request series with --request-metrics=false:\n%s", text)
 	}
 }

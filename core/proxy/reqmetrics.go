@@ -71,9 +71,15 @@ type requestSeries struct {
 	duration    *prometheus.HistogramVec
 	streamConns *prometheus.CounterVec
 	streamBytes *prometheus.CounterVec
+	udpSessions *prometheus.CounterVec
+	udpBytes    *prometheus.CounterVec
 
-	mu   sync.Mutex
-	refs map[string]int // by strings.Join(labels, "\x00"): a counter set or a histogram
+	upstreamErrors *prometheus.CounterVec
+
+	mu       sync.Mutex
+	refs     map[string]int // eager label sets, by strings.Join(labels, "\x00")
+	routes   map[string]*routeSeries
+	backends map[string]*backendSeries
 }
 
 func newRequestSeries(m *core.Metrics) (*requestSeries, error) {
@@ -101,8 +107,28 @@ func newRequestSeries(m *core.Metrics) (*requestSeries, error) {
 	if err != nil {
 		return nil, err
 	}
+	udpSessions, err := m.CounterVec("coxswain_proxy_udp_sessions_total",
+		"UDPRoute client sessions ended (evicted when idle, or closed with their listener), per Gateway and route object.", "gateway", "route")
+	if err != nil {
+		return nil, err
+	}
+	udpBytes, err := m.CounterVec("coxswain_proxy_udp_bytes_total",
+		"Datagram payload bytes UDPRoute sessions carried, per Gateway, route object and direction (in: from the client, out: to it), counted when the session ends.",
+		"gateway", "route", "direction")
+	if err != nil {
+		return nil, err
+	}
+	upstreamErrors, err := m.CounterVec("coxswain_proxy_upstream_errors_total",
+		"Exchanges with an upstream endpoint that failed before its answer, per Gateway, route object, backend cluster and reason "+
+			"(connect_refused, connect_timeout, connect_tls, connect_other: the connection could not be made; "+
+			"timeout: no answer in time; reset: the connection broke before the answer), retried ones included.",
+		"gateway", "route", "backend", "reason")
+	if err != nil {
+		return nil, err
+	}
 	return &requestSeries{requests: requests, duration: duration, streamConns: streamConns, streamBytes: streamBytes,
-		refs: map[string]int{}}, nil
+		udpSessions: udpSessions, udpBytes: udpBytes, upstreamErrors: upstreamErrors,
+		refs: map[string]int{}, routes: map[string]*routeSeries{}, backends: map[string]*backendSeries{}}, nil
 }
 
 // requestSeriesOf returns the proxy's request series, made on the first build (builds run under p.mu).
@@ -118,39 +144,49 @@ func (p *Proxy) requestSeriesOf() (*requestSeries, error) {
 	return s, nil
 }
 
-// routeObs is one route's (or one listener's unrouted requests') series, resolved at table build.
+// routeObs is one route's (or one listener's unrouted requests') series, resolved at table build
+// as label sets whose children are made by the first request that needs them (lazyseries.go).
 type routeObs struct {
-	gateway, route string
-	duration       prometheus.Observer
-	// byBackend[i] are the counters of backend clusters[i]; the last entry is backend "".
+	series *requestSeries
+	route  *routeSeries
+	// byBackend[i] are the series of backend clusters[i]; the last entry is backend "".
 	clusters  []*cluster
-	byBackend [][numClasses]prometheus.Counter
+	byBackend []*backendSeries
 }
 
-// counters returns the counters of the backend cl (nil: none reached). Routes have a backend or
+// backend returns the series of the backend cl (nil: none reached). Routes have a backend or
 // two, so a scan beats a map.
-func (o *routeObs) counters(cl *cluster) *[numClasses]prometheus.Counter {
+func (o *routeObs) backend(cl *cluster) *backendSeries {
 	for i, c := range o.clusters {
 		if c == cl {
-			return &o.byBackend[i]
+			return o.byBackend[i]
 		}
 	}
-	return &o.byBackend[len(o.byBackend)-1]
+	return o.byBackend[len(o.byBackend)-1]
 }
 
 // obsHeld is what a table holds of the request series, released when it closes.
 type obsHeld struct {
-	keys [][]string // kind, then the label values
+	keys     [][]string // eager label sets (layer 4): kind, then the label values
+	routes   []*routeSeries
+	backends []*backendSeries
 }
 
 // routeObsOf resolves the series of one route object on gateway whose backends go to clusters
 // (nil entries are unresolved backends, counted under backend ""), recording them in held.
 func (s *requestSeries) routeObsOf(held *obsHeld, gateway, route string, clusters []*cluster) *routeObs {
-	o := &routeObs{gateway: gateway, route: route}
+	o := &routeObs{series: s}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o.duration = s.duration.WithLabelValues(gateway, route)
-	s.hold(held, kindDuration, gateway, route)
+	key := gateway + "\x00" + route
+	rs := s.routes[key]
+	if rs == nil {
+		rs = &routeSeries{key: key, gateway: gateway, route: route}
+		s.routes[key] = rs
+	}
+	rs.holders++
+	held.routes = append(held.routes, rs)
+	o.route = rs
 	seen := map[string]bool{}
 	for _, cl := range clusters {
 		if cl == nil || seen[cl.name] {
@@ -158,38 +194,46 @@ func (s *requestSeries) routeObsOf(held *obsHeld, gateway, route string, cluster
 		}
 		seen[cl.name] = true
 		o.clusters = append(o.clusters, cl)
-		o.byBackend = append(o.byBackend, s.countersOf(held, gateway, route, cl.name))
+		o.byBackend = append(o.byBackend, s.backendSeriesOf(held, gateway, route, cl.name))
 	}
-	o.byBackend = append(o.byBackend, s.countersOf(held, gateway, route, ""))
+	o.byBackend = append(o.byBackend, s.backendSeriesOf(held, gateway, route, ""))
 	return o
 }
 
-func (s *requestSeries) countersOf(held *obsHeld, gateway, route, backend string) [numClasses]prometheus.Counter {
-	var c [numClasses]prometheus.Counter
-	for i := range c {
-		c[i] = s.requests.WithLabelValues(gateway, route, backend, classLabels[i])
+// backendSeriesOf is the shared set of one label set, held once more (under s.mu).
+func (s *requestSeries) backendSeriesOf(held *obsHeld, gateway, route, backend string) *backendSeries {
+	key := gateway + "\x00" + route + "\x00" + backend
+	bs := s.backends[key]
+	if bs == nil {
+		bs = &backendSeries{key: key, gateway: gateway, route: route, backend: backend}
+		s.backends[key] = bs
 	}
-	s.hold(held, kindRequests, gateway, route, backend)
-	return c
+	bs.holders++
+	held.backends = append(held.backends, bs)
+	return bs
 }
 
-// streamObsOf resolves the series of one layer-4 route object on gateway.
-func (s *requestSeries) streamObsOf(held *obsHeld, gateway, route string) *streamObs {
+// streamObsOf resolves the series of one layer-4 route object on gateway: a UDPRoute's (udp)
+// or a TCPRoute's or TLSRoute's.
+func (s *requestSeries) streamObsOf(held *obsHeld, gateway, route string, udp bool) *streamObs {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	conns, bytes, kind := s.streamConns, s.streamBytes, kindStream
+	if udp {
+		conns, bytes, kind = s.udpSessions, s.udpBytes, kindUDP
+	}
 	o := &streamObs{gateway: gateway, route: route,
-		conns: s.streamConns.WithLabelValues(gateway, route),
-		in:    s.streamBytes.WithLabelValues(gateway, route, "in"),
-		out:   s.streamBytes.WithLabelValues(gateway, route, "out")}
-	s.hold(held, kindStream, gateway, route)
+		conns: conns.WithLabelValues(gateway, route),
+		in:    bytes.WithLabelValues(gateway, route, "in"),
+		out:   bytes.WithLabelValues(gateway, route, "out")}
+	s.hold(held, kind, gateway, route)
 	return o
 }
 
-// The kinds of label sets a table holds (the first element of a held key).
+// The kinds of eager label sets a table holds (the first element of a held key).
 const (
-	kindRequests = "requests" // gateway, route, backend: the code_class counters
-	kindDuration = "duration" // gateway, route
-	kindStream   = "stream"   // gateway, route: connections and both byte directions
+	kindStream = "stream" // gateway, route: connections and both byte directions
+	kindUDP    = "udp"    // gateway, route: sessions and both byte directions
 )
 
 // hold counts one more holder of a label set (under s.mu); labels[0] is its kind.
@@ -205,6 +249,21 @@ func (s *requestSeries) release(held *obsHeld) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, rs := range held.routes {
+		if rs.holders--; rs.holders == 0 {
+			delete(s.routes, rs.key)
+			if rs.duration.Load() != nil {
+				s.duration.DeleteLabelValues(rs.gateway, rs.route)
+			}
+		}
+	}
+	for _, bs := range held.backends {
+		if bs.holders--; bs.holders == 0 {
+			delete(s.backends, bs.key)
+			bs.deleteMade(s)
+		}
+	}
+	held.routes, held.backends = nil, nil
 	for _, labels := range held.keys {
 		k := strings.Join(labels, "\x00")
 		if s.refs[k]--; s.refs[k] > 0 {
@@ -212,16 +271,14 @@ func (s *requestSeries) release(held *obsHeld) {
 		}
 		delete(s.refs, k)
 		switch l := labels[1:]; labels[0] {
-		case kindDuration:
-			s.duration.DeleteLabelValues(l...)
 		case kindStream:
 			s.streamConns.DeleteLabelValues(l...)
 			s.streamBytes.DeleteLabelValues(l[0], l[1], "in")
 			s.streamBytes.DeleteLabelValues(l[0], l[1], "out")
-		default:
-			for _, cl := range classLabels {
-				s.requests.DeleteLabelValues(l[0], l[1], l[2], cl)
-			}
+		case kindUDP:
+			s.udpSessions.DeleteLabelValues(l...)
+			s.udpBytes.DeleteLabelValues(l[0], l[1], "in")
+			s.udpBytes.DeleteLabelValues(l[0], l[1], "out")
 		}
 	}
 	held.keys = nil
@@ -257,6 +314,7 @@ func (b *builder) holdSeries(s *requestSeries) *obsHeld {
 
 // observeRoute resolves the series of an HTTP route being built.
 func (b *builder) observeRoute(rt *route, r *irv1.Route) error {
+	rt.gateway, rt.rule = b.gateway, r.GetRuleName()
 	if !b.p.reqMetrics {
 		return nil
 	}

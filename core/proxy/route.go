@@ -40,8 +40,9 @@ type route struct {
 	// deadliner reads the client's own deadline from the request (gRPC), nil for none.
 	deadliner core.HTTPDeadliner
 	chain     http.Handler
-	// rule is the route rule's name ("" when the rule has none), for the access log.
-	rule string
+	// gateway is the Gateway(s) of the route's Server and rule the route rule's name ("" when
+	// the rule has none), for the access log (set by observeRoute, observeStream).
+	gateway, rule string
 	// obs are its request series (reqmetrics.go), nil when request metrics are off.
 	obs *routeObs
 
@@ -167,7 +168,7 @@ func (b *builder) compileRoute(r *irv1.Route) (*route, error) {
 	}
 	if rt, ok, err := b.l4Route(r, mod); ok {
 		if err == nil {
-			err = b.observeStream(rt)
+			err = b.observeStream(rt, r)
 		}
 		return rt, err
 	}

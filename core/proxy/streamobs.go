@@ -2,20 +2,23 @@ package proxy
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/accesslog"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
 // Layer-4 observation: a TCPRoute or TLSRoute connection is counted and logged when it ends,
 // in coxswain_proxy_stream_connections_total{gateway, route} and
-// coxswain_proxy_stream_bytes_total{gateway, route, direction}, with series resolved per table
-// like the HTTP routes' (reqmetrics.go).
+// coxswain_proxy_stream_bytes_total{gateway, route, direction}, a UDPRoute session likewise in
+// coxswain_proxy_udp_sessions_total and coxswain_proxy_udp_bytes_total, with series resolved per
+// table like the HTTP routes' (reqmetrics.go).
 
-// streamObs are one layer-4 route's series.
+// streamObs are one layer-4 route's series: its connections (or UDP sessions) and their bytes.
 type streamObs struct {
 	gateway, route string
 	conns          prometheus.Counter
@@ -39,36 +42,62 @@ func (t *StreamTarget) Serve(ctx context.Context, s *core.Stream) {
 	if !l.Sampled() {
 		return
 	}
-	fs := l.Get()
-	fs.Add(zap.String("listener", t.ls.obs.listener))
-	if o := t.rt.l4obs; o != nil && o.gateway != "" {
-		fs.Add(zap.String("gateway", o.gateway))
-	}
-	fs.Add(zap.String("route", t.rt.name))
-	if s.UpstreamAddr != "" {
-		fs.Add(zap.String("upstream", s.UpstreamAddr))
-	}
-	if s.ServerName != "" {
-		fs.Add(zap.String("tls_sni", s.ServerName))
-	}
-	fs.Add(zap.Int64("bytes_in", s.BytesFromClient))
-	fs.Add(zap.Int64("bytes_out", s.BytesToClient))
-	fs.Add(zap.Duration("duration", time.Since(start)))
+	r := accesslog.Record{Kind: accesslog.KindConnection, Time: start, Listener: t.ls.obs.listener,
+		Gateway: t.rt.gateway, Route: t.rt.name, Rule: t.rt.rule, Upstream: s.UpstreamAddr, TLSSNI: s.ServerName,
+		BytesIn: s.BytesFromClient, BytesOut: s.BytesToClient, Duration: time.Since(start)}
 	if ap, ok := core.AddrPortOf(s.Conn.RemoteAddr()); ok {
-		fs.IP("client_ip", ap.Addr())
+		r.ClientIP = ap.Addr()
 	}
-	l.Write(start, "connection", fs)
+	l.Log(&r)
+}
+
+// SessionEnd is what a datagram listener knows of a UDP session that has ended.
+type SessionEnd struct {
+	Client netip.AddrPort
+	// Start is when the session was opened.
+	Start time.Time
+	// BytesFromClient and BytesToClient are the datagram payload bytes each way.
+	BytesFromClient, BytesToClient int64
+	// Session is the route's session (its upstream, when it implements core.SessionUpstream).
+	Session core.Session
+}
+
+// Ended records a UDP session of the target's route that has ended: it is counted in
+// coxswain_proxy_udp_sessions_total{gateway, route} and coxswain_proxy_udp_bytes_total{gateway,
+// route, direction}, and logged. Listener modules call it once per session, before releasing the
+// table they opened it with.
+func (t *DatagramTarget) Ended(e SessionEnd) {
+	if t.rt == nil || t.ls == nil || t.ls.obs == nil {
+		return
+	}
+	if o := t.rt.l4obs; o != nil {
+		o.conns.Inc()
+		o.in.Add(float64(e.BytesFromClient))
+		o.out.Add(float64(e.BytesToClient))
+	}
+	l := t.ls.obs.log
+	if !l.Sampled() {
+		return
+	}
+	r := accesslog.Record{Kind: accesslog.KindSession, Time: e.Start, Listener: t.ls.obs.listener,
+		Gateway: t.rt.gateway, Route: t.rt.name, Rule: t.rt.rule, BytesIn: e.BytesFromClient,
+		BytesOut: e.BytesToClient, Duration: time.Since(e.Start), ClientIP: e.Client.Addr()}
+	if su, ok := e.Session.(core.SessionUpstream); ok {
+		r.Upstream = su.UpstreamAddr()
+	}
+	l.Log(&r)
 }
 
 // observeStream resolves the series of a layer-4 route being built.
-func (b *builder) observeStream(rt *route) error {
-	if !b.p.reqMetrics || rt.stream == nil {
+func (b *builder) observeStream(rt *route, r *irv1.Route) error {
+	rt.gateway, rt.rule = b.gateway, r.GetRuleName()
+	if !b.p.reqMetrics || (rt.stream == nil && rt.dgram == nil) {
 		return nil
 	}
 	s, err := b.p.requestSeriesOf()
 	if err != nil {
 		return err
 	}
-	rt.l4obs = s.streamObsOf(b.holdSeries(s), b.gateway, routeObject(rt.name))
+	rt.l4obs = s.streamObsOf(b.holdSeries(s), b.gateway, routeObject(rt.name), rt.dgram != nil)
 	return nil
 }

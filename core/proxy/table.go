@@ -171,7 +171,7 @@ func (b *builder) previousEndpoints(name string) []*core.Endpoint {
 // loaded so far.
 func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot, d *digest) (*table, error) {
 	bc := core.NewBuildContext(ctx, p.log, p.reg, snap)
-	bc.Shared, bc.Settings, bc.Metrics = p.shared, p.settings, p.metrics
+	bc.Shared, bc.Settings, bc.Metrics, bc.AccessLog = p.shared, p.settings, p.metrics, p.accessLog
 	t := &table{log: p.log, bc: bc, certKeys: map[certKey]struct{}{}, tlsKeys: map[certKey]struct{}{}}
 	v := snap.GetVersion()
 	t.version.Store(&v)

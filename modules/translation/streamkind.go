@@ -37,6 +37,24 @@ type StreamSpec struct {
 	Hostnames  []gwapiv1.Hostname
 	// Rules are each rule's backendRefs; only the first can receive traffic (see SingleRule).
 	Rules [][]gwapiv1.BackendRef
+	// RuleName is the first rule's name ("" when it has none).
+	RuleName string
+}
+
+// RuleName is a route rule's name as the IR carries it: "" for a rule without one.
+func RuleName(n *gwapiv1.SectionName) string {
+	if n == nil {
+		return ""
+	}
+	return string(*n)
+}
+
+// FirstRuleName is the name of rules[0], "" when there is none or it has no name.
+func FirstRuleName[R any](rules []R, name func(*R) *gwapiv1.SectionName) string {
+	if len(rules) == 0 {
+		return ""
+	}
+	return RuleName(name(&rules[0]))
 }
 
 var (
@@ -97,7 +115,13 @@ type streamRoute struct {
 func (r streamRoute) Object() Object                        { return r.obj }
 func (r streamRoute) ParentRefs() []gwapiv1.ParentReference { return r.spec.ParentRefs }
 func (r streamRoute) Hostnames() []gwapiv1.Hostname         { return r.spec.Hostnames }
-func (r streamRoute) Build(rc RouteContext) []*Entry        { return SingleRule(rc, r.match, r.spec.Rules) }
+func (r streamRoute) Build(rc RouteContext) []*Entry {
+	entries := SingleRule(rc, r.match, r.spec.Rules)
+	for _, e := range entries {
+		e.Route.RuleName = r.spec.RuleName
+	}
+	return entries
+}
 
 // SingleRule builds the entry of a route kind without matches (TCPRoute, TLSRoute, UDPRoute):
 // one IR route whose match module is id and whose backends are rule 0's backendRefs. Such a

@@ -58,7 +58,7 @@ func (r *Route) OpenSession(ctx context.Context, ds *core.DatagramSession) (core
 		done()
 		return nil, errors.New("route.udp: upstream is not a UDP socket")
 	}
-	s := &session{up: uc, done: done, reply: ds.Reply, log: r.log}
+	s := &session{up: uc, done: done, reply: ds.Reply, log: r.log, addr: uc.RemoteAddr().String()}
 	go s.relay()
 	return s, nil
 }
@@ -69,7 +69,13 @@ type session struct {
 	reply func([]byte) error
 	log   *zap.Logger
 	once  sync.Once
+	addr  string // the endpoint, for the access log
 }
+
+var _ core.SessionUpstream = (*session)(nil)
+
+// UpstreamAddr implements core.SessionUpstream.
+func (s *session) UpstreamAddr() string { return s.addr }
 
 // Send implements core.Session.
 func (s *session) Send(b []byte) error {

@@ -47,7 +47,7 @@ func TestAccessLogQuickstart(t *testing.T) {
 		return fmt.Errorf("no access log line with request_id e2e-42")
 	})
 	for k, v := range map[string]any{"method": "GET", "path": "/app/hello", "status": float64(200), "client_ip": "127.0.0.1",
-		"gateway": "default/quickstart", "host": fmt.Sprintf("127.0.0.1:%d", port), "protocol": "HTTP/1.1"} {
+		"gateway": "default/quickstart", "host": fmt.Sprintf("127.0.0.1:%d", port), "protocol": "HTTP/1.1", "rule": "app"} {
 		if line[k] != v {
 			t.Errorf("%s = %v, want %v (line %v)", k, line[k], v, line)
 		}

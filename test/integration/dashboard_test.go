@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/test/dashboard"
@@ -16,9 +18,11 @@ import (
 )
 
 // TestDashboardMetricsExported runs a controller and a proxy against the real API server, sends
-// traffic (an HTTP request, an HTTPS request and a failed TLS handshake), and then checks that
-// every metric an expression of deploy/grafana/coxswain.json names appears on the /metrics of one
-// of them, with the histogram suffixes as Prometheus exposes them.
+// traffic (an HTTP request, an HTTPS request, a failed TLS handshake and a request to a backend
+// that refuses connections) with a TCPRoute, a UDPRoute, a circuit breaker and a RateLimit in the
+// configuration, and then checks that every metric an expression of deploy/grafana/coxswain.json
+// names appears on the /metrics of one of them, with the histogram suffixes as Prometheus
+// exposes them.
 func TestDashboardMetricsExported(t *testing.T) {
 	e := env.Start(t)
 	ctrlNS := namespace(t, e, "coxswain", nil)
@@ -26,16 +30,43 @@ func TestDashboardMetricsExported(t *testing.T) {
 	ns := namespace(t, e, "dash", nil)
 	startBackend(t, "v1", "10.99.17.1:8080")
 	createService(t, e, ns, "v1", "10.99.17.1")
+	createService(t, e, ns, "dead", "10.99.17.2") // nothing listens there: connections are refused
+	startUDPEcho(t, "echo", "10.99.17.3:8053")
+	createUDPService(t, e, ns, "echo", "10.99.17.3")
 	createClass(t, e, "coxswain", "")
 	tlsSecret(t, e, ns, "cert", "secure.example")
-	const port, tlsPort = 18800, 18801
+	const port, tlsPort, tcpPort, udpPort = 18800, 18801, 18802, 18803
 	createGateway(t, e, ns, "gw", "coxswain", httpListener("http", port),
-		httpsListener("https", tlsPort, "secure.example", certRef("", "cert")))
-	createRoute(t, e, httpRoute(ns, "web", []gwapiv1.ParentReference{parentRef(ns, "gw")}, nil, prefixRule("/", backendRef("v1", 1))))
+		httpsListener("https", tlsPort, "secure.example", certRef("", "cert")),
+		gwapiv1.Listener{Name: "tcp", Port: tcpPort, Protocol: gwapiv1.TCPProtocolType},
+		gwapiv1.Listener{Name: "udp", Port: udpPort, Protocol: gwapiv1.UDPProtocolType})
+	if _, err := e.Dynamic.Resource(rateLimitGVR).Namespace(ns).Create(ctxFor(t), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.coxswain-labs.dev/v1alpha1", "kind": "RateLimit",
+		"metadata": map[string]any{"namespace": ns, "name": "dash"}, "spec": map[string]any{"requests": int64(1000), "unit": "Hour"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	limited := prefixRule("/limited", backendRef("v1", 1))
+	limited.Filters = []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef, ExtensionRef: &gwapiv1.LocalObjectReference{
+		Group: "gateway.coxswain-labs.dev", Kind: "RateLimit", Name: "dash"}}}
+	createRoute(t, e, httpRoute(ns, "web", []gwapiv1.ParentReference{parentRef(ns, "gw")}, nil,
+		prefixRule("/", backendRef("v1", 1)), prefixRule("/dead", backendRef("dead", 1)), limited))
+	createPolicy(t, e, ns, "breaker", map[string]any{"targetRefs": []any{serviceTarget("v1")},
+		"circuitBreaker": map[string]any{"threshold": int64(50)}})
+	tcp := &gwapiv1.TCPRoute{}
+	tcp.Namespace, tcp.Name = ns, "tcp"
+	tcp.Spec.ParentRefs = []gwapiv1.ParentReference{sectionRef(ns, "gw", "tcp")}
+	tcp.Spec.Rules = []gwapiv1.TCPRouteRule{{BackendRefs: []gwapiv1.BackendRef{l4Ref("v1", 80, 1)}}}
+	if _, err := e.Gateway.GatewayV1().TCPRoutes(ns).Create(ctxFor(t), tcp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createUDPRoute(t, e, ns, "udp", sectionRef(ns, "gw", "udp"), l4Ref("echo", 53, 1))
 
 	files := mountProxyFiles(t, e, ctrlNS, ctrlNS, "coxswain-proxy")
 	p := startProxyProcess(t, "p1", "10.99.0.31", files, ctrl.discovery)
 	servedAt(t, p.ip, port, "any.example", "/", 200, "v1")
+	servedAt(t, p.ip, port, "any.example", "/dead", 502, "")
+	servedAt(t, p.ip, port, "any.example", "/limited", 200, "v1")
 	addr := net.JoinHostPort(p.ip, strconv.Itoa(tlsPort))
 	eventually(t, "an HTTPS request answered", func() error {
 		c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "secure.example", InsecureSkipVerify: true}) //nolint:gosec // the test's certificate

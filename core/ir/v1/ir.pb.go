@@ -1100,7 +1100,11 @@ type Route struct {
 	Backends []*Backend `protobuf:"bytes,4,rep,name=backends,proto3" json:"backends,omitempty"`
 	Timeouts *Timeouts  `protobuf:"bytes,5,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
 	// Retries of a failed upstream attempt; unset means none.
-	Retry         *Retry `protobuf:"bytes,6,opt,name=retry,proto3" json:"retry,omitempty"`
+	Retry *Retry `protobuf:"bytes,6,opt,name=retry,proto3" json:"retry,omitempty"`
+	// The Gateway API rule's name (HTTPRoute, GRPCRoute, TCPRoute, TLSRoute and UDPRoute rules may
+	// have one, which policies' sectionName refers to); "" when the rule has none. For the access
+	// log and the admin API.
+	RuleName      string `protobuf:"bytes,7,opt,name=rule_name,json=ruleName,proto3" json:"rule_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1175,6 +1179,13 @@ func (x *Route) GetRetry() *Retry {
 		return x.Retry
 	}
 	return nil
+}
+
+func (x *Route) GetRuleName() string {
+	if x != nil {
+		return x.RuleName
+	}
+	return ""
 }
 
 // Retry is when and how often the engine sends a request again, to another endpoint when the
@@ -1969,14 +1980,15 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\x17ALLOW_INSECURE_FALLBACK\x10\x01\"X\n" +
 	"\vVirtualHost\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12-\n" +
-	"\x06routes\x18\x02 \x03(\v2\x15.coxswain.ir.v1.RouteR\x06routes\"\x9f\x02\n" +
+	"\x06routes\x18\x02 \x03(\v2\x15.coxswain.ir.v1.RouteR\x06routes\"\xbc\x02\n" +
 	"\x05Route\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
 	"\x05match\x18\x02 \x01(\v2\x1c.coxswain.ir.v1.ModuleConfigR\x05match\x126\n" +
 	"\afilters\x18\x03 \x03(\v2\x1c.coxswain.ir.v1.ModuleConfigR\afilters\x123\n" +
 	"\bbackends\x18\x04 \x03(\v2\x17.coxswain.ir.v1.BackendR\bbackends\x124\n" +
 	"\btimeouts\x18\x05 \x01(\v2\x18.coxswain.ir.v1.TimeoutsR\btimeouts\x12+\n" +
-	"\x05retry\x18\x06 \x01(\v2\x15.coxswain.ir.v1.RetryR\x05retry\"X\n" +
+	"\x05retry\x18\x06 \x01(\v2\x15.coxswain.ir.v1.RetryR\x05retry\x12\x1b\n" +
+	"\trule_name\x18\a \x01(\tR\bruleName\"X\n" +
 	"\x05Retry\x12\x14\n" +
 	"\x05codes\x18\x01 \x03(\rR\x05codes\x12\x1a\n" +
 	"\battempts\x18\x02 \x01(\rR\battempts\x12\x1d\n" +

@@ -99,9 +99,13 @@ type udpStats struct {
 }
 
 type udpSession struct {
-	s    core.Session
-	ls   *proxy.ListenerState
-	last atomic.Int64 // unix nanoseconds of the last datagram either way
+	s     core.Session
+	ls    *proxy.ListenerState
+	t     proxy.DatagramTarget
+	start time.Time
+	last  atomic.Int64 // unix nanoseconds of the last datagram either way
+	in    int64        // payload bytes from the client (the read loop's)
+	out   atomic.Int64 // payload bytes to the client (replies)
 }
 
 var (
@@ -163,6 +167,7 @@ func (s *udpServer) datagram(now time.Time, client netip.AddrPort, b []byte) {
 		}
 	}
 	sess.last.Store(now.UnixNano())
+	sess.in += int64(len(b))
 	if err := sess.s.Send(b); err != nil {
 		// A connected UDP socket reports an earlier ICMP unreachable here; the session stays, and
 		// eviction ends it if the backend stays silent.
@@ -191,10 +196,11 @@ func (s *udpServer) open(client netip.AddrPort) *udpSession {
 		s.stats.droppedNoRoute.Add(1)
 		return nil
 	}
-	sess := &udpSession{ls: ls}
+	sess := &udpSession{ls: ls, t: t, start: time.Now()}
 	reply := func(b []byte) error {
 		sess.last.Store(time.Now().UnixNano())
-		_, err := s.pc.WriteToUDPAddrPort(b, client)
+		n, err := s.pc.WriteToUDPAddrPort(b, client)
+		sess.out.Add(int64(n))
 		return err
 	}
 	ds, err := t.Route.OpenSession(context.Background(), &core.DatagramSession{Client: client, Upstream: t.Upstream, Reply: reply})
@@ -227,6 +233,8 @@ func (s *udpServer) evictIdle(now time.Time) {
 func (s *udpServer) closeSession(client netip.AddrPort, sess *udpSession) {
 	delete(s.sessions, client)
 	_ = sess.s.Close()
+	sess.t.Ended(proxy.SessionEnd{Client: client, Start: sess.start, BytesFromClient: sess.in,
+		BytesToClient: sess.out.Load(), Session: sess.s})
 	sess.ls.Release()
 	s.stats.sessions.Add(-1)
 }

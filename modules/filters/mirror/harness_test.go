@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/accesslog"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
 	"github.com/coxswain-labs/coxswain/modules/filters/filtertest"
@@ -130,6 +131,8 @@ type options struct {
 	// tls is the mirror clusters' upstream TLS, secrets the snapshot's (its client certificate).
 	tls     *irv1.UpstreamTLS
 	secrets []*irv1.Secret
+	// accessLog is the proxy's access log; nil: none.
+	accessLog *accesslog.Logger
 }
 
 func mirrorCluster(i int) string { return "ns/mirror-" + strconv.Itoa(i) + ":80" }
@@ -164,7 +167,7 @@ func start(t testing.TB, primary *backend, mirrors []*backend, o options) *harne
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	p := proxy.New(proxy.Options{Log: o.log, Registry: core.Freeze(), Metrics: reg, ModuleSettings: o.settings})
+	p := proxy.New(proxy.Options{Log: o.log, Registry: core.Freeze(), Metrics: reg, ModuleSettings: o.settings, AccessLog: o.accessLog})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

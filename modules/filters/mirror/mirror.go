@@ -19,7 +19,8 @@
 // end-to-end headers (hop-by-hop ones dropped), X-Forwarded-For/-Host/-Proto as the engine sets
 // them, to one endpoint of its cluster picked by the cluster's balancer. Results are counted in
 // coxswain_proxy_mirror_requests_total{route,upstream,result} and failures logged at WARN, at
-// most once per 10 s per mirror cluster.
+// most once per 10 s per mirror cluster. Each copy sent (or that failed) gets an access log line
+// of its own, marked "mirror": true.
 package mirror
 
 import (
@@ -36,6 +37,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/accesslog"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
@@ -82,6 +84,7 @@ type Mirror struct {
 	cluster core.Cluster
 	send    *sender // nil: the mirror cannot run (logged at Provision), requests pass untouched
 	counts  [len(results)]prometheus.Counter
+	log     *accesslog.Logger // a line per copy sent (or failed), marked mirror; nil: none
 }
 
 // CoxswainModule implements core.Module.
@@ -125,6 +128,7 @@ func (m *Mirror) Provision(bc *core.BuildContext) error {
 	for i, r := range results {
 		m.counts[i] = vec.WithLabelValues(m.Route, m.Cluster, r)
 	}
+	m.log = bc.AccessLog
 	set, err := settingsOf(bc.Settings)
 	if err != nil {
 		return err

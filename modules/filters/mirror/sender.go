@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/accesslog"
 )
 
 // settings are the process's mirror settings.
@@ -133,12 +134,15 @@ func (s *sender) run() {
 func (s *sender) send(j *job) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
 	defer cancel()
+	start := time.Now()
 	req := j.request(ctx)
 	req.URL.Scheme = s.scheme
 	ep := j.m.cluster.Pick(&core.PickInfo{Request: req, Client: j.client})
 	if ep == nil {
+		err := fmt.Errorf("cluster %s has no endpoint", s.cluster)
 		j.m.counts[iFailed].Inc()
-		s.warn("request mirror failed", j.m.Route, fmt.Errorf("cluster %s has no endpoint", s.cluster))
+		s.warn("request mirror failed", j.m.Route, err)
+		s.logCopy(j, start, "", nil, 0, err)
 		return
 	}
 	req.URL.Host = ep.HostPort
@@ -148,12 +152,40 @@ func (s *sender) send(j *job) {
 	if err != nil {
 		j.m.counts[iFailed].Inc()
 		s.warn("request mirror failed", j.m.Route, err)
+		s.logCopy(j, start, ep.HostPort, nil, 0, err)
 		return
 	}
 	// Read a little so a keep-alive connection can be reused, and gRPC trailers arrive.
-	_, _ = io.CopyN(io.Discard, resp.Body, MaxBody)
+	n, _ := io.CopyN(io.Discard, resp.Body, MaxBody)
 	_ = resp.Body.Close()
 	j.m.counts[iSent].Inc()
+	s.logCopy(j, start, ep.HostPort, resp, n, nil)
+}
+
+// logCopy writes the copy's access log line (sampled like the requests'): the request as the
+// mirror saw it, its endpoint, and the mirror's status, or the error it got instead.
+func (s *sender) logCopy(j *job, start time.Time, endpoint string, resp *http.Response, read int64, err error) {
+	l := j.m.log
+	if !l.Sampled() {
+		return
+	}
+	r := accesslog.Record{Kind: accesslog.KindRequest, Time: start, Route: j.m.Route, Backend: s.cluster,
+		Upstream: endpoint, Mirror: true, Method: j.method, Host: j.host, Path: j.url.Path, BytesIn: int64(len(j.body)),
+		BytesOut: read, Duration: time.Since(start), ClientIP: j.client.Addr()}
+	if l.Query() {
+		r.Query = j.url.RawQuery
+	}
+	if v := j.header["X-Request-Id"]; len(v) > 0 {
+		r.RequestID = v[0]
+	}
+	if resp != nil {
+		r.Status, r.Protocol = resp.StatusCode, resp.Proto
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	r.UpstreamDuration = r.Duration
+	l.Log(&r)
 }
 
 // warn logs at most once per warnEvery, saying how many were not logged since.

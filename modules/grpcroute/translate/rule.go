@@ -55,6 +55,7 @@ func buildRule(rc translation.RouteContext, i int, rule *gwapiv1.GRPCRouteRule) 
 				Match:    core.MustConfig(grpcroute.ModuleID, m.match),
 				Filters:  action.Filters,
 				Backends: action.Backends,
+				RuleName: translation.RuleName(rule.Name),
 			},
 		})
 	}

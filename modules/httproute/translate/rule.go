@@ -65,6 +65,7 @@ func buildRule(rc translation.RouteContext, i int, rule *gwapiv1.HTTPRouteRule) 
 				Backends: action.Backends,
 				Timeouts: action.Timeouts,
 				Retry:    action.Retry,
+				RuleName: translation.RuleName(rule.Name),
 			},
 		})
 	}

@@ -34,7 +34,8 @@ var Kind = translation.StreamKind[*gwapiv1.TCPRoute]{
 	Features: []translation.Feature{{Name: gwfeatures.SupportTCPRoute, Requires: []core.ModuleID{tcproute.ModuleID, "listener.tcp"}}},
 	Spec: func(r *gwapiv1.TCPRoute) translation.StreamSpec {
 		rules := translation.BackendRefsOf(r.Spec.Rules, func(x *gwapiv1.TCPRouteRule) []gwapiv1.BackendRef { return x.BackendRefs })
-		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
+		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules,
+			RuleName: translation.FirstRuleName(r.Spec.Rules, func(x *gwapiv1.TCPRouteRule) *gwapiv1.SectionName { return x.Name })}
 	},
 }
 

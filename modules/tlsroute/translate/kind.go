@@ -46,7 +46,8 @@ var Kind = translation.StreamKind[*gwapiv1.TLSRoute]{
 	Features: tlsFeatures,
 	Spec: func(r *gwapiv1.TLSRoute) translation.StreamSpec {
 		rules := translation.BackendRefsOf(r.Spec.Rules, func(x *gwapiv1.TLSRouteRule) []gwapiv1.BackendRef { return x.BackendRefs })
-		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, Rules: rules}
+		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames, Rules: rules,
+			RuleName: translation.FirstRuleName(r.Spec.Rules, func(x *gwapiv1.TLSRouteRule) *gwapiv1.SectionName { return x.Name })}
 	},
 }
 

@@ -34,7 +34,8 @@ var Kind = translation.StreamKind[*gwapiv1.UDPRoute]{
 	Features: []translation.Feature{{Name: gwfeatures.SupportUDPRoute, Requires: []core.ModuleID{udproute.ModuleID, "listener.udp"}}},
 	Spec: func(r *gwapiv1.UDPRoute) translation.StreamSpec {
 		rules := translation.BackendRefsOf(r.Spec.Rules, func(x *gwapiv1.UDPRouteRule) []gwapiv1.BackendRef { return x.BackendRefs })
-		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules}
+		return translation.StreamSpec{ParentRefs: r.Spec.ParentRefs, Hostnames: nil, Rules: rules,
+			RuleName: translation.FirstRuleName(r.Spec.Rules, func(x *gwapiv1.UDPRouteRule) *gwapiv1.SectionName { return x.Name })}
 	},
 }
 

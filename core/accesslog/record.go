@@ -1,0 +1,195 @@
+package accesslog
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind is what a line describes; it is the line's msg.
+type Kind uint8
+
+const (
+	// KindRequest is an HTTP request (msg "request"), a mirrored copy too (Mirror set).
+	KindRequest Kind = iota
+	// KindConnection is a TCPRoute or TLSRoute connection, logged when it ends (msg "connection").
+	KindConnection
+	// KindSession is a UDPRoute client session, logged when it ends (msg "session").
+	KindSession
+)
+
+var kindMessages = [...]string{KindRequest: "request", KindConnection: "connection", KindSession: "session"}
+
+// Record is one line's fields, captured on the request's (or connection's) goroutine and encoded
+// by the writer. It holds no pointer of its own making: its strings are those the request, the
+// route and the table already hold (immutable, so the writer may read them after the request
+// has ended and its connection moved on), and everything else is a value. Empty strings and zero
+// values are left out of the line, as docs/observability.md lists.
+type Record struct {
+	Kind Kind
+	// Time is when the request was dispatched (the connection accepted, the session opened).
+	Time     time.Time
+	Listener string
+	Gateway  string
+	Route    string
+	Rule     string // the route rule's name
+	Backend  string // the cluster
+	Upstream string // the endpoint, "address:port"
+	Method   string
+	Host     string
+	Path     string
+	Query    string // written only by a Logger with Options.Query
+	Protocol string
+	// Status is the response status (requests only; a mirror that got no answer has 0: left out).
+	Status  int
+	Aborted bool
+	Mirror  bool
+	// BytesIn and BytesOut: a request's declared body length and its response body bytes; a
+	// connection's or session's bytes from and to the client.
+	BytesIn, BytesOut int64
+	Duration          time.Duration
+	// UpstreamDuration is written when Upstream is set (requests only).
+	UpstreamDuration time.Duration
+	ClientIP         netip.Addr
+	TLSSNI           string
+	RequestID        string
+	// Error says why a mirrored copy got no answer.
+	Error string
+}
+
+// appendRecord appends r as one JSON line, byte for byte what zap's JSON encoder (the process
+// log's, with time key "time", message key "msg", RFC 3339 nanosecond times, seconds as float
+// durations) writes for the same fields in the same order: the tests hold it to that.
+func appendRecord(b []byte, r *Record, query bool) []byte {
+	b = append(b, `{"time":"`...)
+	b = r.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","msg":"`...)
+	b = append(b, kindMessages[r.Kind]...)
+	b = append(b, '"')
+	b = appendString(b, "listener", r.Listener)
+	b = appendString(b, "gateway", r.Gateway)
+	b = appendString(b, "route", r.Route)
+	b = appendString(b, "rule", r.Rule)
+	b = appendString(b, "backend", r.Backend)
+	b = appendString(b, "upstream", r.Upstream)
+	if r.Mirror {
+		b = append(b, `,"mirror":true`...)
+	}
+	if r.Kind == KindRequest {
+		b = appendString(b, "method", r.Method)
+		b = appendString(b, "host", r.Host)
+		b = appendString(b, "path", r.Path)
+		if query {
+			b = appendString(b, "query", r.Query)
+		}
+		b = appendString(b, "protocol", r.Protocol)
+		if r.Status != 0 {
+			b = appendInt(b, "status", int64(r.Status))
+		}
+		if r.Aborted {
+			b = append(b, `,"aborted":true`...)
+		}
+	}
+	b = appendInt(b, "bytes_in", r.BytesIn)
+	b = appendInt(b, "bytes_out", r.BytesOut)
+	b = appendSeconds(b, "duration", r.Duration)
+	if r.Kind == KindRequest && r.Upstream != "" {
+		b = appendSeconds(b, "upstream_duration", r.UpstreamDuration)
+	}
+	if r.ClientIP.IsValid() {
+		b = append(b, `,"client_ip":"`...)
+		start := len(b)
+		b = r.ClientIP.AppendTo(b)
+		if needsEscape(b[start:]) { // only an IPv6 zone (an interface name) could
+			ip := string(b[start:])
+			b = appendEscaped(b[:start], ip)
+		}
+		b = append(b, '"')
+	}
+	b = appendString(b, "tls_sni", r.TLSSNI)
+	b = appendString(b, "request_id", r.RequestID)
+	b = appendString(b, "error", r.Error)
+	return append(b, "}\n"...)
+}
+
+// appendString appends `,"key":"value"` with value escaped as zap escapes it; an empty value is
+// left out. Keys are constants that need no escaping.
+func appendString(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, `":"`...)
+	b = appendEscaped(b, v)
+	return append(b, '"')
+}
+
+func appendInt(b []byte, key string, v int64) []byte {
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, `":`...)
+	return strconv.AppendInt(b, v, 10)
+}
+
+// appendSeconds is zap's SecondsDurationEncoder: the duration in seconds as the shortest float.
+func appendSeconds(b []byte, key string, d time.Duration) []byte {
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, `":`...)
+	return strconv.AppendFloat(b, float64(d)/float64(time.Second), 'f', -1, 64)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendEscaped is zap's JSON string escaping (zapcore's safeAppendStringLike): quotes,
+// backslashes and control characters escaped (\n, \r, \t by name, the others as \u00XX), each
+// byte of invalid UTF-8 replaced by \ufffd, everything else as it is.
+func appendEscaped(b []byte, s string) []byte {
+	last := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			b = append(b, s[last:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			last = i
+			continue
+		}
+		if c >= 0x20 && c != '\\' && c != '"' {
+			i++
+			continue
+		}
+		b = append(b, s[last:i]...)
+		switch c {
+		case '\\', '"':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		last = i
+	}
+	return append(b, s[last:]...)
+}
+
+func needsEscape(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '\\' || c == '"' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
