@@ -43,7 +43,7 @@ var extensionAnnotations = []struct {
 var unimplemented = []string{
 	"trust-forwarded-for", "forwarded-for-header",
 	"forwarded-for-trusted-cidrs", "auth-tls-secret", "auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream",
-	"load-balance", "path-normalize", "connect-timeout",
+	"path-normalize",
 }
 
 // annotations is what an Ingress's annotations ask of every one of its paths.
@@ -60,6 +60,8 @@ type annotations struct {
 	retry       *irv1.Retry
 	mirror      *gwapiv1.HTTPRequestMirrorFilter
 	extensions  []gwapiv1.LocalObjectReference
+	// cluster is what load-balance and connect-timeout ask of the backends' clusters.
+	cluster translation.ClusterSettings
 	// closed is why an auth annotation cannot be served: its object is missing (fail closed).
 	closed string
 }
@@ -96,6 +98,20 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string, exists f
 				out.timeouts.RequestMs = ms
 			}
 		}
+	}
+	if v, ok := get("connect-timeout"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Millisecond || d.Milliseconds() > int64(^uint32(0)) {
+			bad("connect-timeout", "%q is not a duration of at least 1ms (\"2s\")", v)
+		} else {
+			out.cluster.ConnectTimeoutMs = uint32(d.Milliseconds()) //nolint:gosec // bounded above
+			out.cluster.ConnectTimeoutField = "metadata.annotations[" + Prefix + "connect-timeout]"
+		}
+	}
+	if v, ok := get("load-balance"); ok && v != "" {
+		// The translator checks the algorithm against the build (BackendWith) and warns there.
+		out.cluster.Algorithm = v
+		out.cluster.AlgorithmField = "metadata.annotations[" + Prefix + "load-balance]"
 	}
 	out.reqHeader = headerFilter(get, bad, "request-header")
 	out.respHeader = headerFilter(get, bad, "response-header")

@@ -80,7 +80,7 @@ func buildPath(rc translation.RouteContext, idx int, field, host string, p *netw
 		r.Filters = filters
 		r.Timeouts = ann.timeouts
 		r.Retry = ann.retry
-		if be := backend(rc, idx, backendField, p.Backend); be != nil {
+		if be := backend(rc, idx, backendField, p.Backend, ann.cluster); be != nil {
 			r.Backends = []*irv1.Backend{be}
 		} else {
 			return nil
@@ -91,7 +91,7 @@ func buildPath(rc translation.RouteContext, idx int, field, host string, p *netw
 
 // backend resolves an Ingress backend to a Service port; a resource backend, or a port by name,
 // is refused (the rule is dropped, and its Ingress gets a Warning Event).
-func backend(rc translation.RouteContext, idx int, field string, b networkingv1.IngressBackend) *irv1.Backend {
+func backend(rc translation.RouteContext, idx int, field string, b networkingv1.IngressBackend, cs translation.ClusterSettings) *irv1.Backend {
 	if b.Resource != nil {
 		rc.DropRule(idx, field+".resource", gwapiv1.RouteReasonInvalidKind, "resource backends (%s %s) are not supported: use a Service", b.Resource.Kind, b.Resource.Name)
 		return nil
@@ -106,6 +106,9 @@ func backend(rc translation.RouteContext, idx int, field string, b networkingv1.
 	}
 	port := gwapiv1.PortNumber(b.Service.Port.Number)
 	ref := gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: gwapiv1.ObjectName(b.Service.Name), Port: &port}}
+	if !cs.IsZero() {
+		return rc.BackendWith(field+".service", ref, nil, cs)
+	}
 	return rc.Backend(field+".service", ref, nil)
 }
 
