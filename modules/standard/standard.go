@@ -29,6 +29,7 @@ import (
 
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/clientip"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/compression"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/cors"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/extauth"
@@ -59,6 +60,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",
 	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth",
+	"github.com/coxswain-labs/coxswain/modules/filters/clientip",
 	"github.com/coxswain-labs/coxswain/modules/filters/compression",
 	"github.com/coxswain-labs/coxswain/modules/filters/cors",
 	"github.com/coxswain-labs/coxswain/modules/filters/extauth",

@@ -22,6 +22,7 @@ func TestStockModules(t *testing.T) {
 		"filter.ext.gateway.coxswain-labs.dev.IpAccessControl",
 		"filter.ext.gateway.coxswain-labs.dev.PathRewriteRegex",
 		"filter.ext.gateway.coxswain-labs.dev.RequestSizeLimit",
+		"filter.http.client_ip",
 		"filter.http.cors",
 		"filter.http.request_header_modifier",
 		"filter.http.request_mirror",

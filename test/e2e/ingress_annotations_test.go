@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startIngressExample serves examples/ingress with the Ingress listeners on loopback and returns
+// the HTTP base URL, the HTTPS port and the server.
+func startIngressExample(t *testing.T) (string, int, *server) {
+	t.Helper()
+	httpPort, httpsPort := freePort(t), freePort(t)
+	ports := map[string]int{}
+	for i, n := range []string{"api", "exact", "wild", "default"} {
+		ports["port: "+strconv.Itoa(9101+i)] = startBackend(t, n).port
+	}
+	s := startServe(t, exampleFiles(t, "ingress", ports),
+		"--ingress-http-address", fmt.Sprintf("127.0.0.1:%d", httpPort),
+		"--ingress-https-address", fmt.Sprintf("127.0.0.1:%d", httpsPort))
+	return fmt.Sprintf("http://127.0.0.1:%d", httpPort), httpsPort, s
+}
+
+// expectStatus waits until a request for host+path with headers answers want (and, with a
+// backend named, comes from it).
+func expectStatus(t *testing.T, base, host, path string, headers map[string]string, want int, backend string) *result {
+	t.Helper()
+	var got *result
+	eventually(t, 10*time.Second, fmt.Sprintf("%s%s %v", host, path, headers), func() error {
+		res, err := do(context.Background(), noRedirect, request{url: base + path, host: host, headers: headers})
+		if err != nil {
+			return err
+		}
+		if res.code != want || (backend != "" && res.backendOf() != backend) {
+			return fmt.Errorf("status %d from %s, want %d from %q", res.code, res.backendOf(), want, backend)
+		}
+		got = res
+		return nil
+	})
+	return got
+}
+
+// TestExamplesIngressForwardedFor: trust-forwarded-for makes the X-Forwarded-For entry of the
+// trusted proxy the client that IpAccessControl judges; forwarded-for-trusted-cidrs trusts the
+// header only from a peer in the ranges and skips the proxies' entries.
+func TestExamplesIngressForwardedFor(t *testing.T) {
+	base, _, _ := startIngressExample(t)
+	xff := func(v string) map[string]string { return map[string]string{"X-Forwarded-For": v} }
+	expectStatus(t, base, "forwarded.example.test", "/", xff("203.0.113.5"), http.StatusOK, "api")
+	expectStatus(t, base, "forwarded.example.test", "/", nil, http.StatusForbidden, "")
+	expectStatus(t, base, "forwarded.example.test", "/", xff("198.51.100.1"), http.StatusForbidden, "")
+	// One trusted proxy: the rightmost entry is the client, whatever it claims to its left.
+	expectStatus(t, base, "forwarded.example.test", "/", xff("203.0.113.5, 198.51.100.1"), http.StatusForbidden, "")
+	expectStatus(t, base, "cidrs.example.test", "/", xff("203.0.113.5, 127.0.0.9, 127.0.0.8"), http.StatusOK, "api")
+	expectStatus(t, base, "cidrs.example.test", "/", xff("203.0.113.5, 198.51.100.1, 127.0.0.9"), http.StatusForbidden, "")
+	// The annotation is per Ingress: the app Ingress's hosts keep the peer as client.
+	expectStatus(t, base, "app.example.com", "/api", xff("203.0.113.5"), http.StatusOK, "api")
+}
+
+// TestExamplesIngressLoadBalance: load-balance hash:header=x-user sends each user to one backend
+// of the pair Service, and different users to both; connect-timeout is on the same cluster,
+// which the admin API shows as the proxy got it.
+func TestExamplesIngressLoadBalance(t *testing.T) {
+	base, _, s := startIngressExample(t)
+	seen := map[string]bool{}
+	for i := range 16 {
+		user := map[string]string{"x-user": "user-" + strconv.Itoa(i)}
+		first := expectStatus(t, base, "balanced.example.test", "/", user, http.StatusOK, "").backendOf()
+		for range 3 {
+			if got := expectStatus(t, base, "balanced.example.test", "/", user, http.StatusOK, "").backendOf(); got != first {
+				t.Fatalf("user-%d went to %s, then to %s", i, first, got)
+			}
+		}
+		seen[first] = true
+	}
+	if !seen["exact"] || !seen["wild"] || len(seen) != 2 {
+		t.Errorf("users went to %v, want both exact and wild", seen)
+	}
+	// The proxy's access log names the cluster it sent to: the variant with both settings (the
+	// proxy's connect timeout itself is tested in core/proxy, conntimeout_linux_test.go).
+	want := `"backend":"default/pair:80/with=lb=hash:header=x-user,connect=2000ms"`
+	eventually(t, 10*time.Second, "access log line", func() error {
+		if !strings.Contains(s.log.String(), want) {
+			return fmt.Errorf("the access log lacks %s", want)
+		}
+		return nil
+	})
+}
