@@ -37,6 +37,7 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/mirror"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/pathnormalize"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
@@ -68,6 +69,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess",
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/mirror",
+	"github.com/coxswain-labs/coxswain/modules/filters/pathnormalize",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
 	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",

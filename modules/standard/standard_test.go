@@ -24,6 +24,7 @@ func TestStockModules(t *testing.T) {
 		"filter.ext.gateway.coxswain-labs.dev.RequestSizeLimit",
 		"filter.http.client_ip",
 		"filter.http.cors",
+		"filter.http.path_normalize",
 		"filter.http.request_header_modifier",
 		"filter.http.request_mirror",
 		"filter.http.request_redirect",

@@ -90,3 +90,33 @@ func TestExamplesIngressLoadBalance(t *testing.T) {
 		return nil
 	})
 }
+
+// TestExamplesIngressPathNormalize: path-normalize matches the normalized path and hands it to
+// the backend; base never decodes %2F, decode-and-merge-slashes does.
+func TestExamplesIngressPathNormalize(t *testing.T) {
+	base, _, _ := startIngressExample(t)
+	cases := []struct {
+		host, path string
+		status     int
+		backend    string
+		upstream   string // the backend's decoded r.URL.Path
+	}{
+		{"merge.example.test", "//api//v1", 200, "api", "/api/v1"},
+		{"merge.example.test", "/x/../api", 200, "api", "/api"},
+		{"merge.example.test", "/%61pi/x", 200, "api", "/api/x"},
+		{"merge.example.test", "/apix", 200, "default", ""}, // no rule: the app Ingress's defaultBackend
+		{"base.example.test", "/files/a%2F..%2Fb", 200, "exact", "/files/a/../b"},
+		{"base.example.test", "/files/a/../../etc", 200, "default", ""}, // "/etc": not under /files
+		{"decode.example.test", "/files/x%2F..%2Fb", 200, "exact", "/files/b"},
+		{"decode.example.test", "/files/..%2F..%2Fetc", 200, "default", ""},
+		{"decode.example.test", `/files\\a`, 200, "exact", "/files/a"},
+		// Without the annotation the path is matched as it came: "//api" is not under /api.
+		{"app.example.com", "//api", 200, "wild", "//api"},
+	}
+	for _, c := range cases {
+		res := expectStatus(t, base, c.host, c.path, nil, c.status, c.backend)
+		if c.upstream != "" && (res.echo == nil || res.echo.Path != c.upstream) {
+			t.Errorf("%s%s reached the backend as %+v, want %s", c.host, c.path, res.echo, c.upstream)
+		}
+	}
+}

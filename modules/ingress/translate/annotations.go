@@ -14,6 +14,7 @@ import (
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
 	"github.com/coxswain-labs/coxswain/modules/filters/clientip"
+	"github.com/coxswain-labs/coxswain/modules/filters/pathnormalize"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 	"github.com/coxswain-labs/coxswain/modules/translation"
@@ -44,7 +45,6 @@ var extensionAnnotations = []struct {
 // each is reported, never silently ignored.
 var unimplemented = []string{
 	"auth-tls-secret", "auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream",
-	"path-normalize",
 }
 
 // annotations is what an Ingress's annotations ask of every one of its paths.
@@ -61,6 +61,8 @@ type annotations struct {
 	retry       *irv1.Retry
 	mirror      *gwapiv1.HTTPRequestMirrorFilter
 	extensions  []gwapiv1.LocalObjectReference
+	// normalize is the path-normalize mode, "" for none.
+	normalize string
 	// clientIP is what trust-forwarded-for asks (filter.http.client_ip), nil for nothing.
 	clientIP *clientip.Config
 	// cluster is what load-balance and connect-timeout ask of the backends' clusters.
@@ -117,6 +119,13 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string, exists f
 		out.cluster.AlgorithmField = "metadata.annotations[" + Prefix + "load-balance]"
 	}
 	out.clientIP = clientIPOf(get, bad)
+	if v, ok := get("path-normalize"); ok {
+		if err := pathnormalize.CheckMode(v); err != nil {
+			bad("path-normalize", "%v", err)
+		} else {
+			out.normalize = v
+		}
+	}
 	out.reqHeader = headerFilter(get, bad, "request-header")
 	out.respHeader = headerFilter(get, bad, "response-header")
 	if v, ok := get("rewrite-target"); ok {
@@ -415,6 +424,10 @@ func (a *annotations) filters(rc translation.RouteContext, env translation.Filte
 	}
 	if a.maxBody != "" {
 		out = append([]*irv1.ModuleConfig{core.MustConfig(sizelimit.ModuleID, sizelimit.Config{MaxSize: a.maxBody})}, out...)
+	}
+	if a.normalize != "" {
+		// Before every other filter: they, and the backend, see the path the route matched.
+		out = append([]*irv1.ModuleConfig{core.MustConfig(pathnormalize.ModuleID, pathnormalize.Config{Mode: a.normalize})}, out...)
 	}
 	if a.clientIP != nil {
 		// First: every per-client filter after it (IpAccessControl, RateLimit) sees the client.

@@ -63,7 +63,7 @@ func buildPath(rc translation.RouteContext, idx int, field, host string, p *netw
 	if field == "spec.defaultBackend" {
 		backendField = field
 	}
-	r := &irv1.Route{Match: core.MustConfig(ingress.ModuleID, ingress.Match{Host: host, Match: m})}
+	r := &irv1.Route{Match: core.MustConfig(ingress.ModuleID, ingress.Match{Host: host, Match: m, Normalize: ann.normalize})}
 	env := translation.FilterEnv{Kind: "Ingress", Listener: rc.Listener()}
 	if m.Path != nil && m.Path.Type == httproute.MatchPathPrefix {
 		env.HasPrefix, env.Prefix = true, m.Path.Value
