@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,4 +123,60 @@ func TestExamplesIngressPathNormalize(t *testing.T) {
 			t.Errorf("%s%s reached the backend as %+v, want %s", c.host, c.path, res.echo, c.upstream)
 		}
 	}
+}
+
+// TestExamplesIngressClientTLS: auth-tls-secret checks client certificates in the handshake for
+// the Ingress's TLS host, against the CA in the Secret's ca.crt; its paths answer 503 over HTTP.
+func TestExamplesIngressClientTLS(t *testing.T) {
+	base, httpsPort, _ := startIngressExample(t)
+	ca, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", "demo-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	client := func(who string) *http.Client {
+		cfg := &tls.Config{RootCAs: roots, ServerName: "mtls.example.com"}
+		if who != "" {
+			dir := filepath.Join("..", "..", "examples", "mtls", "certs")
+			cert, err := tls.LoadX509KeyPair(filepath.Join(dir, who+".crt"), filepath.Join(dir, who+".key"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
+	get := func(c *http.Client) (int, error) {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/", httpsPort), nil)
+		req.Host = "mtls.example.com"
+		res, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_ = res.Body.Close()
+		return res.StatusCode, nil
+	}
+	eventually(t, 10*time.Second, "alice", func() error {
+		if code, err := get(client("alice")); err != nil || code != http.StatusOK {
+			return fmt.Errorf("status %d, %v", code, err)
+		}
+		return nil
+	})
+	for _, who := range []string{"", "mallory"} {
+		if code, err := get(client(who)); err == nil {
+			t.Errorf("client %q: status %d, want a failed handshake", who, code)
+		}
+	}
+	// The app Ingress's own HTTPS host asks for no certificate.
+	c := client("")
+	c.Transport.(*http.Transport).TLSClientConfig.ServerName = "app.example.com"
+	req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/api", httpsPort), nil)
+	req.Host = "app.example.com"
+	if res, err := c.Do(req); err != nil || res.StatusCode != http.StatusOK {
+		t.Errorf("app.example.com without a certificate: %v %v", res, err)
+	} else {
+		_ = res.Body.Close()
+	}
+	expectStatus(t, base, "mtls.example.com", "/", nil, http.StatusServiceUnavailable, "")
 }

@@ -44,7 +44,7 @@ var extensionAnnotations = []struct {
 // unimplemented are annotations of docs/ingress.md this build reads but does not serve yet:
 // each is reported, never silently ignored.
 var unimplemented = []string{
-	"auth-tls-secret", "auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream",
+	"auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream",
 }
 
 // annotations is what an Ingress's annotations ask of every one of its paths.

@@ -18,8 +18,14 @@ import (
 // A rule index of an entry counts the paths of every rule in order, then the defaultBackend:
 // it is what DropRule and the IR route names ("Ingress/<ns>/<name>/rule/<i>/match/0") refer to.
 
-func build(rc translation.RouteContext, ing *networkingv1.Ingress, exists func(kind, name string) bool) []*translation.Entry {
+func build(rc translation.RouteContext, ing *networkingv1.Ingress, ctls clientTLS, exists func(kind, name string) bool) []*translation.Entry {
 	ann := parseAnnotations(rc, ing.Annotations, exists)
+	if why := clientTLSClosed(ctls, rc.Listener(), ann.sslRedirect); why != "" && ann.closed == "" {
+		ann.closed = why
+		if rc.Listener().Protocol != gwapiv1.HTTPProtocolType {
+			rc.Warn("metadata.annotations["+Prefix+"auth-tls-secret]", "%s: its paths there answer 503 (auth fails closed)", why)
+		}
+	}
 	var out []*translation.Entry
 	idx := 0
 	for i, rule := range ing.Spec.Rules {

@@ -1,6 +1,8 @@
 package translate_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,5 +95,43 @@ spec:
 	c := backendCluster(t, res.Snapshot, "Ingress/default/a/rule/0/match/0")
 	if c.Name != "default/s:80" || c.GetBalancer().GetId() != "lb.least_conn" || c.ConnectTimeoutMs != 500 {
 		t.Errorf("cluster: %v", c)
+	}
+}
+
+// TestAuthTLSFailsClosed: an auth-tls-secret that gives no CA closes every path of the Ingress
+// (503, a warning naming the annotation); a usable one puts the Ingress's TLS host on a Gateway
+// of its own whose frontend validation names the Secret.
+func TestAuthTLSFailsClosed(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "ingress", "client-tls.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := translate(t, class+services("api")+string(b)+"\n---\n"+ingressYAML("gone", `ingress.coxswain-labs.dev/auth-tls-secret: nothing-here`, `  ingressClassName: coxswain
+  tls: [{hosts: [gone.example.com], secretName: mtls-tls}]
+  rules: [{host: gone.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: api, port: {number: 80}}}}]}}]`))
+	p := problems(res)
+	if !strings.Contains(p, "Ingress default/gone: metadata.annotations[ingress.coxswain-labs.dev/auth-tls-secret]: Secret default/nothing-here of auth-tls-secret does not exist") {
+		t.Errorf("no warning for the missing Secret:\n%s", p)
+	}
+	if strings.Contains(p, "Ingress default/mtls") {
+		t.Errorf("the usable one is warned about:\n%s", p)
+	}
+	var mtlsServer *irv1.Server
+	for _, l := range res.Snapshot.Listeners {
+		for _, s := range l.Servers {
+			for _, vh := range s.VirtualHosts {
+				for _, r := range vh.Routes {
+					if strings.HasPrefix(r.Name, "Ingress/default/gone/") && (len(r.Backends) != 1 || r.Backends[0].Cluster != "" && !strings.Contains(filterIDs(r), `"closed"`)) {
+						t.Errorf("%s on %s serves: %v", r.Name, l.Name, r)
+					}
+				}
+			}
+			if s.Hostname == "mtls.example.com" {
+				mtlsServer = s
+			}
+		}
+	}
+	if mtlsServer == nil || len(mtlsServer.GetTls().GetClientValidation().GetCaPem()) == 0 {
+		t.Fatalf("mtls.example.com has no client validation: %v", mtlsServer)
 	}
 }
