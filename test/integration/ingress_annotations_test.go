@@ -41,7 +41,7 @@ func TestIngressClusterAnnotations(t *testing.T) {
 	// The proxies' Service, with a load-balancer address as a cloud controller would write it.
 	svc, err := e.Kube.CoreV1().Services(ns).Create(ctxFor(t), &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "proxies"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func init() { core.RegisterModule(&Kind{}) }
 // Kind is the Ingress route kind. One value lives for one translation (RouteKinds calls New):
 // ImplicitParents records which Ingresses are ours, and Route reads it.
 type Kind struct {
-	ours  map[types.NamespacedName]bool
+	ours map[types.NamespacedName]bool
 	// httpsGateways are the implicit HTTPS Gateways made (none when no Ingress has TLS), and
 	// the hostnames of each one's listeners.
 	httpsGateways []string
