@@ -83,8 +83,9 @@ func DownstreamConn(r *http.Request) net.Conn {
 // access log). It is the connection's peer (PeerAddr), unless the listener trusts N > 0 hops of
 // X-Forwarded-For (ClientTrafficPolicy clientIPDetection): then it is the address N entries from
 // the right of that header, port 0, or the peer when the header has fewer entries or that entry
-// is not an IP address; or what a route's filter resolved (ContextWithClientAddr). Its Addr is unmapped (an IPv4 client on a dual-stack socket is 1.2.3.4,
-// not ::ffff:1.2.3.4). The zero value means unknown. It does not allocate.
+// is not an IP address; or what a route's filter resolved (ContextWithClientAddr). Its Addr is
+// unmapped (an IPv4 client on a dual-stack socket is 1.2.3.4, not ::ffff:1.2.3.4). The zero
+// value means unknown. It does not allocate.
 func ClientAddr(r *http.Request) netip.AddrPort {
 	switch v := r.Context().Value(connKey{}).(type) {
 	case net.Conn:
