@@ -294,7 +294,12 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		}
 	}()
 	var lastRes *translator.Result
-	ing := newIngressSide(c.opts.Kube, c.log.Named("ingress"), ingressLoadBalancer(statusAddressValues(c.opts.StatusAddresses), c.opts.KindSettings[ingressHTTPAddressSetting]))
+	ingressService := c.opts.IngressStatusService
+	if len(c.opts.StatusAddresses) > 0 {
+		ingressService = types.NamespacedName{} // --status-address wins, as ingress-nginx's publish-status-address does
+	}
+	ing := newIngressSide(c.opts.Kube, c.log.Named("ingress"), ingressLoadBalancer(statusAddressValues(c.opts.StatusAddresses), c.opts.KindSettings[ingressHTTPAddressSetting]),
+		ingressService)
 	defer ing.stop()
 	var last *irv1.Snapshot    // the latest snapshot made, published or not
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts

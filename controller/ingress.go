@@ -39,16 +39,47 @@ type ingressSide struct {
 	log      *zap.Logger
 	recorder record.EventRecorder
 	stop     func()
+	// lb is what status.loadBalancer.ingress says when service is unset; service, when set, is
+	// the Service whose addresses it says instead (--ingress-status-service).
 	lb       []networkingv1.IngressLoadBalancerIngress
+	service  types.NamespacedName
 	reported map[string]bool
 }
 
-// newIngressSide starts an event broadcaster; lb is what status.loadBalancer.ingress says.
-func newIngressSide(kube kubernetes.Interface, log *zap.Logger, lb []networkingv1.IngressLoadBalancerIngress) *ingressSide {
+// newIngressSide starts an event broadcaster; the addresses of Service service when it is set,
+// else lb, are what status.loadBalancer.ingress says.
+func newIngressSide(kube kubernetes.Interface, log *zap.Logger, lb []networkingv1.IngressLoadBalancerIngress, service types.NamespacedName) *ingressSide {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	return &ingressSide{kube: kube, log: log, lb: lb, stop: b.Shutdown,
+	return &ingressSide{kube: kube, log: log, lb: lb, service: service, stop: b.Shutdown,
 		recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "coxswain"})}
+}
+
+// serviceLoadBalancer is what status.loadBalancer.ingress says for the proxies' Service: its
+// load-balancer ingress, else its cluster IPs; nil (nothing written) while it has neither or
+// does not exist.
+func serviceLoadBalancer(store *translator.Store, k types.NamespacedName) []networkingv1.IngressLoadBalancerIngress {
+	for _, svc := range store.Services {
+		if svc.Namespace != k.Namespace || svc.Name != k.Name {
+			continue
+		}
+		var out []networkingv1.IngressLoadBalancerIngress
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			if in.IP != "" || in.Hostname != "" {
+				out = append(out, networkingv1.IngressLoadBalancerIngress{IP: in.IP, Hostname: in.Hostname})
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+		for _, ip := range svc.Spec.ClusterIPs {
+			if ip != "" && ip != corev1.ClusterIPNone {
+				out = append(out, networkingv1.IngressLoadBalancerIngress{IP: ip})
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // ingressLoadBalancer is status.loadBalancer.ingress: the --status-address values, else the IP
@@ -80,7 +111,11 @@ func (s *ingressSide) after(ctx context.Context, store *translator.Store, res *t
 		}
 	}
 	s.report(ings, res)
-	if s.lb == nil {
+	lb := s.lb
+	if s.service.Name != "" {
+		lb = serviceLoadBalancer(store, s.service)
+	}
+	if lb == nil {
 		return
 	}
 	var ours []types.NamespacedName
@@ -91,15 +126,15 @@ func (s *ingressSide) after(ctx context.Context, store *translator.Store, res *t
 	}
 	sort.Slice(ours, func(i, j int) bool { return ours[i].String() < ours[j].String() })
 	for _, k := range ours {
-		if ing := ings[k]; ing != nil && !equality.Semantic.DeepEqual(ing.Status.LoadBalancer.Ingress, s.lb) {
-			if err := s.writeStatus(ctx, k); err != nil {
+		if ing := ings[k]; ing != nil && !equality.Semantic.DeepEqual(ing.Status.LoadBalancer.Ingress, lb) {
+			if err := s.writeStatus(ctx, k, lb); err != nil {
 				s.log.Warn("writing Ingress status.loadBalancer", zap.String("ingress", k.String()), zap.Error(err))
 			}
 		}
 	}
 }
 
-func (s *ingressSide) writeStatus(ctx context.Context, k types.NamespacedName) error {
+func (s *ingressSide) writeStatus(ctx context.Context, k types.NamespacedName, lb []networkingv1.IngressLoadBalancerIngress) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -107,10 +142,10 @@ func (s *ingressSide) writeStatus(ctx context.Context, k types.NamespacedName) e
 		if err != nil {
 			return err
 		}
-		if equality.Semantic.DeepEqual(live.Status.LoadBalancer.Ingress, s.lb) {
+		if equality.Semantic.DeepEqual(live.Status.LoadBalancer.Ingress, lb) {
 			return nil
 		}
-		live.Status.LoadBalancer.Ingress = s.lb
+		live.Status.LoadBalancer.Ingress = lb
 		_, err = s.kube.NetworkingV1().Ingresses(k.Namespace).UpdateStatus(ctx, live, metav1.UpdateOptions{})
 		return err
 	})

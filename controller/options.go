@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -43,6 +44,10 @@ type Options struct {
 	SessionKey func() []byte
 	// KindSettings are the translator's Options.KindSettings (--ingress-http-address, ...).
 	KindSettings map[string]string
+	// IngressStatusService, when set and StatusAddresses are not, is the Service in front of the
+	// proxies whose addresses every Ingress's status.loadBalancer publishes
+	// (--ingress-status-service): its load-balancer ingress, else its cluster IPs.
+	IngressStatusService types.NamespacedName
 
 	// ControllerName selects our GatewayClasses; translator.DefaultControllerName when empty.
 	ControllerName string

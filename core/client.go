@@ -17,6 +17,30 @@ type detectingConn struct {
 	xffHops uint32
 }
 
+// resolvedClient is the connection value of a request whose client a route's filter resolved
+// itself (ContextWithClientAddr), overriding the listener's detection.
+type resolvedClient struct {
+	conn net.Conn
+	addr netip.AddrPort
+}
+
+// ContextWithClientAddr returns ctx (a request's, under a listener server) with addr as the
+// client every later ClientAddr sees: for a filter that resolves the client its own way (an
+// Ingress's trust-forwarded-for annotation, modules/filters/clientip). The connection stays
+// what DownstreamConn and PeerAddr report.
+func ContextWithClientAddr(ctx context.Context, addr netip.AddrPort) context.Context {
+	var c net.Conn
+	switch v := ctx.Value(connKey{}).(type) {
+	case net.Conn:
+		c = v
+	case *detectingConn:
+		c = v.conn
+	case *resolvedClient:
+		c = v.conn
+	}
+	return context.WithValue(ctx, connKey{}, &resolvedClient{conn: c, addr: addr})
+}
+
 // ContextWithConn returns ctx carrying the downstream connection c. Listener servers install it
 // as their connection context (one value per connection, not per request), so that filters and
 // balancers see the client without parsing RemoteAddr on every request.
@@ -41,6 +65,8 @@ func downstream(r *http.Request) (net.Conn, uint32) {
 		return v, 0
 	case *detectingConn:
 		return v.conn, v.xffHops
+	case *resolvedClient:
+		return v.conn, 0
 	}
 	return nil, 0
 }
@@ -57,16 +83,22 @@ func DownstreamConn(r *http.Request) net.Conn {
 // access log). It is the connection's peer (PeerAddr), unless the listener trusts N > 0 hops of
 // X-Forwarded-For (ClientTrafficPolicy clientIPDetection): then it is the address N entries from
 // the right of that header, port 0, or the peer when the header has fewer entries or that entry
-// is not an IP address. Its Addr is unmapped (an IPv4 client on a dual-stack socket is 1.2.3.4,
-// not ::ffff:1.2.3.4). The zero value means unknown. It does not allocate.
+// is not an IP address; or what a route's filter resolved (ContextWithClientAddr). Its Addr is
+// unmapped (an IPv4 client on a dual-stack socket is 1.2.3.4, not ::ffff:1.2.3.4). The zero
+// value means unknown. It does not allocate.
 func ClientAddr(r *http.Request) netip.AddrPort {
-	c, hops := downstream(r)
-	if hops > 0 {
-		if ip, ok := ForwardedClient(r.Header["X-Forwarded-For"], hops); ok {
+	switch v := r.Context().Value(connKey{}).(type) {
+	case net.Conn:
+		return peerAddr(v, r)
+	case *detectingConn:
+		if ip, ok := ForwardedClient(r.Header["X-Forwarded-For"], v.xffHops); ok {
 			return netip.AddrPortFrom(ip, 0)
 		}
+		return peerAddr(v.conn, r)
+	case *resolvedClient:
+		return v.addr
 	}
-	return peerAddr(c, r)
+	return peerAddr(nil, r)
 }
 
 // ClientIP is ClientAddr's address: the key of per-client rules (rate limits, IP access lists).

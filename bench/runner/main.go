@@ -49,7 +49,7 @@ func contextBG() context.Context { return bgCtx }
 
 func main() {
 	var o options
-	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,grpc,l4tcp,l4tls,l4udp")
+	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,grpc,l4tcp,l4tls,l4udp,filters,lb,extauth,ingress")
 	peers := flag.String("peers", "nginx,haproxy,caddy", "peer proxies")
 	flag.IntVar(&o.runs, "runs", 5, "rounds per case (interleaved A/B/A/B)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one measured run")
@@ -127,6 +127,10 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 	if slices.Contains(o.benches, "lb") {
 		e.data.LB = newLBData(e.data.Ports)
 	}
+	if slices.Contains(o.benches, "ingress") {
+		e.data.Ingress = &ingressData{HTTPPort: ingressHTTPPort, HTTPSPort: ingressHTTPSPort}
+		e.opts.coxswainFlags["coxswain"] = append(e.opts.coxswainFlags["coxswain"], ingressFlags()...)
+	}
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	e.bin = binaries{
 		coxswain: abs(filepath.Join(o.bin, "coxswain")),
@@ -184,6 +188,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			err = e.filters()
 		case "lb":
 			err = e.lb()
+		case "ingress":
+			err = e.ingressBench()
 		case "extauth":
 			err = e.extAuth()
 		case "l4tcp":

@@ -65,6 +65,8 @@ type tmplData struct {
 	Filters *filterData
 	// LB are the load-balancing benchmark's Services and routes; nil unless it runs.
 	LB *lbData
+	// Ingress is the Ingress benchmark's Ingress; nil unless it runs.
+	Ingress *ingressData
 	// ExtAuth is the external-auth benchmark's Gateway; nil unless it runs.
 	ExtAuth *extAuthData
 }

@@ -4,11 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,6 +52,9 @@ type controllerConfig struct {
 	log            proxycmd.LogFlags
 	session        sessionKeyFlag
 	ingress        ingressFlags
+	// ingressStatusService is --ingress-status-service; ingressService the parsed value.
+	ingressStatusService string
+	ingressService       types.NamespacedName
 
 	// Parsed from the flags above by check.
 	addrs      []gwapiv1.GatewayStatusAddress
@@ -98,6 +103,8 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	c.proxy.Register(fs)
 	c.log.Register(fs)
 	c.ingress.register(fs)
+	fs.StringVar(&c.ingressStatusService, "ingress-status-service", "",
+		"NAMESPACE/NAME of the Service in front of the proxies: every Ingress's status.loadBalancer publishes its load-balancer ingress, else its cluster IP (--status-address wins)")
 	c.session.register(fs, "without it the key is derived from the discovery CA, which every replica shares (with --in-process-proxy: a random key per process)")
 }
 
@@ -120,6 +127,13 @@ func (c *controllerConfig) check() error {
 	}
 	if err := c.ingress.check(); err != nil {
 		return err
+	}
+	if c.ingressStatusService != "" {
+		ns, name, ok := strings.Cut(c.ingressStatusService, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--ingress-status-service %q: not NAMESPACE/NAME", c.ingressStatusService)
+		}
+		c.ingressService = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	if c.addressPool == "" {
 		return nil
@@ -225,6 +239,7 @@ func newController(cc *controllerConfig, reg *core.Registry, log *zap.Logger, kc
 		ControllerName: cc.controllerName, StatusAddresses: cc.addrs, AddressPool: cc.pool, Provisioning: prov,
 		Holdoff: cc.holdoff, MaxDelay: cc.maxDelay, StatusWorkers: cc.statusWorkers, ShutdownTimeout: cc.drain,
 		LeaderElection: le, KindSettings: cc.ingress.settings(), ACME: cc.acme.options(),
+		IngressStatusService: cc.ingressService,
 	})
 }
 

@@ -18,6 +18,7 @@ Commands:
   proxy                  serve traffic with the routing a controller streams (no Kubernetes credentials)
   serve -f PATH          serve the Gateway API manifests at PATH (file or directory), reloading on change
   validate -f PATH       print the status the manifests would get and every problem; exit 1 on errors
+                         (-o gateway-api: the Gateway API objects that express its Ingresses)
   list-modules           list the modules compiled into this binary
   version                print the version
 

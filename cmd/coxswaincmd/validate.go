@@ -21,18 +21,31 @@ func validate(args []string, e *proxycmd.Env) int {
 	fs := proxycmd.NewFlagSet("validate", "-f PATH [flags]", e)
 	var cf configFlags
 	cf.register(fs)
-	output := fs.String("o", "yaml", "output format: yaml or json")
+	var ing ingressFlags
+	ing.register(fs)
+	var mf migrateFlags
+	mf.register(fs.StringVar)
+	output := fs.String("o", "yaml", "output format: yaml or json (the report), or gateway-api: the Gateway, HTTPRoutes and filter objects that express the Ingresses")
 	if code, ok := proxycmd.Parse(fs, args); !ok {
 		return code
 	}
 	if !cf.check(fs) {
 		return 2
 	}
-	if *output != "yaml" && *output != "json" {
-		fmt.Fprintf(e.Stderr, "coxswain validate: -o must be yaml or json, not %q\n", *output)
+	if err := ing.check(); err != nil {
+		fmt.Fprintf(e.Stderr, "coxswain validate: %v\n", err)
+		return 2
+	}
+	switch *output {
+	case "yaml", "json":
+	case "gateway-api":
+		return printGatewayAPI(e, cf.path, ing, mf)
+	default:
+		fmt.Fprintf(e.Stderr, "coxswain validate: -o must be yaml, json or gateway-api, not %q\n", *output)
 		return 2
 	}
 	opts := cf.translateOptions()
+	opts.KindSettings = ing.settings()
 	opts.Registry = e.Reg
 	runner := standalone.NewRunner(standalone.Options{Path: cf.path, Log: zap.NewNop(), Translate: opts})
 	if err := runner.Reload(context.Background()); err != nil {

@@ -55,8 +55,9 @@ func backendErr(reason gwapiv1.RouteConditionReason, format string, args ...any)
 // resolveBackend resolves a backendRef of route key to a Cluster name. With emit, the cluster
 // (the Service port's ready endpoints) is recorded for the snapshot.
 // l is the listener whose build asks (nil when none does): its Gateway is an ancestor of the
-// BackendTLSPolicies on the Service, and presents its client certificate to it.
-func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, proto irv1.Cluster_Protocol, emit bool, l *listenerState) (string, *backendError) {
+// BackendTLSPolicies on the Service, and presents its client certificate to it. own is the
+// route's own cluster settings (nil for none): they make a variant of the cluster.
+func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReference, proto irv1.Cluster_Protocol, emit bool, l *listenerState, own *routeCluster) (string, *backendError) {
 	group, kind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -109,6 +110,9 @@ func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReferenc
 	if suffix := clusterSuffix(proto, sp); suffix != "" {
 		name += "/" + suffix
 	}
+	if own != nil {
+		name += "/" + own.suffix // before the TLS suffixes, which trimTLSSuffixes takes off the end
+	}
 	var ut *irv1.UpstreamTLS
 	if emit {
 		ut = t.backendTLSFor(l, svc, sp, proto)
@@ -125,6 +129,7 @@ func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReferenc
 			c := t.cluster(name, svc, sp, proto)
 			c.Tls = ut
 			t.applyBackendPolicy(c, nn(svc.Namespace, svc.Name))
+			own.apply(c)
 			t.clusters[name] = c
 		}
 	}

@@ -42,12 +42,20 @@ func (rc *routeContext) Warn(field string, format string, args ...any) {
 }
 
 func (rc *routeContext) Backend(field string, ref gwapiv1.BackendRef, filters []*irv1.ModuleConfig) *irv1.Backend {
+	return rc.backend(field, ref, filters, nil)
+}
+
+func (rc *routeContext) BackendWith(field string, ref gwapiv1.BackendRef, filters []*irv1.ModuleConfig, s translation.ClusterSettings) *irv1.Backend {
+	return rc.backend(field, ref, filters, rc.routeClusterFor(ref.BackendObjectReference, s))
+}
+
+func (rc *routeContext) backend(field string, ref gwapiv1.BackendRef, filters []*irv1.ModuleConfig, own *routeCluster) *irv1.Backend {
 	weight := uint32(1)
 	if ref.Weight != nil && *ref.Weight >= 0 {
 		weight = uint32(*ref.Weight)
 	}
 	be := &irv1.Backend{Weight: weight, Filters: filters}
-	cluster, err := rc.t.resolveBackend(rc.st.key, ref.BackendObjectReference, clusterProtocol(rc.st.kind), rc.emit, rc.ls)
+	cluster, err := rc.t.resolveBackend(rc.st.key, ref.BackendObjectReference, clusterProtocol(rc.st.kind), rc.emit, rc.ls, own)
 	if err != nil {
 		rc.Unresolved(field, err.reason, "%s", err.msg)
 		be.Error = err.msg

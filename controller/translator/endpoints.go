@@ -47,11 +47,14 @@ func (t *session) refreshCluster(c *irv1.Cluster) *irv1.Cluster {
 }
 
 // servicePort finds the Service port a cluster named "<namespace>/<service>:<port>" (with a
-// "/tcp" or "/udp" suffix for the clusters of layer-4 routes, "/h2c" for some of GRPCRoute's)
-// was made of.
+// "/tcp" or "/udp" suffix for the clusters of layer-4 routes, "/h2c" for some of GRPCRoute's,
+// then a route's own settings, routeClusterMarker, and the TLS suffixes) was made of.
 func (t *session) servicePort(name string, proto irv1.Cluster_Protocol) (*corev1.Service, *corev1.ServicePort) {
 	transport := corev1.ProtocolTCP
 	name = trimTLSSuffixes(name)
+	if i := strings.Index(name, routeClusterMarker); i >= 0 {
+		name = name[:i]
+	}
 	if suffix := protocolSuffix(proto); suffix != "" {
 		name = strings.TrimSuffix(name, "/"+suffix)
 		if proto == irv1.Cluster_UDP {

@@ -16,7 +16,7 @@ var _ translation.FilterBackends = filterBackends{}
 
 func (b filterBackends) Backend(field string, ref gwapiv1.BackendObjectReference) (string, bool) {
 	rc := b.rc
-	name, err := rc.t.resolveBackend(rc.st.key, ref, clusterProtocol(rc.st.kind), rc.emit, rc.ls)
+	name, err := rc.t.resolveBackend(rc.st.key, ref, clusterProtocol(rc.st.kind), rc.emit, rc.ls, nil)
 	if err != nil {
 		rc.Unresolved(field, err.reason, "%s", err.msg)
 		return "", false

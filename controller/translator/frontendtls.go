@@ -6,6 +6,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // frontendValidation resolves the client certificate validation the Gateway asks of an HTTPS
@@ -97,13 +98,14 @@ func (t *session) rejectListenerAt(l *listenerState, field string, reason gwapiv
 // resolveCACertificate reads the CA certificates one caCertificateRef of Gateway g names
 // (readCA); a ConfigMap in another namespace only with a ReferenceGrant.
 func (t *session) resolveCACertificate(g *gatewayState, ref gwapiv1.ObjectReference) ([]byte, gwapiv1.ListenerConditionReason, error) {
-	r := caSource{group: string(ref.Group), kind: string(ref.Kind), name: string(ref.Name), ns: g.key.Namespace}
+	r := caSource{group: string(ref.Group), kind: string(ref.Kind), name: string(ref.Name), ns: g.key.Namespace,
+		secrets: g.key.Namespace == translation.ImplicitNamespace} // see translation.ImplicitNamespace
 	if ref.Namespace != nil && *ref.Namespace != "" {
 		r.ns, r.nsSet = string(*ref.Namespace), true
 	}
-	if r.group == "" && r.kind == "ConfigMap" && r.ns != g.key.Namespace &&
-		!t.granted(gwapiv1.GroupName, "Gateway", g.key.Namespace, "", "ConfigMap", r.ns, r.name) {
-		return nil, gwapiv1.ListenerReasonRefNotPermitted, fmt.Errorf("ConfigMap %s/%s is not permitted by any ReferenceGrant", r.ns, r.name)
+	if r.group == "" && (r.kind == "ConfigMap" || r.kind == "Secret" && r.secrets) && r.ns != g.key.Namespace &&
+		!t.granted(gwapiv1.GroupName, "Gateway", g.key.Namespace, "", r.kind, r.ns, r.name) {
+		return nil, gwapiv1.ListenerReasonRefNotPermitted, fmt.Errorf("%s %s/%s is not permitted by any ReferenceGrant", r.kind, r.ns, r.name)
 	}
 	b, fault, err := t.readCA(r)
 	return b, caListenerReasons[fault], err

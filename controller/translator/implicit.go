@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -27,15 +28,21 @@ func withImplicitParents(store *Store, kinds []translation.RouteKind, opts Optio
 			cp := *store
 			out = &cp
 		}
-		secrets := map[types.NamespacedName]bool{}
+		secrets := map[types.NamespacedName]*corev1.Secret{}
 		for _, s := range store.Secrets {
-			secrets[nn(s.Namespace, s.Name)] = true
+			secrets[nn(s.Namespace, s.Name)] = s
 		}
 		ps := ik.ImplicitParents(translation.ImplicitWorld{
 			ControllerName: opts.ControllerName,
 			Settings:       opts.KindSettings,
 			Objects:        func(gk schema.GroupKind) []translation.Object { return store.Objects[gk] },
-			Secret:         func(ns, name string) bool { return secrets[nn(ns, name)] },
+			Secret:         func(ns, name string) bool { return secrets[nn(ns, name)] != nil },
+			SecretData: func(ns, name, key string) []byte {
+				if s := secrets[nn(ns, name)]; s != nil {
+					return secretData(s, key)
+				}
+				return nil
+			},
 		})
 		if ps.Class != nil {
 			out.GatewayClasses = append(append(out.GatewayClasses[:0:0], out.GatewayClasses...), ps.Class)

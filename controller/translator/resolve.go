@@ -39,7 +39,7 @@ func (rc *resolveContext) Backend(ref gwapiv1.BackendObjectReference, h2c bool) 
 	if rc.rc != nil {
 		l = rc.rc.ls
 	}
-	name, berr := rc.t.resolveBackend(from, ref, proto, true, l)
+	name, berr := rc.t.resolveBackend(from, ref, proto, true, l, nil)
 	if berr != nil {
 		return "", translation.Fail("", berr.reason, "%s", berr.msg) // the route shows its reason
 	}

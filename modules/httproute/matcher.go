@@ -225,11 +225,16 @@ func validToken(s string) bool {
 
 // Match reports whether r satisfies every condition. It does not allocate, except to join a
 // repeated header for a regular expression, or to unescape a query value for one.
-func (m *Matcher) Match(r *http.Request) bool {
+func (m *Matcher) Match(r *http.Request) bool { return m.MatchPath(r, r.URL.Path) }
+
+// MatchPath is Match with path in place of r.URL.Path: for a route kind that matches the path
+// as a filter of its own will rewrite it before anything else sees it (route.ingress with the
+// path-normalize annotation).
+func (m *Matcher) MatchPath(r *http.Request, path string) bool {
 	if m.method != "" && r.Method != m.method {
 		return false
 	}
-	if !m.path.match(r.URL.Path) {
+	if !m.path.match(path) {
 		return false
 	}
 	for i := range m.headers {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/modules/filters/pathnormalize"
 	"github.com/coxswain-labs/coxswain/modules/httproute"
 )
 
@@ -26,6 +27,10 @@ type Match struct {
 	// "*.example.com" for one label before ".example.com".
 	Host  string          `json:"host,omitempty"`
 	Match httproute.Match `json:"match"`
+	// Normalize is a pathnormalize mode ("base", "merge-slashes", "decode-and-merge-slashes"):
+	// the path is matched as normalized, as the route's first filter (filter.http.path_normalize
+	// in the same mode) hands it on. "" matches the path as it came.
+	Normalize string `json:"normalize,omitempty"`
 }
 
 // config lets Matcher embed Match without a field clashing with the Match method.
@@ -60,6 +65,11 @@ func (m *Matcher) Provision(*core.BuildContext) error {
 	default:
 		m.exact = h
 	}
+	if m.Normalize != "" {
+		if err := pathnormalize.CheckMode(m.Normalize); err != nil {
+			return err
+		}
+	}
 	inner, err := httproute.New(m.config.Match)
 	if err != nil {
 		return err
@@ -68,11 +78,17 @@ func (m *Matcher) Provision(*core.BuildContext) error {
 	return nil
 }
 
-// Match reports whether r's host and path match. It does not allocate.
+// Match reports whether r's host and path match. It does not allocate, except to normalize a
+// path that changes.
 func (m *Matcher) Match(r *http.Request) bool {
 	if m.exact != "" || m.suffix != "" {
 		if !m.matchHost(requestHost(r.Host)) {
 			return false
+		}
+	}
+	if m.Normalize != "" {
+		if p, changed := pathnormalize.DecodedPath(m.Normalize, r.URL.EscapedPath()); changed {
+			return m.inner.MatchPath(r, p)
 		}
 	}
 	return m.inner.Match(r)

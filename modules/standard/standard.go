@@ -29,6 +29,7 @@ import (
 
 	// Filters.
 	_ "github.com/coxswain-labs/coxswain/modules/filters/basicauth"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/clientip"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/compression"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/cors"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/extauth"
@@ -36,6 +37,7 @@ import (
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ipaccess"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/jwtauth"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/mirror"
+	_ "github.com/coxswain-labs/coxswain/modules/filters/pathnormalize"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/ratelimit"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/redirect"
@@ -59,6 +61,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/tlsroute",
 	"github.com/coxswain-labs/coxswain/modules/udproute",
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth",
+	"github.com/coxswain-labs/coxswain/modules/filters/clientip",
 	"github.com/coxswain-labs/coxswain/modules/filters/compression",
 	"github.com/coxswain-labs/coxswain/modules/filters/cors",
 	"github.com/coxswain-labs/coxswain/modules/filters/extauth",
@@ -66,6 +69,7 @@ var Packages = []string{
 	"github.com/coxswain-labs/coxswain/modules/filters/ipaccess",
 	"github.com/coxswain-labs/coxswain/modules/filters/jwtauth",
 	"github.com/coxswain-labs/coxswain/modules/filters/mirror",
+	"github.com/coxswain-labs/coxswain/modules/filters/pathnormalize",
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex",
 	"github.com/coxswain-labs/coxswain/modules/filters/ratelimit",
 	"github.com/coxswain-labs/coxswain/modules/filters/redirect",

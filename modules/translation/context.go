@@ -38,6 +38,13 @@ type RouteContext interface {
 	// which the proxy answers with 500 for its share of traffic, and sets ResolvedRefs=False.
 	// The weight defaults to 1; 0 is kept (never chosen). filters are the backendRef's own.
 	Backend(field string, ref gwapiv1.BackendRef, filters []*irv1.ModuleConfig) *irv1.Backend
+	// BackendWith is Backend for a route kind whose objects carry settings of the cluster itself
+	// (an Ingress's load-balance and connect-timeout annotations). A setting the Service's
+	// CoxswainBackendPolicy makes wins, and the route is warned that its own is ignored; the
+	// others shape a variant of the Service port's cluster, named after them, so that routes
+	// without them keep the plain one. An algorithm the build cannot serve is warned about at
+	// s.AlgorithmField and ignored (round robin).
+	BackendWith(field string, ref gwapiv1.BackendRef, filters []*irv1.ModuleConfig, s ClusterSettings) *irv1.Backend
 	// Filters translates one filter list (field is its path, e.g. "spec.rules[0].filters") into
 	// module configs, in order: each standard filter type by its registered FilterTranslator,
 	// each ExtensionRef by its filter.ext.* module. GRPCRoute filters are passed as the
@@ -46,6 +53,23 @@ type RouteContext interface {
 	// answer with ResolvedRefs=False (Failure.Report does both).
 	Filters(field string, filters []gwapiv1.HTTPRouteFilter, env FilterEnv) ([]*irv1.ModuleConfig, *Failure)
 }
+
+// ClusterSettings are a route's own settings of the clusters its backends resolve to. The zero
+// value asks for nothing.
+type ClusterSettings struct {
+	// ConnectTimeoutMs bounds the connect to an endpoint (IR Cluster.connect_timeout_ms); 0 for
+	// the proxy's default.
+	ConnectTimeoutMs uint32
+	// Algorithm is a CoxswainBackendPolicy spec.loadBalancer.algorithm ("least_conn",
+	// "hash:header=x-user", ...); "" for the default, round robin.
+	Algorithm string
+	// ConnectTimeoutField and AlgorithmField are where the route sets them, for warnings
+	// ("metadata.annotations[...]").
+	ConnectTimeoutField, AlgorithmField string
+}
+
+// IsZero reports whether s asks for nothing.
+func (s ClusterSettings) IsZero() bool { return s.ConnectTimeoutMs == 0 && s.Algorithm == "" }
 
 // FilterEnv is what filter translation knows about the rule and the listener.
 type FilterEnv struct {

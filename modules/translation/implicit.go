@@ -7,6 +7,10 @@ import (
 	gwapiv1b1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
+// An implicit Gateway's spec.tls.frontend validation may name a Secret (key ca.crt) besides the
+// ConfigMaps and ClusterTrustBundles an operator's Gateway may: a route kind's CA lives in a
+// Secret (an Ingress's auth-tls-secret), and the ReferenceGrants the kind returns name it.
+
 // ImplicitNamespace is the namespace of the Gateways an ImplicitParentKind asks for. It is not a
 // DNS label, so no object of a cluster or a manifest can live in it: nothing but the kind's own
 // routes can attach to those Gateways, and no ReferenceGrant an operator writes names them.
@@ -48,6 +52,9 @@ type ImplicitWorld struct {
 	Objects func(gk schema.GroupKind) []Object
 	// Secret reports whether the Store holds Secret namespace/name.
 	Secret func(namespace, name string) bool
+	// SecretData is key of Secret namespace/name (nil when either is missing): for a kind that
+	// checks what it will ask the core to read (a CA bundle) and reports on its own object.
+	SecretData func(namespace, name, key string) []byte
 }
 
 // ImplicitParents is what the core adds to a translation for an ImplicitParentKind.

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	gwclientset "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -79,6 +80,8 @@ type controllerOpts struct {
 	provisioning *controller.Provisioning
 	// kindSettings are the controller's KindSettings (--ingress-http-address, ...).
 	kindSettings map[string]string
+	// ingressStatusService is --ingress-status-service.
+	ingressStatusService types.NamespacedName
 }
 
 // publishedSnapshots keeps the latest snapshot a controller's in-process proxy applied: what a
@@ -164,14 +167,15 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 	}
 	c, err := controller.New(controller.Options{
 		Log: log, Kube: kube, Gateway: gw, REST: cfg, Registry: reg,
-		NewPublisher:    newPub,
-		ControllerName:  o.name,
-		StatusAddresses: parsed,
-		Holdoff:         20 * time.Millisecond,
-		ShutdownTimeout: 2 * time.Second,
-		Documents:       o.documents,
-		Provisioning:    o.provisioning,
-		KindSettings:    o.kindSettings,
+		NewPublisher:         newPub,
+		ControllerName:       o.name,
+		StatusAddresses:      parsed,
+		Holdoff:              20 * time.Millisecond,
+		ShutdownTimeout:      2 * time.Second,
+		Documents:            o.documents,
+		Provisioning:         o.provisioning,
+		KindSettings:         o.kindSettings,
+		IngressStatusService: o.ingressStatusService,
 		LeaderElection: controller.LeaderElection{
 			Namespace: o.leaseNamespace, Name: o.lease, Identity: o.identity,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,

@@ -7,11 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/filters/basicauth"
+	"github.com/coxswain-labs/coxswain/modules/filters/clientip"
+	"github.com/coxswain-labs/coxswain/modules/filters/pathnormalize"
 	"github.com/coxswain-labs/coxswain/modules/filters/pathregex"
 	"github.com/coxswain-labs/coxswain/modules/filters/sizelimit"
 	"github.com/coxswain-labs/coxswain/modules/translation"
@@ -41,9 +44,7 @@ var extensionAnnotations = []struct {
 // unimplemented are annotations of docs/ingress.md this build reads but does not serve yet:
 // each is reported, never silently ignored.
 var unimplemented = []string{
-	"trust-forwarded-for", "forwarded-for-header",
-	"forwarded-for-trusted-cidrs", "auth-tls-secret", "auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream",
-	"load-balance", "path-normalize", "connect-timeout",
+	"auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream",
 }
 
 // annotations is what an Ingress's annotations ask of every one of its paths.
@@ -60,6 +61,12 @@ type annotations struct {
 	retry       *irv1.Retry
 	mirror      *gwapiv1.HTTPRequestMirrorFilter
 	extensions  []gwapiv1.LocalObjectReference
+	// normalize is the path-normalize mode, "" for none.
+	normalize string
+	// clientIP is what trust-forwarded-for asks (filter.http.client_ip), nil for nothing.
+	clientIP *clientip.Config
+	// cluster is what load-balance and connect-timeout ask of the backends' clusters.
+	cluster translation.ClusterSettings
 	// closed is why an auth annotation cannot be served: its object is missing (fail closed).
 	closed string
 }
@@ -95,6 +102,28 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string, exists f
 			} else {
 				out.timeouts.RequestMs = ms
 			}
+		}
+	}
+	if v, ok := get("connect-timeout"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Millisecond || d.Milliseconds() > int64(^uint32(0)) {
+			bad("connect-timeout", "%q is not a duration of at least 1ms (\"2s\")", v)
+		} else {
+			out.cluster.ConnectTimeoutMs = uint32(d.Milliseconds()) //nolint:gosec // bounded above
+			out.cluster.ConnectTimeoutField = "metadata.annotations[" + Prefix + "connect-timeout]"
+		}
+	}
+	if v, ok := get("load-balance"); ok && v != "" {
+		// The translator checks the algorithm against the build (BackendWith) and warns there.
+		out.cluster.Algorithm = v
+		out.cluster.AlgorithmField = "metadata.annotations[" + Prefix + "load-balance]"
+	}
+	out.clientIP = clientIPOf(get, bad)
+	if v, ok := get("path-normalize"); ok {
+		if err := pathnormalize.CheckMode(v); err != nil {
+			bad("path-normalize", "%v", err)
+		} else {
+			out.normalize = v
 		}
 	}
 	out.reqHeader = headerFilter(get, bad, "request-header")
@@ -153,6 +182,57 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string, exists f
 		}
 	}
 	return out
+}
+
+// maxHops caps trust-forwarded-for's number of proxies.
+const maxHops = 64
+
+// clientIPOf reads trust-forwarded-for ("true" for one proxy, a number of proxies, "false"),
+// forwarded-for-header and forwarded-for-trusted-cidrs.
+func clientIPOf(get func(string) (string, bool), bad func(string, string, ...any)) *clientip.Config {
+	v, ok := get("trust-forwarded-for")
+	if !ok {
+		for _, k := range []string{"forwarded-for-header", "forwarded-for-trusted-cidrs"} {
+			if _, set := get(k); set {
+				bad(k, "needs ingress.coxswain-labs.dev/trust-forwarded-for")
+			}
+		}
+		return nil
+	}
+	c := &clientip.Config{}
+	if b, err := strconv.ParseBool(v); err == nil {
+		if !b {
+			return nil
+		}
+		c.Hops = 1
+	} else if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= maxHops {
+		c.Hops = uint32(n) //nolint:gosec // bounded above
+	} else {
+		bad("trust-forwarded-for", "%q is not true, false or a number of proxies 1-%d", v, maxHops)
+		return nil
+	}
+	if h, ok := get("forwarded-for-header"); ok {
+		if !httpguts.ValidHeaderFieldName(h) {
+			bad("forwarded-for-header", "%q is not a header name; X-Forwarded-For is read", h)
+		} else {
+			c.Header = h
+		}
+	}
+	if cidrs, ok := get("forwarded-for-trusted-cidrs"); ok {
+		for _, e := range strings.Split(cidrs, ",") {
+			if _, err := clientip.ParsePrefix(e); err != nil {
+				bad("forwarded-for-trusted-cidrs", "%v; left out", err)
+				continue
+			}
+			c.TrustedCIDRs = append(c.TrustedCIDRs, strings.TrimSpace(e))
+		}
+		if len(c.TrustedCIDRs) == 0 {
+			bad("forwarded-for-trusted-cidrs", "no valid range; the header is not trusted")
+			return nil
+		}
+		c.Hops = 0 // the ranges decide which entries are proxies
+	}
+	return c
 }
 
 // maxRetries caps retry, as HTTPRoute retries are capped.
@@ -344,6 +424,14 @@ func (a *annotations) filters(rc translation.RouteContext, env translation.Filte
 	}
 	if a.maxBody != "" {
 		out = append([]*irv1.ModuleConfig{core.MustConfig(sizelimit.ModuleID, sizelimit.Config{MaxSize: a.maxBody})}, out...)
+	}
+	if a.normalize != "" {
+		// Before every other filter: they, and the backend, see the path the route matched.
+		out = append([]*irv1.ModuleConfig{core.MustConfig(pathnormalize.ModuleID, pathnormalize.Config{Mode: a.normalize})}, out...)
+	}
+	if a.clientIP != nil {
+		// First: every per-client filter after it (IpAccessControl, RateLimit) sees the client.
+		out = append([]*irv1.ModuleConfig{core.MustConfig(clientip.ModuleID, a.clientIP)}, out...)
 	}
 	if regexRewrite != nil {
 		out = append(out, regexRewrite)

@@ -18,8 +18,14 @@ import (
 // A rule index of an entry counts the paths of every rule in order, then the defaultBackend:
 // it is what DropRule and the IR route names ("Ingress/<ns>/<name>/rule/<i>/match/0") refer to.
 
-func build(rc translation.RouteContext, ing *networkingv1.Ingress, exists func(kind, name string) bool) []*translation.Entry {
+func build(rc translation.RouteContext, ing *networkingv1.Ingress, ctls clientTLS, exists func(kind, name string) bool) []*translation.Entry {
 	ann := parseAnnotations(rc, ing.Annotations, exists)
+	if why := clientTLSClosed(ctls, rc.Listener(), ann.sslRedirect); why != "" && ann.closed == "" {
+		ann.closed = why
+		if rc.Listener().Protocol != gwapiv1.HTTPProtocolType {
+			rc.Warn("metadata.annotations["+Prefix+"auth-tls-secret]", "%s: its paths there answer 503 (auth fails closed)", why)
+		}
+	}
 	var out []*translation.Entry
 	idx := 0
 	for i, rule := range ing.Spec.Rules {
@@ -63,7 +69,7 @@ func buildPath(rc translation.RouteContext, idx int, field, host string, p *netw
 	if field == "spec.defaultBackend" {
 		backendField = field
 	}
-	r := &irv1.Route{Match: core.MustConfig(ingress.ModuleID, ingress.Match{Host: host, Match: m})}
+	r := &irv1.Route{Match: core.MustConfig(ingress.ModuleID, ingress.Match{Host: host, Match: m, Normalize: ann.normalize})}
 	env := translation.FilterEnv{Kind: "Ingress", Listener: rc.Listener()}
 	if m.Path != nil && m.Path.Type == httproute.MatchPathPrefix {
 		env.HasPrefix, env.Prefix = true, m.Path.Value
@@ -80,7 +86,7 @@ func buildPath(rc translation.RouteContext, idx int, field, host string, p *netw
 		r.Filters = filters
 		r.Timeouts = ann.timeouts
 		r.Retry = ann.retry
-		if be := backend(rc, idx, backendField, p.Backend); be != nil {
+		if be := backend(rc, idx, backendField, p.Backend, ann.cluster); be != nil {
 			r.Backends = []*irv1.Backend{be}
 		} else {
 			return nil
@@ -91,7 +97,7 @@ func buildPath(rc translation.RouteContext, idx int, field, host string, p *netw
 
 // backend resolves an Ingress backend to a Service port; a resource backend, or a port by name,
 // is refused (the rule is dropped, and its Ingress gets a Warning Event).
-func backend(rc translation.RouteContext, idx int, field string, b networkingv1.IngressBackend) *irv1.Backend {
+func backend(rc translation.RouteContext, idx int, field string, b networkingv1.IngressBackend, cs translation.ClusterSettings) *irv1.Backend {
 	if b.Resource != nil {
 		rc.DropRule(idx, field+".resource", gwapiv1.RouteReasonInvalidKind, "resource backends (%s %s) are not supported: use a Service", b.Resource.Kind, b.Resource.Name)
 		return nil
@@ -106,6 +112,9 @@ func backend(rc translation.RouteContext, idx int, field string, b networkingv1.
 	}
 	port := gwapiv1.PortNumber(b.Service.Port.Number)
 	ref := gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: gwapiv1.ObjectName(b.Service.Name), Port: &port}}
+	if !cs.IsZero() {
+		return rc.BackendWith(field+".service", ref, nil, cs)
+	}
 	return rc.Backend(field+".service", ref, nil)
 }
 

@@ -57,8 +57,13 @@ func init() { core.RegisterModule(&Kind{}) }
 // Kind is the Ingress route kind. One value lives for one translation (RouteKinds calls New):
 // ImplicitParents records which Ingresses are ours, and Route reads it.
 type Kind struct {
-	ours  map[types.NamespacedName]bool
-	https bool // an HTTPS Gateway exists (some Ingress has TLS)
+	ours map[types.NamespacedName]bool
+	// httpsGateways are the implicit HTTPS Gateways made (none when no Ingress has TLS), and
+	// the hostnames of each one's listeners.
+	httpsGateways []string
+	httpsHosts    map[string][]string
+	// clientTLS is what each Ingress's auth-tls-secret made (clienttls.go).
+	clientTLS map[types.NamespacedName]clientTLS
 	// present holds the auth filter objects of the Store ("<Kind>/<namespace>/<name>"): an auth
 	// annotation naming one that does not exist fails closed.
 	present map[string]bool
@@ -118,7 +123,14 @@ func (k *Kind) Route(o translation.Object) (translation.Route, bool) {
 	if !ok {
 		return nil, false
 	}
-	return route{ing: ing, ours: k.ours[types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}], https: k.https, present: k.present}, true
+	key := types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}
+	r := route{ing: ing, ours: k.ours[key], present: k.present, clientTLS: k.clientTLS[key]}
+	for _, gw := range k.httpsGateways {
+		if r.reaches(k.httpsHosts[gw]) {
+			r.https = append(r.https, gw)
+		}
+	}
+	return r, true
 }
 
 // classes are the names of the IngressClasses whose controller is ours, and the default one.
@@ -155,10 +167,11 @@ func isOurs(ing *networkingv1.Ingress, ours map[string]bool, def string) bool {
 }
 
 type route struct {
-	ing     *networkingv1.Ingress
-	ours    bool
-	https   bool
-	present map[string]bool
+	ing       *networkingv1.Ingress
+	ours      bool
+	https     []string
+	present   map[string]bool
+	clientTLS clientTLS
 }
 
 var _ translation.Route = route{}
@@ -170,8 +183,8 @@ func (r route) ParentRefs() []gwapiv1.ParentReference {
 		return nil
 	}
 	refs := []gwapiv1.ParentReference{implicitRef(httpGateway)}
-	if r.https {
-		refs = append(refs, implicitRef(httpsGateway))
+	for _, gw := range r.https {
+		refs = append(refs, implicitRef(gw))
 	}
 	return refs
 }
@@ -193,7 +206,37 @@ func (r route) Hostnames() []gwapiv1.Hostname {
 }
 
 func (r route) Build(rc translation.RouteContext) []*translation.Entry {
-	return build(rc, r.ing, func(kind, name string) bool { return r.present[kind+"/"+r.ing.Namespace+"/"+name] })
+	return build(rc, r.ing, r.clientTLS, func(kind, name string) bool { return r.present[kind+"/"+r.ing.Namespace+"/"+name] })
+}
+
+// reaches reports whether some host of r can be served by a listener with one of hostnames:
+// naming a Gateway that cannot take the route would only earn it a NoMatchingListenerHostname.
+func (r route) reaches(hostnames []string) bool {
+	hosts := r.Hostnames()
+	if hosts == nil {
+		return true
+	}
+	for _, lh := range hostnames {
+		for _, h := range hosts {
+			if intersects(string(h), lh) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// intersects is Gateway API hostname intersection of a route host and a listener hostname.
+func intersects(h, lh string) bool {
+	switch {
+	case lh == "" || strings.EqualFold(h, lh):
+		return true
+	case strings.HasPrefix(lh, "*.") && strings.HasSuffix(strings.ToLower(h), strings.ToLower(lh[1:])):
+		return true
+	case strings.HasPrefix(h, "*.") && strings.HasSuffix(strings.ToLower(lh), strings.ToLower(h[1:])):
+		return true
+	}
+	return false
 }
 
 func implicitRef(name string) gwapiv1.ParentReference {

@@ -28,7 +28,8 @@ const ClassName = translation.ImplicitClassPrefix + "ingress"
 
 // ImplicitParents selects our Ingresses and makes their Gateways: HTTP on the http address,
 // and HTTPS with one listener per TLS host (the oldest Ingress naming a host gives its
-// certificate; a tls entry without hosts is the certificate for every other name).
+// certificate; a tls entry without hosts is the certificate for every other name), on a Gateway
+// per client CA (clienttls.go).
 func (k *Kind) ImplicitParents(w translation.ImplicitWorld) translation.ImplicitParents {
 	ours, def := classes(w.Objects(ClassGK))
 	k.present = map[string]bool{}
@@ -61,24 +62,76 @@ func (k *Kind) ImplicitParents(w translation.ImplicitWorld) translation.Implicit
 		out.Gateways = append(out.Gateways, gw)
 	}
 	httpsAddr := setting(w.Settings, SettingHTTPSAddress, DefaultHTTPSAddress)
-	ls, grants := tlsListeners(ings, httpsAddr)
-	if len(ls) > 0 {
-		if gw := implicitGateway(httpsGateway, httpsAddr, ls); gw != nil {
-			out.Gateways = append(out.Gateways, gw)
-			out.ReferenceGrants = grants
-			k.https = true
+	var cas map[caRef]string
+	k.clientTLS, cas = readClientTLS(ings, w)
+	k.httpsHosts = map[string][]string{}
+	byGateway, grants := tlsListeners(ings, httpsAddr, k.clientTLS, cas)
+	out.ReferenceGrants = grants
+	names := make([]string, 0, len(byGateway))
+	for name := range byGateway {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	refOf := map[string]caRef{}
+	for ref, name := range cas {
+		refOf[name] = ref
+	}
+	for _, name := range names {
+		gw := implicitGateway(name, httpsAddr, byGateway[name])
+		if gw == nil {
+			continue
+		}
+		if ref, ok := refOf[name]; ok {
+			gw.Spec.TLS = frontendValidation(ref)
+		}
+		out.Gateways = append(out.Gateways, gw)
+		k.httpsGateways = append(k.httpsGateways, name)
+		for _, l := range byGateway[name] {
+			h := ""
+			if l.Hostname != nil {
+				h = string(*l.Hostname)
+			}
+			k.httpsHosts[name] = append(k.httpsHosts[name], h)
 		}
 	}
 	return out
 }
 
-// tlsListeners makes one HTTPS listener per TLS host, and the ReferenceGrants that let the
-// implicit Gateway read each Secret.
-func tlsListeners(ings []*networkingv1.Ingress, addr string) ([]gwapiv1.Listener, []*gwapiv1b1.ReferenceGrant) {
+// tlsListeners makes one HTTPS listener per TLS host, on the Gateway of the CA of the Ingress
+// that gives the host's certificate (the oldest naming it), else on ingress-https; and the
+// ReferenceGrants that let the implicit Gateways read each certificate and CA Secret.
+func tlsListeners(ings []*networkingv1.Ingress, addr string, ctls map[types.NamespacedName]clientTLS, cas map[caRef]string) (map[string][]gwapiv1.Listener, []*gwapiv1b1.ReferenceGrant) {
 	seen := map[string]bool{}
-	var ls []gwapiv1.Listener
+	ls := map[string][]gwapiv1.Listener{}
+	n := 0
 	grants := map[string]*gwapiv1b1.ReferenceGrant{}
+	grant := func(ns, secret string) {
+		g := grants[ns]
+		if g == nil {
+			g = &gwapiv1b1.ReferenceGrant{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "implicit.coxswain-ingress"},
+				Spec: gwapiv1b1.ReferenceGrantSpec{
+					From: []gwapiv1b1.ReferenceGrantFrom{{Group: gwapiv1.GroupName, Kind: "Gateway", Namespace: translation.ImplicitNamespace}},
+				},
+			}
+			grants[ns] = g
+		}
+		name := gwapiv1.ObjectName(secret)
+		for _, to := range g.Spec.To {
+			if to.Name != nil && *to.Name == name {
+				return
+			}
+		}
+		g.Spec.To = append(g.Spec.To, gwapiv1b1.ReferenceGrantTo{Kind: "Secret", Name: &name})
+	}
+	for ref := range cas {
+		grant(ref.namespace, ref.name)
+	}
 	for _, ing := range ings {
+		gateway := httpsGateway
+		if c := ctls[types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}]; c.gateway != "" {
+			gateway = c.gateway
+		}
 		for _, t := range ing.Spec.TLS {
 			if t.SecretName == "" {
 				continue
@@ -94,19 +147,9 @@ func tlsListeners(ings []*networkingv1.Ingress, addr string) ([]gwapiv1.Listener
 				seen[h] = true
 				ns := gwapiv1.Namespace(ing.Namespace)
 				ref := gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(t.SecretName), Namespace: &ns}
-				ls = append(ls, listener(fmt.Sprintf("tls-%d", len(ls)), gwapiv1.HTTPSProtocolType, addr, h, []gwapiv1.SecretObjectReference{ref}))
-				g := grants[ing.Namespace]
-				if g == nil {
-					g = &gwapiv1b1.ReferenceGrant{
-						ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: "implicit.coxswain-ingress"},
-						Spec: gwapiv1b1.ReferenceGrantSpec{
-							From: []gwapiv1b1.ReferenceGrantFrom{{Group: gwapiv1.GroupName, Kind: "Gateway", Namespace: translation.ImplicitNamespace}},
-						},
-					}
-					grants[ing.Namespace] = g
-				}
-				name := gwapiv1.ObjectName(t.SecretName)
-				g.Spec.To = append(g.Spec.To, gwapiv1b1.ReferenceGrantTo{Kind: "Secret", Name: &name})
+				ls[gateway] = append(ls[gateway], listener(fmt.Sprintf("tls-%d", n), gwapiv1.HTTPSProtocolType, addr, h, []gwapiv1.SecretObjectReference{ref}))
+				n++
+				grant(ing.Namespace, t.SecretName)
 			}
 		}
 	}
@@ -117,6 +160,7 @@ func tlsListeners(ings []*networkingv1.Ingress, addr string) ([]gwapiv1.Listener
 	sort.Strings(nss)
 	out := make([]*gwapiv1b1.ReferenceGrant, 0, len(nss))
 	for _, ns := range nss {
+		sort.Slice(grants[ns].Spec.To, func(i, j int) bool { return *grants[ns].Spec.To[i].Name < *grants[ns].Spec.To[j].Name })
 		out = append(out, grants[ns])
 	}
 	return ls, out
