@@ -42,7 +42,15 @@ type Coxswain struct {
 }
 
 // EnvProvisioning picks how the conformance stack gives Gateways their addresses (see
-// startCoxswain): "shared" (the default) or "pool".
+// startCoxswain): "pool" (the default) or "shared".
+//
+// Shared is not the default yet: the controller's VIP Services select the shared pool's pods
+// (--shared-proxy-selector), but a Service selects pods of its own namespace only, and a VIP
+// Service lives in its Gateway's namespace while the pool lives in the controller's, so the
+// VIP Services never get endpoints and every request is refused (the service proxy routes
+// what the EndpointSlices say, and they are empty). The harness side works (the harness check
+// reaches a pod through its cluster IP); the switch is one line here once the controller
+// publishes the pool's pods as the VIP Services' endpoints.
 const EnvProvisioning = "COXSWAIN_CONFORMANCE_PROVISIONING"
 
 // The values of EnvProvisioning.
@@ -56,12 +64,12 @@ const (
 	ProvisioningPool = "pool"
 )
 
-// Provisioning is EnvProvisioning's value, shared when unset.
+// Provisioning is EnvProvisioning's value, pool when unset.
 func Provisioning() string {
 	if p := os.Getenv(EnvProvisioning); p != "" {
 		return p
 	}
-	return ProvisioningShared
+	return ProvisioningPool
 }
 
 // startCoxswain starts Coxswain in the mode Provisioning names.
