@@ -74,7 +74,8 @@ test-examples:
 # Debian packages the tests use: iproute2 (`ip`) sets up the integration tests' private network
 # namespace; redis-server backs the RateLimit filter's Global mode tests; curl runs
 # examples/filters/try.sh; chromium (headless, driven by chromedp; chromium-driver comes with it)
-# runs the operator console's browser tests (test/browser). Installed only when missing (CI runs
+# runs the operator console's browser tests (test/browser); nftables (`nft`) is the conformance
+# harness's service proxy (test/conformance/serviceproxy). Installed only when missing (CI runs
 # as root).
 test-deps:
 	@missing=""; \
@@ -82,6 +83,7 @@ test-deps:
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v curl >/dev/null || missing="$$missing curl ca-certificates"; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
+	command -v nft >/dev/null || missing="$$missing nftables"; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y --no-install-recommends $$missing; fi
 
 vet:

@@ -136,10 +136,11 @@ func suiteOptions(t *testing.T, c *harness.Cluster, profiles []suite.Conformance
 			Contact:      []string{"https://github.com/coxswain-labs/coxswain/issues"},
 		},
 	}
-	// GatewayStaticAddresses: one address the proxy can bind and one it cannot (flags
-	// -usable-address and -unusable-address override them).
+	// GatewayStaticAddresses: one address a Gateway can have and one it cannot (flags
+	// -usable-address and -unusable-address override them): in shared mode a free cluster IP
+	// and one outside the ServiceCIDR; in pool mode one the proxy can bind and one it cannot.
 	ip := gwapiv1.IPAddressType
-	opts.UsableNetworkAddresses = []gwapiv1.GatewaySpecAddress{{Type: &ip, Value: harness.UsableAddress}}
+	opts.UsableNetworkAddresses = []gwapiv1.GatewaySpecAddress{{Type: &ip, Value: c.UsableAddress}}
 	opts.UnusableNetworkAddresses = []gwapiv1.GatewaySpecAddress{{Type: &ip, Value: harness.UnusableAddress}}
 	flags.ApplyAll(&opts)
 	if !slices.Equal(opts.ConformanceProfiles, profiles) {

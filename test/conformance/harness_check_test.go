@@ -39,10 +39,11 @@ import (
 // a Deployment's pod is named <deployment>-<hash>-<random>, becomes Ready with an address of the
 // pod range once its HTTP and HTTPS ports listen (the certificate from a Secret volume, the pod
 // name from a fieldRef), is published in its Service's EndpointSlice, answers echo-basic's JSON,
-// has its log line readable through pods/log, and is deleted with its namespace. And the static
-// addresses the suite is given are what they are said to be.
+// answers on its Service's cluster IP through the service proxy (and a port the Service does not
+// have is refused), has its log line readable through pods/log, and is deleted with its
+// namespace. And the static addresses the suite is given are what they are said to be.
 func checkHarness(t *testing.T, c *harness.Cluster) {
-	checkStaticAddresses(t)
+	checkStaticAddresses(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube := c.Env.Kube
@@ -71,6 +72,28 @@ func checkHarness(t *testing.T, c *harness.Cluster) {
 	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // self-signed test cert
 	get(t, insecure, fmt.Sprintf("https://%s:8443/tls", ip))
+	// Through the Service's cluster IP, as the suite reaches a shared Gateway's VIP Service.
+	svc, err := kube.CoreV1().Services(ns).Get(ctx, "echo", metav1.GetOptions{})
+	must(t, err)
+	var viaService struct{ Pod string }
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		res, err := (&http.Client{Timeout: 2 * time.Second}).Get(fmt.Sprintf("http://%s:8080/via-service", svc.Spec.ClusterIP))
+		if err != nil {
+			return false, nil // until the service proxy has the endpoint
+		}
+		defer res.Body.Close()
+		return res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&viaService) == nil, nil
+	})
+	if err != nil || viaService.Pod != pod.Name {
+		t.Fatalf("GET http://%s:8080 (Service echo): %v, answered by %q, want %s (rules in %s/serviceproxy.nft)",
+			svc.Spec.ClusterIP, err, viaService.Pod, pod.Name, c.Artifacts)
+	}
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(svc.Spec.ClusterIP, "8081"), 2*time.Second); err == nil {
+		conn.Close()
+		t.Errorf("%s:8081, a port Service echo does not have, accepted a connection", svc.Spec.ClusterIP)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("%s:8081, a port Service echo does not have: %v, want connection refused", svc.Spec.ClusterIP, err)
+	}
 
 	logs, err := kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "echo"}).DoRaw(ctx)
 	must(t, err)
@@ -88,12 +111,30 @@ func checkHarness(t *testing.T, c *harness.Cluster) {
 	}
 }
 
-// checkStaticAddresses binds the usable static address and fails to bind the unusable one, as
-// the proxy will (it runs in this network namespace).
-func checkStaticAddresses(t *testing.T) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(harness.UsableAddress, "0"))
+// checkStaticAddresses checks that the suite's usable static address is usable and its unusable
+// one is not, as Coxswain will find them. In shared mode a static IPAddress pins the VIP
+// Service's cluster IP, so the API server decides: a dry-run Service asking for each is accepted
+// and refused. In pool mode the proxy binds it in this network namespace: the usable one binds,
+// the unusable one fails with EADDRNOTAVAIL.
+func checkStaticAddresses(t *testing.T, c *harness.Cluster) {
+	if c.Provisioning == harness.ProvisioningShared {
+		for addr, usable := range map[string]bool{c.UsableAddress: true, harness.UnusableAddress: false} {
+			_, err := c.Env.Kube.CoreV1().Services("default").Create(context.Background(), &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "static-address-check"},
+				Spec:       corev1.ServiceSpec{ClusterIP: addr, Ports: []corev1.ServicePort{{Port: 80}}},
+			}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if usable && err != nil {
+				t.Fatalf("usable address %s refused as a cluster IP: %v", addr, err)
+			}
+			if !usable && err == nil {
+				t.Fatalf("unusable address %s accepted as a cluster IP", addr)
+			}
+		}
+		return
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(c.UsableAddress, "0"))
 	if err != nil {
-		t.Fatalf("usable address %s cannot be bound: %v", harness.UsableAddress, err)
+		t.Fatalf("usable address %s cannot be bound: %v", c.UsableAddress, err)
 	}
 	must(t, ln.Close())
 	ln, err = net.Listen("tcp", net.JoinHostPort(harness.UnusableAddress, "0"))

@@ -22,7 +22,8 @@
 #   a run with any is partial and never published.
 #   CONFORMANCE_CHANNELS (default "standard experimental") picks the channels and their order;
 #   CONFORMANCE_PARALLEL (default 4) sets go test -parallel; CONFORMANCE_TIMEOUT (default 45m),
-#   per channel.
+#   per channel. COXSWAIN_CONFORMANCE_PROVISIONING=shared runs shared-mode provisioning in place
+#   of the address pool (test/conformance/README.md, "Provisioning modes"); it is never published.
 set -euo pipefail
 # Gateway API v1.7.0 needs Go 1.27: the toolchain comes from the module proxy (see the Makefile).
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
@@ -45,6 +46,8 @@ export GOWORK=off
 log() { printf '[conformance %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 command -v ip >/dev/null || { apt-get update && apt-get install -y --no-install-recommends iproute2; }
+# nft programs the harness's service proxy (test/conformance/serviceproxy).
+command -v nft >/dev/null || { apt-get update && apt-get install -y --no-install-recommends nftables; }
 command -v nsenter >/dev/null || { echo "run.sh: nsenter (util-linux) is required" >&2; exit 1; }
 
 start=$(date +%s)
@@ -59,9 +62,9 @@ log "building coxswain $version, echo-basic, dnsresponder and the test binary"
 	go build -o "$bin/echo-basic" sigs.k8s.io/gateway-api-conformance-images/echo-basic
 	go build -o "$bin/dnsresponder" ./cmd/dnsresponder
 	go test -c -o "$bin/conformance.test" .
-	# The harness's own unit tests (kubelet pieces, DNS responder): seconds, and a broken
-	# harness is better caught here than as a suite failure.
-	go test -race -count=1 ./kubelet/ ./cmd/...
+	# The harness's own unit tests (kubelet pieces, service proxy, DNS responder): seconds, and
+	# a broken harness is better caught here than as a suite failure.
+	go test -race -count=1 ./kubelet/ ./serviceproxy/ ./cmd/...
 )
 log "built in $(($(date +%s) - start))s"
 
@@ -108,7 +111,9 @@ run_channel() {
 	if [[ -f $report ]]; then
 		log "$channel: report $report"
 		if [[ $# == 0 && $status == 0 ]]; then
-			if [[ ${CONFORMANCE_PUBLISH:-0} == 1 ]]; then
+			if [[ ${CONFORMANCE_PUBLISH:-0} == 1 && ${COXSWAIN_CONFORMANCE_PROVISIONING:-pool} != pool ]]; then
+				log "$channel: not published: the committed reports come from the default (pool) mode, this run is ${COXSWAIN_CONFORMANCE_PROVISIONING}"
+			elif [[ ${CONFORMANCE_PUBLISH:-0} == 1 ]]; then
 				mkdir -p "$reports"
 				cp "$report" "$committed"
 				log "$channel: published to $committed"

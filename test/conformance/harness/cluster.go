@@ -1,14 +1,16 @@
 // Package harness brings up the whole stack the conformance suite runs against, with no container
 // runtime, inside the private network namespace of the test binary (test/integration/netns):
 // etcd and kube-apiserver (test/integration/env), kube-controller-manager, the process kubelet
-// (../kubelet) and Coxswain: a `coxswain controller` process and a `coxswain proxy` process it
-// streams snapshots to over the discovery protocol, plus a GatewayClass it has accepted.
+// (../kubelet), the service proxy (../serviceproxy) and Coxswain: a `coxswain controller`
+// process and the `coxswain proxy` it streams snapshots to over the discovery protocol, plus a
+// GatewayClass it has accepted.
 //
 // Addresses, all local to the namespace:
 //
 //	10.99.255.254        the node: kubelet API (:10250) and the node's InternalIP
 //	10.244.0.0/16        pods, behind the bridge cxpods0 (10.244.0.1), one network namespace each
-//	10.250.0.0/24        Gateway addresses: routed to lo, so Coxswain can bind any of them
+//	10.96.0.0/16         Service cluster IPs, translated to endpoints by the service proxy
+//	10.250.0.0/24        pool mode only: Gateway addresses, routed to lo so Coxswain can bind any
 package harness
 
 import (
@@ -23,6 +25,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/coxswain-labs/coxswain/test/conformance/kubelet"
+	"github.com/coxswain-labs/coxswain/test/conformance/serviceproxy"
 	"github.com/coxswain-labs/coxswain/test/integration/env"
 	"github.com/coxswain-labs/coxswain/test/integration/netns"
 )
@@ -34,8 +37,13 @@ const (
 	// StaticRange is local like GatewayPool but not the pool's: Gateways that name an address of
 	// it in spec.addresses (GatewayStaticAddresses) bind it, and the pool never hands it out.
 	StaticRange = "10.250.1.0/24"
-	// UsableAddress is the suite's usable static address: in StaticRange.
+	// UsableAddress is the suite's usable static address in pool mode: in StaticRange.
 	UsableAddress = "10.250.1.10"
+	// SharedUsableAddress is the suite's usable static address in shared mode, where a static
+	// IPAddress pins the VIP Service's cluster IP: in ServiceCIDR, in the low band the API
+	// server keeps for static assignment (its dynamic allocations take the rest first), so no
+	// Service of the suite has taken it when the test asks for it.
+	SharedUsableAddress = "10.96.0.250"
 	// UnusableAddress is the suite's unusable static address: TEST-NET-1 (RFC 5737), which
 	// nothing in the namespace holds or routes, so binding it fails (EADDRNOTAVAIL) and no packet
 	// for it can leave the namespace.
@@ -90,6 +98,11 @@ type Cluster struct {
 	Artifacts  string
 	Binaries   Binaries
 	Coxswain   *Coxswain
+	// Provisioning is how Gateways get addresses: ProvisioningShared or ProvisioningPool.
+	Provisioning string
+	// UsableAddress is the static address Gateways can have in this mode (the suite's
+	// UsableNetworkAddresses); UnusableAddress is unusable in both.
+	UsableAddress string
 }
 
 // Start brings up the control plane, the node and Coxswain; everything stops when t ends.
@@ -117,19 +130,25 @@ func start(t *testing.T, coxswain func(*testing.T, *Cluster) *Coxswain) *Cluster
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{Channel: Channel(), Artifacts: artifacts, Binaries: binaries(t)}
+	c := &Cluster{Channel: Channel(), Artifacts: artifacts, Binaries: binaries(t),
+		Provisioning: Provisioning(), UsableAddress: SharedUsableAddress}
 	t.Logf("harness: binaries ready (%s)", time.Since(began).Round(time.Millisecond))
-	for _, cidr := range []string{GatewayPool, StaticRange} {
-		if err := localRoute(cidr); err != nil {
-			t.Fatal(err)
+	if c.Provisioning == ProvisioningPool {
+		c.UsableAddress = UsableAddress
+		for _, cidr := range []string{GatewayPool, StaticRange} {
+			if err := localRoute(cidr); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	c.Env = env.Start(t, gatewayAPI(t, c.Channel), env.WithAPIServerFlag("service-cluster-ip-range", ServiceCIDR))
 	c.Kubeconfig = c.Env.WriteKubeConfig(t)
 	startKCM(t, c)
 	startKubelet(t, c)
+	startServiceProxy(t, c)
 	c.Coxswain = coxswain(t, c)
-	t.Logf("harness: cluster up (Gateway API %s channel) in %s; logs in %s", c.Channel, time.Since(began).Round(time.Millisecond), artifacts)
+	t.Logf("harness: cluster up (Gateway API %s channel, %s provisioning) in %s; logs in %s",
+		c.Channel, c.Provisioning, time.Since(began).Round(time.Millisecond), artifacts)
 	return c
 }
 
@@ -158,6 +177,26 @@ func startKubelet(t *testing.T, c *Cluster) {
 		t.Fatal(err)
 	}
 	wait, err := k.Run(ctx, 8)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		wait()
+		_ = log.Sync()
+	})
+}
+
+// startServiceProxy makes cluster IPs work for connections from the harness's namespace, where
+// the suite's clients run: a shared Gateway's address is its VIP Service's cluster IP.
+func startServiceProxy(t *testing.T, c *Cluster) {
+	t.Helper()
+	log := fileLogger(t, filepath.Join(c.Artifacts, "serviceproxy.log"))
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &serviceproxy.Proxy{Client: c.Env.Kube, ServiceCIDR: netip.MustParsePrefix(ServiceCIDR), Log: log,
+		RulesetFile: filepath.Join(c.Artifacts, "serviceproxy.nft")}
+	wait, err := p.Run(ctx)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

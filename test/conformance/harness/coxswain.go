@@ -33,20 +33,66 @@ const (
 )
 
 // Coxswain is the product under test: a `coxswain controller` process streaming snapshots over
-// the discovery protocol to a `coxswain proxy` process, which binds every Gateway's listeners on
-// the address the controller gave it from GatewayPool.
+// the discovery protocol to `coxswain proxy` processes: the shared pool's pod (shared mode) or a
+// process of the harness binding every Gateway's listeners on its pool address (pool mode).
 type Coxswain struct {
 	Controller *process
-	Proxy      *process
+	Proxy      *process // the pool mode's proxy process; in shared mode the proxies are pods
+	discovery  string   // the controller's discovery endpoint, host:port
 }
 
-// EnvProvisioning set to "shared" runs the controller in shared-mode provisioning in place of
-// the address pool (see startCoxswain).
+// EnvProvisioning picks how the conformance stack gives Gateways their addresses (see
+// startCoxswain): "pool" (the default) or "shared".
+//
+// Shared is not the default yet: the controller's VIP Services select the shared pool's pods
+// (--shared-proxy-selector), but a Service selects pods of its own namespace only, and a VIP
+// Service lives in its Gateway's namespace while the pool lives in the controller's, so the
+// VIP Services never get endpoints and every request is refused (the service proxy routes
+// what the EndpointSlices say, and they are empty). The harness side works (the harness check
+// reaches a pod through its cluster IP); the switch is one line here once the controller
+// publishes the pool's pods as the VIP Services' endpoints.
 const EnvProvisioning = "COXSWAIN_CONFORMANCE_PROVISIONING"
 
-// startCoxswain runs the controller, then a shared proxy holding what its pod would have mounted:
-// a projected ServiceAccount token for the discovery audience and the trust bundle.
+// The values of EnvProvisioning.
+const (
+	// ProvisioningShared runs the controller as in a cluster: every Gateway gets a VIP Service
+	// (ClusterIP) whose targetPorts are the Gateway's internal ports on the shared proxy pool,
+	// a Deployment the kubelet runs; the harness's service proxy routes the cluster IPs.
+	ProvisioningShared = "shared"
+	// ProvisioningPool runs the controller with --gateway-address-pool GatewayPool: each Gateway
+	// gets a pool address that a shared proxy process of the harness binds (no Services).
+	ProvisioningPool = "pool"
+)
+
+// Provisioning is EnvProvisioning's value, pool when unset.
+func Provisioning() string {
+	if p := os.Getenv(EnvProvisioning); p != "" {
+		return p
+	}
+	return ProvisioningPool
+}
+
+// startCoxswain starts Coxswain in the mode Provisioning names.
 func startCoxswain(t *testing.T, c *Cluster) *Coxswain {
+	t.Helper()
+	switch p := Provisioning(); p {
+	case ProvisioningShared:
+		c.Coxswain = startProvisioningController(t, c)
+		deploySharedProxy(t, c, c.Coxswain.discovery)
+		return c.Coxswain
+	case ProvisioningPool:
+		return startPoolCoxswain(t, c)
+	default:
+		t.Fatalf("%s=%q: want %s or %s", EnvProvisioning, p, ProvisioningShared, ProvisioningPool)
+		return nil
+	}
+}
+
+// startPoolCoxswain runs the controller with the address pool, then a shared proxy process
+// holding what its pod would have mounted: a projected ServiceAccount token for the discovery
+// audience and the trust bundle. The proxy binds each Gateway's listeners on the Gateway's pool
+// (or static) address, which is local to the harness's namespace.
+func startPoolCoxswain(t *testing.T, c *Cluster) *Coxswain {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -60,23 +106,14 @@ func startCoxswain(t *testing.T, c *Cluster) *Coxswain {
 		t.Fatal(err)
 	}
 	discovery := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	// The address pool (the default) gives each Gateway an address the proxy binds, which the
-	// suite's traffic reaches; shared-mode provisioning (COXSWAIN_CONFORMANCE_PROVISIONING=shared)
-	// gives each a VIP Service instead, whose cluster IP nothing routes here (no kube-proxy), so
-	// only tests that send no traffic (GatewayInfrastructure) can pass in it.
-	addressing := []string{"--gateway-address-pool", GatewayPool}
-	if os.Getenv(EnvProvisioning) == "shared" {
-		addressing = []string{"--gateway-provisioning=shared", "--gateway-service-type=ClusterIP"}
-	}
-	args := append([]string{"controller", "--kubeconfig", c.Kubeconfig}, addressing...)
-	args = append(args,
+	args := []string{"controller", "--kubeconfig", c.Kubeconfig, "--gateway-address-pool", GatewayPool,
 		"--leader-elect=false",
 		"--namespace", coxswainNS,
 		"--discovery-address", discovery,
 		"--discovery-server-name", "127.0.0.1",
 		"--admin-address", "127.0.0.1:0",
 		"--log-format", "console",
-	)
+	}
 	ctrl := startProcess(t, c.Artifacts, "coxswain-controller", c.Binaries.Coxswain, args...)
 
 	dir := filepath.Join(c.Artifacts, "proxy")
@@ -143,7 +180,7 @@ func startProvisioningController(t *testing.T, c *Cluster) *Coxswain {
 		"--admin-address", "127.0.0.1:0",
 		"--log-format", "console",
 	)
-	return &Coxswain{Controller: ctrl}
+	return &Coxswain{Controller: ctrl, discovery: discovery}
 }
 
 // Logs are the paths of the processes' logs.
