@@ -49,7 +49,7 @@ func contextBG() context.Context { return bgCtx }
 
 func main() {
 	var o options
-	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,grpc,l4tcp,l4tls,l4udp")
+	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,h3,grpc,l4tcp,l4tls,l4udp")
 	peers := flag.String("peers", "nginx,haproxy,caddy", "peer proxies")
 	flag.IntVar(&o.runs, "runs", 5, "rounds per case (interleaved A/B/A/B)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one measured run")
@@ -127,6 +127,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 	if slices.Contains(o.benches, "lb") {
 		e.data.LB = newLBData(e.data.Ports)
 	}
+	// HTTP/3 only when its benchmark runs: the others then measure the peers without Alt-Svc.
+	e.data.HTTP3 = slices.Contains(o.benches, "h3")
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	e.bin = binaries{
 		coxswain: abs(filepath.Join(o.bin, "coxswain")),
@@ -174,6 +176,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			err = e.b3()
 		case "b4":
 			err = e.b4()
+		case "h3":
+			err = e.h3()
 		case "b7":
 			err = e.b7()
 		case "b8":
