@@ -5,7 +5,11 @@
 //	h3load -url https://127.0.0.1:18110/12 -conns 16 -streams 1 -duration 5s -insecure
 //
 // Every connection is set up (handshake and one request) before the clock starts, so the
-// figures are keep-alive requests, not handshakes.
+// figures are keep-alive requests, not handshakes. -once sends one request and prints the
+// response instead (curl for HTTP/3, where curl lacks it); -connect dials another address than
+// the URL's host, which stays the TLS server name and the Host:
+//
+//	h3load -once -url https://shop.example.com:8443/ -connect 127.0.0.1:8443 -ca examples/http3/certs/shop.crt
 package main
 
 import (
@@ -46,6 +50,8 @@ func main() {
 	insecure := flag.Bool("insecure", false, "do not verify the server's certificate")
 	caFile := flag.String("ca", "", "PEM file of the CA to trust")
 	serverName := flag.String("servername", "", "TLS server name (SNI); default: the URL's host")
+	connect := flag.String("connect", "", "host:port to dial instead of the URL's")
+	once := flag.Bool("once", false, "send one request and print the response")
 	flag.Parse()
 	if *url == "" {
 		fmt.Fprintln(os.Stderr, "h3load: -url is required")
@@ -60,6 +66,13 @@ func main() {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(pem)
 		tlsCfg.RootCAs = pool
+	}
+	dial = *connect
+	if *once {
+		if err := one(*url, tlsCfg); err != nil {
+			fatal(err)
+		}
+		return
 	}
 	r, err := run(*url, *conns, *streams, *duration, tlsCfg)
 	if err != nil {
@@ -78,7 +91,7 @@ func fatal(err error) {
 func run(url string, conns, streams int, d time.Duration, tlsCfg *tls.Config) (result, error) {
 	clients := make([]*http.Client, conns)
 	for i := range clients {
-		tr := &http3.Transport{TLSClientConfig: tlsCfg.Clone(), QUICConfig: &quic.Config{MaxIncomingStreams: 1000}}
+		tr := newTransport(tlsCfg)
 		defer func() { _ = tr.Close() }()
 		clients[i] = &http.Client{Transport: tr, Timeout: 10 * time.Second}
 		if err := get(context.Background(), clients[i], url); err != nil {
@@ -132,6 +145,37 @@ func run(url string, conns, streams int, d time.Duration, tlsCfg *tls.Config) (r
 		r.P99US = float64(lat[len(lat)*99/100].Microseconds())
 	}
 	return r, nil
+}
+
+// dial is -connect: the address every connection dials ("" for the URL's host).
+var dial string
+
+func newTransport(tlsCfg *tls.Config) *http3.Transport {
+	tr := &http3.Transport{TLSClientConfig: tlsCfg.Clone(), QUICConfig: &quic.Config{MaxIncomingStreams: 1000}}
+	if dial != "" {
+		tr.Dial = func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return quic.DialAddrEarly(ctx, dial, tc, qc)
+		}
+	}
+	return tr
+}
+
+// one sends one GET and prints the response's status line, headers and body.
+func one(url string, tlsCfg *tls.Config) error {
+	tr := newTransport(tlsCfg)
+	defer func() { _ = tr.Close() }()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	fmt.Printf("%s %s\n", resp.Proto, resp.Status)
+	if err := resp.Header.Write(os.Stdout); err != nil {
+		return err
+	}
+	fmt.Println()
+	_, err = io.Copy(os.Stdout, resp.Body)
+	return err
 }
 
 var errStatus = errors.New("unexpected status")
