@@ -181,8 +181,12 @@ func (s *h3Server) Serve(net.Listener) error {
 	return err
 }
 
-// Shutdown implements proxy.ConnServer: GOAWAY on every connection, then wait for their requests.
-func (s *h3Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+// Shutdown implements proxy.ConnServer by closing at once. QUIC connections live on the socket,
+// not beside it as TCP ones do: the engine shuts a server down after closing its socket (HTTP/3
+// turned off, the proxy stopping), when no connection can be served any more, or when another
+// server takes the socket over (a UDP listener), which must not have its datagrams read by a
+// draining QUIC transport. Either way waiting would only hold the drain until its timeout.
+func (s *h3Server) Shutdown(context.Context) error { return s.srv.Close() }
 
 // Close implements proxy.ConnServer.
 func (s *h3Server) Close() error { return s.srv.Close() }
