@@ -51,7 +51,7 @@ func (b *builder) http3Listener(l *irv1.Listener, tcp *builtListener) (*builtLis
 	if port != 0 { // port 0 (tests) binds an ephemeral port: nothing to advertise in advance
 		tcp.state.altSvc = []string{`h3=":` + strconv.FormatUint(uint64(port), 10) + `"; ma=86400`}
 	}
-	name := http3Name(l)
+	name := HTTP3ListenerName(l)
 	state := *tcp.state
 	state.Name, state.Protocol, state.altSvc = name, HTTP3Protocol, nil
 	state.allow0RTT = h3.GetAllow_0Rtt()
@@ -61,8 +61,9 @@ func (b *builder) http3Listener(l *irv1.Listener, tcp *builtListener) (*builtLis
 		module: HTTP3ModuleID, sl: sl, state: &state}, nil
 }
 
-// http3Name is the name of an HTTPS listener's UDP socket: "<address>:<port>/HTTP3".
-func http3Name(l *irv1.Listener) string {
+// HTTP3ListenerName is the name of an HTTPS listener's UDP socket in Bound, Failed and the
+// listener statistics: "<address>:<port>/HTTP3".
+func HTTP3ListenerName(l *irv1.Listener) string {
 	return net.JoinHostPort(l.GetAddress(), strconv.FormatUint(uint64(l.GetPort()), 10)) + "/" + HTTP3Protocol
 }
 

@@ -192,3 +192,28 @@ func TestHTTP3ZeroRTT(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTP3BindFailure: a UDP port taken by another process leaves the HTTPS listener serving
+// and lists the HTTP/3 socket among the failed ones; once the port is free the retry binds it.
+func TestHTTP3BindFailure(t *testing.T) {
+	p := newHTTP3Proxy(t)
+	port := tcpUDPPort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(int(port))
+	squatter, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := newBackend(t, "be", nil)
+	sec := secret(t, "cert", "example.com", "example.com")
+	apply(t, p, h3Snapshot(t, port, be, sec, &irv1.HTTP3{}))
+	failed := p.Failed()
+	if len(failed) != 1 || failed[0].Name != addr+"/HTTP3" {
+		_ = squatter.Close()
+		t.Fatalf("failed %+v, want the HTTP/3 socket only", failed)
+	}
+	if got := boundNames(p); len(got) != 1 || got[0] != addr+"/HTTPS" {
+		t.Errorf("bound %v, want the HTTPS socket", got)
+	}
+	_ = squatter.Close()
+	eventually(t, "HTTP/3 socket bound by the retry", func() bool { return len(p.Failed()) == 0 && len(p.Bound()) == 2 })
+}
