@@ -586,8 +586,9 @@ type HTTP3 struct {
 	// internal port mapping); 0 advertises the bound port.
 	AdvertisedPort uint32 `protobuf:"varint,1,opt,name=advertised_port,json=advertisedPort,proto3" json:"advertised_port,omitempty"`
 	// Accept 0-RTT (early data) on resumed connections. Early data can be replayed by an
-	// attacker; the proxy answers 425 Too Early to an early request that is not GET, HEAD or
-	// OPTIONS and marks the others with "Early-Data: 1" (RFC 8470). false: no 0-RTT.
+	// attacker: the proxy serves a GET, HEAD or OPTIONS from it marked "Early-Data: 1" for the
+	// backend (RFC 8470), and holds any other early request until the handshake completes (which a
+	// replayed handshake never does). false: no 0-RTT.
 	Allow_0Rtt    bool `protobuf:"varint,2,opt,name=allow_0rtt,json=allow0rtt,proto3" json:"allow_0rtt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
