@@ -49,6 +49,8 @@ func (b *builder) http3Listener(l *irv1.Listener, tcp *builtListener) (*builtLis
 		port = l.GetPort()
 	}
 	if port != 0 { // port 0 (tests) binds an ephemeral port: nothing to advertise in advance
+		// Every response's header map shares this slice; its capacity of 1 makes an append (an
+		// upstream's own Alt-Svc, a filter's) copy it rather than write into it.
 		tcp.state.altSvc = []string{`h3=":` + strconv.FormatUint(uint64(port), 10) + `"; ma=86400`}
 	}
 	name := HTTP3ListenerName(l)
