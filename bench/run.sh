@@ -14,6 +14,7 @@ bash bench/install.sh
 go build -o "$BIN/coxswain" ./cmd/coxswain
 go build -o "$BIN/bench-backend" ./bench/backend
 go build -o "$BIN/bench-runner" ./bench/runner
+go build -o "$BIN/bench-h3load" ./bench/h3load
 # Layer-4 benchmarks (l4tcp, l4tls, l4udp): their backend, their load generator, and a coxswain
 # build with net/http/pprof compiled in (bench/profiling, through an overlay) for -l4-cpuprofile.
 go build -o "$BIN/bench-l4backend" ./bench/l4backend

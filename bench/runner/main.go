@@ -49,7 +49,7 @@ func contextBG() context.Context { return bgCtx }
 
 func main() {
 	var o options
-	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,grpc,l4tcp,l4tls,l4udp,filters,lb,extauth,ingress")
+	benches := flag.String("bench", "b1,b2,b7,b8", "benchmarks to run: b1,b2,b3,b4,b7,b8,h3,grpc,l4tcp,l4tls,l4udp,filters,lb,extauth,ingress")
 	peers := flag.String("peers", "nginx,haproxy,caddy", "peer proxies")
 	flag.IntVar(&o.runs, "runs", 5, "rounds per case (interleaved A/B/A/B)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one measured run")
@@ -131,6 +131,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 		e.data.Ingress = &ingressData{HTTPPort: ingressHTTPPort, HTTPSPort: ingressHTTPSPort}
 		e.opts.coxswainFlags["coxswain"] = append(e.opts.coxswainFlags["coxswain"], ingressFlags()...)
 	}
+	// HTTP/3 only when its benchmark runs: the others then measure the peers without Alt-Svc.
+	e.data.HTTP3 = slices.Contains(o.benches, "h3")
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	e.bin = binaries{
 		coxswain: abs(filepath.Join(o.bin, "coxswain")),
@@ -178,6 +180,8 @@ func runAll(ctx context.Context, o options, proxyCPU, loadCPU string) error {
 			err = e.b3()
 		case "b4":
 			err = e.b4()
+		case "h3":
+			err = e.h3()
 		case "b7":
 			err = e.b7()
 		case "b8":

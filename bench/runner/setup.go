@@ -69,6 +69,8 @@ type tmplData struct {
 	Ingress *ingressData
 	// ExtAuth is the external-auth benchmark's Gateway; nil unless it runs.
 	ExtAuth *extAuthData
+	// HTTP3 serves HTTP/3 on the TLS listeners (Coxswain's ClientTrafficPolicy, Caddy's h3).
+	HTTP3 bool
 }
 
 func render(name, dst string, d tmplData) error {

@@ -31,6 +31,10 @@ func (k gwKey) owns(sv *irv1.Server) bool {
 // listenerModule is the module a proxy loads for a snapshot listener (as core/proxy does).
 func listenerModule(l *irv1.Listener) string { return "listener." + strings.ToLower(l.GetProtocol()) }
 
+// http3Module is the module a proxy loads for the UDP socket of an HTTPS listener with http3
+// (core/proxy.HTTP3ModuleID; the controller does not import the engine).
+const http3Module = "listener.http3"
+
 // modulesOf lists the module IDs a snapshot names: what a proxy must have compiled in to load it.
 func modulesOf(snap *irv1.Snapshot) map[string]bool {
 	ids := map[string]bool{}
@@ -41,6 +45,9 @@ func modulesOf(snap *irv1.Snapshot) map[string]bool {
 	}
 	for _, l := range snap.GetListeners() {
 		ids[listenerModule(l)] = true
+		if l.GetHttp3() != nil {
+			ids[http3Module] = true
+		}
 		for _, sv := range l.GetServers() {
 			for _, vh := range sv.GetVirtualHosts() {
 				for _, r := range vh.GetRoutes() {
@@ -94,6 +101,9 @@ func tailor(snap *irv1.Snapshot, gw *gwKey, missing []string) (*irv1.Snapshot, e
 	for _, l := range out.GetListeners() {
 		if lacks[listenerModule(l)] {
 			continue
+		}
+		if lacks[http3Module] {
+			l.Http3 = nil // HTTPS without HTTP/3 rather than no listener
 		}
 		var servers []*irv1.Server
 		for _, sv := range l.GetServers() {

@@ -172,3 +172,36 @@ func TestGatewayListeners(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// TestMissingHTTP3ServesHTTPS: a snapshot with HTTP/3 on an HTTPS listener needs listener.http3;
+// a proxy without it gets the listener without HTTP/3, never no listener.
+func TestMissingHTTP3ServesHTTPS(t *testing.T) {
+	snap := twoGateways()
+	var https *irv1.Listener
+	for _, l := range snap.GetListeners() {
+		if l.GetProtocol() == "HTTPS" {
+			https = l
+		}
+	}
+	https.Http3 = &irv1.HTTP3{AdvertisedPort: 443}
+	have := map[string]bool{"route.http": true, "listener.http": true, "listener.https": true, "lb.least_conn": true,
+		"filter.http.request_header_modifier": true}
+	if missing := missingModules(modulesOf(snap), have); strings.Join(missing, ",") != "listener.http3" {
+		t.Fatalf("missing modules %v, want listener.http3", missing)
+	}
+	got, err := tailor(snap, nil, []string{"listener.http3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.GetListeners()) != len(snap.GetListeners()) {
+		t.Fatalf("listeners %d, want all %d", len(got.GetListeners()), len(snap.GetListeners()))
+	}
+	for _, l := range got.GetListeners() {
+		if l.GetHttp3() != nil {
+			t.Errorf("listener %s keeps http3 for a proxy without listener.http3", l.GetName())
+		}
+	}
+	if https.GetHttp3() == nil {
+		t.Error("tailor modified the published snapshot")
+	}
+}

@@ -66,6 +66,9 @@ func listenerSources(snap *irv1.Snapshot) map[string][]string {
 			}
 		}
 		sort.Strings(out[l.GetName()])
+		if l.GetHttp3() != nil { // its UDP socket carries the same Gateway listeners
+			out[proxy.HTTP3ListenerName(l)] = out[l.GetName()]
+		}
 	}
 	return out
 }

@@ -71,6 +71,7 @@ func (t *session) snapshot() *irv1.Snapshot {
 		t.socketSettings(il, members[k])
 		snap.Listeners = append(snap.Listeners, il)
 	}
+	t.http3Conflicts(snap.Listeners, members)
 	sort.Slice(snap.Listeners, func(i, j int) bool {
 		a, b := snap.Listeners[i], snap.Listeners[j]
 		if a.Address != b.Address {

@@ -44,6 +44,7 @@ type ctpAncestor struct {
 type clientSettings struct {
 	proxyProtocol, v1, v2 bool
 	hops                  uint32
+	http3, allow0RTT      bool
 }
 
 func (s clientSettings) String() string {
@@ -60,6 +61,13 @@ func (s clientSettings) String() string {
 	}
 	if s.hops > 0 {
 		parts = append(parts, fmt.Sprintf("%d trusted X-Forwarded-For hops", s.hops))
+	}
+	if s.http3 {
+		h3 := "HTTP/3"
+		if s.allow0RTT {
+			h3 += " with 0-RTT"
+		}
+		parts = append(parts, h3)
 	}
 	if len(parts) == 0 {
 		return "no PROXY protocol and the peer as client"
@@ -210,6 +218,13 @@ func (l *listenerState) clientSettings() clientSettings {
 			tg.ignored = appendOnce(tg.ignored, fmt.Sprintf("spec.clientIPDetection on %s listener %s (no HTTP requests)", l.spec.Protocol, l.spec.Name))
 		}
 	}
+	if h3 := spec.HTTP3; h3 != nil && h3.Enabled {
+		if l.spec.Protocol == gwapiv1.HTTPSProtocolType {
+			s.http3, s.allow0RTT = true, h3.Allow0RTT
+		} else {
+			tg.ignored = appendOnce(tg.ignored, fmt.Sprintf("spec.http3 on %s listener %s (HTTPS listeners only)", l.spec.Protocol, l.spec.Name))
+		}
+	}
 	l.noteSubjectHeader()
 	return s
 }
@@ -262,6 +277,10 @@ func (t *session) socketSettings(il *irv1.Listener, members []*listenerState) {
 	if s.hops > 0 {
 		il.ClientIpDetection = &irv1.ClientIPDetection{XffNumTrustedHops: s.hops}
 	}
+	if s.http3 {
+		// Clients reach the Gateway listener's port, which the socket's may not be (internal ports).
+		il.Http3 = &irv1.HTTP3{AdvertisedPort: uint32(members[0].spec.Port), Allow_0Rtt: s.allow0RTT}
+	}
 }
 
 func (l *listenerState) describeAsk(s clientSettings) string {
@@ -305,7 +324,7 @@ func (tg *ctpTarget) outcome() condState {
 	sort.Strings(tg.blocked)
 	if len(tg.blocked) > 0 && tg.applied == 0 {
 		return condState{reason: string(gwapiv1.PolicyReasonConflicted),
-			msg: "Not applied (PROXY protocol and client IP detection are per socket): " + strings.Join(tg.blocked, "; ") +
+			msg: "Not applied (PROXY protocol, client IP detection and HTTP/3 are per socket): " + strings.Join(tg.blocked, "; ") +
 				"; give the listeners their own port or address, or the same policy"}
 	}
 	msg := "Applied to " + tg.describe()

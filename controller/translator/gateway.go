@@ -86,6 +86,9 @@ type listenerState struct {
 	// sockets that took it.
 	clientPolicy *ctpTarget
 	appliedOn    map[string]bool
+	// http3 is the HTTP3 condition of an HTTPS listener whose policy asks for HTTP/3 (http3.go);
+	// nil when none does.
+	http3 *condState
 	// owner is the ListenerSet the listener comes from; nil for the Gateway's own listeners.
 	owner *listenerSetState
 	// filters are the listener filters (listenerfilters.go); filtersFailed says one cannot be

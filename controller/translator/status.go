@@ -168,7 +168,7 @@ func (t *session) listenerStatus(l *listenerState) gwapiv1.ListenerStatus {
 			prog.reason = l.conflicted.reason // the spec's reason for a ListenerSet listener that lost
 		}
 	}
-	return gwapiv1.ListenerStatus{
+	st := gwapiv1.ListenerStatus{
 		Name:           l.spec.Name,
 		SupportedKinds: l.supportedKinds,
 		AttachedRoutes: l.attached,
@@ -179,6 +179,10 @@ func (t *session) listenerStatus(l *listenerState) gwapiv1.ListenerStatus {
 			t.cond(string(gwapiv1.ListenerConditionConflicted), l.conflicted.ok, l.conflicted.reason, l.conflicted.msg, gen),
 		},
 	}
+	if h := l.http3; h != nil {
+		st.Conditions = append(st.Conditions, t.cond(ListenerConditionHTTP3, h.ok, h.reason, h.msg, gen))
+	}
+	return st
 }
 
 func (l *listenerState) notProgrammedWhy() string {

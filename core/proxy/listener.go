@@ -81,6 +81,10 @@ type ListenerState struct {
 	xffHops uint32
 	// obs says how its HTTP requests are observed (observe.go); nil: not at all.
 	obs *listenerObs
+	// altSvc is the Alt-Svc header value of an HTTPS listener that also serves HTTP/3, nil for
+	// none; allow0RTT whether that HTTP/3 socket takes early data (http3.go).
+	altSvc    []string
+	allow0RTT bool
 }
 
 // serverCerts are the certificates of one Server, in the order the Gateway listed them.

@@ -175,6 +175,9 @@ func (s *socket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ls.table.release()
+	if ls.altSvc != nil {
+		w.Header()["Alt-Svc"] = ls.altSvc // this HTTPS listener serves HTTP/3 too (http3.go)
+	}
 	if ls.obs != nil {
 		ls.serveObserved(w, r)
 		return

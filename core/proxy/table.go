@@ -223,6 +223,18 @@ func (b *builder) build(snap *irv1.Snapshot) error {
 		}
 		seen[bl.key] = l.GetName()
 		b.t.listeners = append(b.t.listeners, bl)
+		if l.GetHttp3() == nil {
+			continue
+		}
+		h3, err := b.http3Listener(l, bl)
+		if err != nil {
+			return fmt.Errorf("listener %s: %w", l.GetName(), err)
+		}
+		if other, dup := seen[h3.key]; dup {
+			return fmt.Errorf("listener %s: its HTTP/3 socket is the socket of listener %s", l.GetName(), other)
+		}
+		seen[h3.key] = h3.ir.GetName()
+		b.t.listeners = append(b.t.listeners, h3)
 	}
 	return nil
 }

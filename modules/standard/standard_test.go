@@ -35,6 +35,7 @@ func TestStockModules(t *testing.T) {
 		"lb.least_conn",
 		"lb.round_robin",
 		"listener.http",
+		"listener.http3",
 		"listener.https",
 		"listener.tcp",
 		"listener.tls",

@@ -124,7 +124,7 @@ func (x TLS_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TLS_Mode.Descriptor instead.
 func (TLS_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9, 0}
 }
 
 type ClientValidation_Mode int32
@@ -170,7 +170,7 @@ func (x ClientValidation_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ClientValidation_Mode.Descriptor instead.
 func (ClientValidation_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10, 0}
 }
 
 type Cluster_Protocol int32
@@ -224,7 +224,7 @@ func (x Cluster_Protocol) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Cluster_Protocol.Descriptor instead.
 func (Cluster_Protocol) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16, 0}
 }
 
 type SubjectAltName_Type int32
@@ -270,7 +270,7 @@ func (x SubjectAltName_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SubjectAltName_Type.Descriptor instead.
 func (SubjectAltName_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type SessionPersistence_Type int32
@@ -319,7 +319,7 @@ func (x SessionPersistence_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionPersistence_Type.Descriptor instead.
 func (SessionPersistence_Type) EnumDescriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19, 0}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{20, 0}
 }
 
 type Snapshot struct {
@@ -630,8 +630,11 @@ type Listener struct {
 	ProxyProtocol *ProxyProtocol `protobuf:"bytes,6,opt,name=proxy_protocol,json=proxyProtocol,proto3" json:"proxy_protocol,omitempty"`
 	// How a request's client IP is resolved beyond the connection's peer (ClientTrafficPolicy).
 	ClientIpDetection *ClientIPDetection `protobuf:"bytes,7,opt,name=client_ip_detection,json=clientIpDetection,proto3" json:"client_ip_detection,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Set on an HTTPS listener: it also serves HTTP/3 on a UDP socket of the same address and port,
+	// with the same servers, certificates and routes (ClientTrafficPolicy http3). Unset: no HTTP/3.
+	Http3         *HTTP3 `protobuf:"bytes,8,opt,name=http3,proto3" json:"http3,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Listener) Reset() {
@@ -713,6 +716,73 @@ func (x *Listener) GetClientIpDetection() *ClientIPDetection {
 	return nil
 }
 
+func (x *Listener) GetHttp3() *HTTP3 {
+	if x != nil {
+		return x.Http3
+	}
+	return nil
+}
+
+// HTTP3 is how an HTTPS listener serves HTTP/3 (QUIC) beside HTTP/1.1 and HTTP/2.
+type HTTP3 struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The UDP port clients reach, advertised in the Alt-Svc header of the TCP listener's
+	// responses (the Gateway listener's port, which differs from the bound port behind an
+	// internal port mapping); 0 advertises the bound port.
+	AdvertisedPort uint32 `protobuf:"varint,1,opt,name=advertised_port,json=advertisedPort,proto3" json:"advertised_port,omitempty"`
+	// Accept 0-RTT (early data) on resumed connections. Early data can be replayed by an
+	// attacker: the proxy serves a GET, HEAD or OPTIONS from it marked "Early-Data: 1" for the
+	// backend (RFC 8470), and holds any other early request until the handshake completes (which a
+	// replayed handshake never does). false: no 0-RTT.
+	Allow_0Rtt    bool `protobuf:"varint,2,opt,name=allow_0rtt,json=allow0rtt,proto3" json:"allow_0rtt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HTTP3) Reset() {
+	*x = HTTP3{}
+	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HTTP3) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HTTP3) ProtoMessage() {}
+
+func (x *HTTP3) ProtoReflect() protoreflect.Message {
+	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HTTP3.ProtoReflect.Descriptor instead.
+func (*HTTP3) Descriptor() ([]byte, []int) {
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *HTTP3) GetAdvertisedPort() uint32 {
+	if x != nil {
+		return x.AdvertisedPort
+	}
+	return 0
+}
+
+func (x *HTTP3) GetAllow_0Rtt() bool {
+	if x != nil {
+		return x.Allow_0Rtt
+	}
+	return false
+}
+
 // ProxyProtocol is a listener's PROXY protocol requirement. A connection without a valid header of
 // an accepted version, or whose header does not arrive within the proxy's header timeout, is
 // closed.
@@ -727,7 +797,7 @@ type ProxyProtocol struct {
 
 func (x *ProxyProtocol) Reset() {
 	*x = ProxyProtocol{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +809,7 @@ func (x *ProxyProtocol) String() string {
 func (*ProxyProtocol) ProtoMessage() {}
 
 func (x *ProxyProtocol) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[5]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +822,7 @@ func (x *ProxyProtocol) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyProtocol.ProtoReflect.Descriptor instead.
 func (*ProxyProtocol) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{5}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProxyProtocol) GetV1() bool {
@@ -784,7 +854,7 @@ type ClientIPDetection struct {
 
 func (x *ClientIPDetection) Reset() {
 	*x = ClientIPDetection{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +866,7 @@ func (x *ClientIPDetection) String() string {
 func (*ClientIPDetection) ProtoMessage() {}
 
 func (x *ClientIPDetection) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[6]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +879,7 @@ func (x *ClientIPDetection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientIPDetection.ProtoReflect.Descriptor instead.
 func (*ClientIPDetection) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{6}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClientIPDetection) GetXffNumTrustedHops() uint32 {
@@ -840,7 +910,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +922,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[7]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +935,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{7}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Server) GetHostname() string {
@@ -916,7 +986,7 @@ type TLS struct {
 
 func (x *TLS) Reset() {
 	*x = TLS{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +998,7 @@ func (x *TLS) String() string {
 func (*TLS) ProtoMessage() {}
 
 func (x *TLS) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[8]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1011,7 @@ func (x *TLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TLS.ProtoReflect.Descriptor instead.
 func (*TLS) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{8}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TLS) GetMode() TLS_Mode {
@@ -983,7 +1053,7 @@ type ClientValidation struct {
 
 func (x *ClientValidation) Reset() {
 	*x = ClientValidation{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1065,7 @@ func (x *ClientValidation) String() string {
 func (*ClientValidation) ProtoMessage() {}
 
 func (x *ClientValidation) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[9]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1078,7 @@ func (x *ClientValidation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientValidation.ProtoReflect.Descriptor instead.
 func (*ClientValidation) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{9}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ClientValidation) GetCaPem() []byte {
@@ -1045,7 +1115,7 @@ type VirtualHost struct {
 
 func (x *VirtualHost) Reset() {
 	*x = VirtualHost{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1127,7 @@ func (x *VirtualHost) String() string {
 func (*VirtualHost) ProtoMessage() {}
 
 func (x *VirtualHost) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[10]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1140,7 @@ func (x *VirtualHost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualHost.ProtoReflect.Descriptor instead.
 func (*VirtualHost) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{10}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *VirtualHost) GetHostname() string {
@@ -1111,7 +1181,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1193,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[11]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1206,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{11}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Route) GetName() string {
@@ -1206,7 +1276,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1288,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[12]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1301,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{12}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Retry) GetCodes() []uint32 {
@@ -1267,7 +1337,7 @@ type Timeouts struct {
 
 func (x *Timeouts) Reset() {
 	*x = Timeouts{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1349,7 @@ func (x *Timeouts) String() string {
 func (*Timeouts) ProtoMessage() {}
 
 func (x *Timeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[13]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1362,7 @@ func (x *Timeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timeouts.ProtoReflect.Descriptor instead.
 func (*Timeouts) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{13}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Timeouts) GetRequestMs() uint32 {
@@ -1325,7 +1395,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1407,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[14]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1420,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{14}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Backend) GetCluster() string {
@@ -1415,7 +1485,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1497,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[15]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1510,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{15}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Cluster) GetName() string {
@@ -1527,7 +1597,7 @@ type UpstreamTLS struct {
 
 func (x *UpstreamTLS) Reset() {
 	*x = UpstreamTLS{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1609,7 @@ func (x *UpstreamTLS) String() string {
 func (*UpstreamTLS) ProtoMessage() {}
 
 func (x *UpstreamTLS) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[16]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1622,7 @@ func (x *UpstreamTLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamTLS.ProtoReflect.Descriptor instead.
 func (*UpstreamTLS) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{16}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpstreamTLS) GetServerName() string {
@@ -1601,7 +1671,7 @@ type SubjectAltName struct {
 
 func (x *SubjectAltName) Reset() {
 	*x = SubjectAltName{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1683,7 @@ func (x *SubjectAltName) String() string {
 func (*SubjectAltName) ProtoMessage() {}
 
 func (x *SubjectAltName) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[17]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1696,7 @@ func (x *SubjectAltName) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubjectAltName.ProtoReflect.Descriptor instead.
 func (*SubjectAltName) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{17}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SubjectAltName) GetType() SubjectAltName_Type {
@@ -1663,7 +1733,7 @@ type CircuitBreaker struct {
 
 func (x *CircuitBreaker) Reset() {
 	*x = CircuitBreaker{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1745,7 @@ func (x *CircuitBreaker) String() string {
 func (*CircuitBreaker) ProtoMessage() {}
 
 func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[18]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1758,7 @@ func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
 func (*CircuitBreaker) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{18}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CircuitBreaker) GetThresholdPercent() uint32 {
@@ -1742,7 +1812,7 @@ type SessionPersistence struct {
 
 func (x *SessionPersistence) Reset() {
 	*x = SessionPersistence{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1824,7 @@ func (x *SessionPersistence) String() string {
 func (*SessionPersistence) ProtoMessage() {}
 
 func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[19]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1837,7 @@ func (x *SessionPersistence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionPersistence.ProtoReflect.Descriptor instead.
 func (*SessionPersistence) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{19}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SessionPersistence) GetType() SessionPersistence_Type {
@@ -1803,7 +1873,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1885,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[20]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1898,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{20}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -1865,7 +1935,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_core_ir_v1_ir_proto_msgTypes[21]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +1947,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_core_ir_v1_ir_proto_msgTypes[21]
+	mi := &file_core_ir_v1_ir_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +1960,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{21}
+	return file_core_ir_v1_ir_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Secret) GetName() string {
@@ -1944,7 +2014,7 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"generation\"2\n" +
 	"\fModuleConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04json\x18\x02 \x01(\fR\x04json\"\xb3\x02\n" +
+	"\x04json\x18\x02 \x01(\fR\x04json\"\xe0\x02\n" +
 	"\bListener\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x12\n" +
@@ -1952,7 +2022,12 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x120\n" +
 	"\aservers\x18\x05 \x03(\v2\x16.coxswain.ir.v1.ServerR\aservers\x12D\n" +
 	"\x0eproxy_protocol\x18\x06 \x01(\v2\x1d.coxswain.ir.v1.ProxyProtocolR\rproxyProtocol\x12Q\n" +
-	"\x13client_ip_detection\x18\a \x01(\v2!.coxswain.ir.v1.ClientIPDetectionR\x11clientIpDetection\"/\n" +
+	"\x13client_ip_detection\x18\a \x01(\v2!.coxswain.ir.v1.ClientIPDetectionR\x11clientIpDetection\x12+\n" +
+	"\x05http3\x18\b \x01(\v2\x15.coxswain.ir.v1.HTTP3R\x05http3\"O\n" +
+	"\x05HTTP3\x12'\n" +
+	"\x0fadvertised_port\x18\x01 \x01(\rR\x0eadvertisedPort\x12\x1d\n" +
+	"\n" +
+	"allow_0rtt\x18\x02 \x01(\bR\tallow0rtt\"/\n" +
 	"\rProxyProtocol\x12\x0e\n" +
 	"\x02v1\x18\x01 \x01(\bR\x02v1\x12\x0e\n" +
 	"\x02v2\x18\x02 \x01(\bR\x02v2\"D\n" +
@@ -2068,7 +2143,7 @@ func file_core_ir_v1_ir_proto_rawDescGZIP() []byte {
 }
 
 var file_core_ir_v1_ir_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_core_ir_v1_ir_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_core_ir_v1_ir_proto_goTypes = []any{
 	(ACMEChallenge_Type)(0),      // 0: coxswain.ir.v1.ACMEChallenge.Type
 	(TLS_Mode)(0),                // 1: coxswain.ir.v1.TLS.Mode
@@ -2081,61 +2156,63 @@ var file_core_ir_v1_ir_proto_goTypes = []any{
 	(*GatewayGeneration)(nil),    // 8: coxswain.ir.v1.GatewayGeneration
 	(*ModuleConfig)(nil),         // 9: coxswain.ir.v1.ModuleConfig
 	(*Listener)(nil),             // 10: coxswain.ir.v1.Listener
-	(*ProxyProtocol)(nil),        // 11: coxswain.ir.v1.ProxyProtocol
-	(*ClientIPDetection)(nil),    // 12: coxswain.ir.v1.ClientIPDetection
-	(*Server)(nil),               // 13: coxswain.ir.v1.Server
-	(*TLS)(nil),                  // 14: coxswain.ir.v1.TLS
-	(*ClientValidation)(nil),     // 15: coxswain.ir.v1.ClientValidation
-	(*VirtualHost)(nil),          // 16: coxswain.ir.v1.VirtualHost
-	(*Route)(nil),                // 17: coxswain.ir.v1.Route
-	(*Retry)(nil),                // 18: coxswain.ir.v1.Retry
-	(*Timeouts)(nil),             // 19: coxswain.ir.v1.Timeouts
-	(*Backend)(nil),              // 20: coxswain.ir.v1.Backend
-	(*Cluster)(nil),              // 21: coxswain.ir.v1.Cluster
-	(*UpstreamTLS)(nil),          // 22: coxswain.ir.v1.UpstreamTLS
-	(*SubjectAltName)(nil),       // 23: coxswain.ir.v1.SubjectAltName
-	(*CircuitBreaker)(nil),       // 24: coxswain.ir.v1.CircuitBreaker
-	(*SessionPersistence)(nil),   // 25: coxswain.ir.v1.SessionPersistence
-	(*Endpoint)(nil),             // 26: coxswain.ir.v1.Endpoint
-	(*Secret)(nil),               // 27: coxswain.ir.v1.Secret
+	(*HTTP3)(nil),                // 11: coxswain.ir.v1.HTTP3
+	(*ProxyProtocol)(nil),        // 12: coxswain.ir.v1.ProxyProtocol
+	(*ClientIPDetection)(nil),    // 13: coxswain.ir.v1.ClientIPDetection
+	(*Server)(nil),               // 14: coxswain.ir.v1.Server
+	(*TLS)(nil),                  // 15: coxswain.ir.v1.TLS
+	(*ClientValidation)(nil),     // 16: coxswain.ir.v1.ClientValidation
+	(*VirtualHost)(nil),          // 17: coxswain.ir.v1.VirtualHost
+	(*Route)(nil),                // 18: coxswain.ir.v1.Route
+	(*Retry)(nil),                // 19: coxswain.ir.v1.Retry
+	(*Timeouts)(nil),             // 20: coxswain.ir.v1.Timeouts
+	(*Backend)(nil),              // 21: coxswain.ir.v1.Backend
+	(*Cluster)(nil),              // 22: coxswain.ir.v1.Cluster
+	(*UpstreamTLS)(nil),          // 23: coxswain.ir.v1.UpstreamTLS
+	(*SubjectAltName)(nil),       // 24: coxswain.ir.v1.SubjectAltName
+	(*CircuitBreaker)(nil),       // 25: coxswain.ir.v1.CircuitBreaker
+	(*SessionPersistence)(nil),   // 26: coxswain.ir.v1.SessionPersistence
+	(*Endpoint)(nil),             // 27: coxswain.ir.v1.Endpoint
+	(*Secret)(nil),               // 28: coxswain.ir.v1.Secret
 }
 var file_core_ir_v1_ir_proto_depIdxs = []int32{
 	10, // 0: coxswain.ir.v1.Snapshot.listeners:type_name -> coxswain.ir.v1.Listener
-	21, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
-	27, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
+	22, // 1: coxswain.ir.v1.Snapshot.clusters:type_name -> coxswain.ir.v1.Cluster
+	28, // 2: coxswain.ir.v1.Snapshot.secrets:type_name -> coxswain.ir.v1.Secret
 	8,  // 3: coxswain.ir.v1.Snapshot.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
 	7,  // 4: coxswain.ir.v1.Snapshot.acme_challenges:type_name -> coxswain.ir.v1.ACMEChallenge
 	0,  // 5: coxswain.ir.v1.ACMEChallenge.type:type_name -> coxswain.ir.v1.ACMEChallenge.Type
-	13, // 6: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
-	11, // 7: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
-	12, // 8: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
-	14, // 9: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
-	16, // 10: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
-	9,  // 11: coxswain.ir.v1.Server.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	1,  // 12: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
-	15, // 13: coxswain.ir.v1.TLS.client_validation:type_name -> coxswain.ir.v1.ClientValidation
-	2,  // 14: coxswain.ir.v1.ClientValidation.mode:type_name -> coxswain.ir.v1.ClientValidation.Mode
-	17, // 15: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
-	9,  // 16: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
-	9,  // 17: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	20, // 18: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
-	19, // 19: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
-	18, // 20: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
-	9,  // 21: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
-	3,  // 22: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
-	9,  // 23: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
-	26, // 24: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
-	24, // 25: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
-	25, // 26: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
-	22, // 27: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
-	23, // 28: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
-	4,  // 29: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
-	5,  // 30: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	14, // 6: coxswain.ir.v1.Listener.servers:type_name -> coxswain.ir.v1.Server
+	12, // 7: coxswain.ir.v1.Listener.proxy_protocol:type_name -> coxswain.ir.v1.ProxyProtocol
+	13, // 8: coxswain.ir.v1.Listener.client_ip_detection:type_name -> coxswain.ir.v1.ClientIPDetection
+	11, // 9: coxswain.ir.v1.Listener.http3:type_name -> coxswain.ir.v1.HTTP3
+	15, // 10: coxswain.ir.v1.Server.tls:type_name -> coxswain.ir.v1.TLS
+	17, // 11: coxswain.ir.v1.Server.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
+	9,  // 12: coxswain.ir.v1.Server.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	1,  // 13: coxswain.ir.v1.TLS.mode:type_name -> coxswain.ir.v1.TLS.Mode
+	16, // 14: coxswain.ir.v1.TLS.client_validation:type_name -> coxswain.ir.v1.ClientValidation
+	2,  // 15: coxswain.ir.v1.ClientValidation.mode:type_name -> coxswain.ir.v1.ClientValidation.Mode
+	18, // 16: coxswain.ir.v1.VirtualHost.routes:type_name -> coxswain.ir.v1.Route
+	9,  // 17: coxswain.ir.v1.Route.match:type_name -> coxswain.ir.v1.ModuleConfig
+	9,  // 18: coxswain.ir.v1.Route.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	21, // 19: coxswain.ir.v1.Route.backends:type_name -> coxswain.ir.v1.Backend
+	20, // 20: coxswain.ir.v1.Route.timeouts:type_name -> coxswain.ir.v1.Timeouts
+	19, // 21: coxswain.ir.v1.Route.retry:type_name -> coxswain.ir.v1.Retry
+	9,  // 22: coxswain.ir.v1.Backend.filters:type_name -> coxswain.ir.v1.ModuleConfig
+	3,  // 23: coxswain.ir.v1.Cluster.protocol:type_name -> coxswain.ir.v1.Cluster.Protocol
+	9,  // 24: coxswain.ir.v1.Cluster.balancer:type_name -> coxswain.ir.v1.ModuleConfig
+	27, // 25: coxswain.ir.v1.Cluster.endpoints:type_name -> coxswain.ir.v1.Endpoint
+	25, // 26: coxswain.ir.v1.Cluster.circuit_breaker:type_name -> coxswain.ir.v1.CircuitBreaker
+	26, // 27: coxswain.ir.v1.Cluster.session_persistence:type_name -> coxswain.ir.v1.SessionPersistence
+	23, // 28: coxswain.ir.v1.Cluster.tls:type_name -> coxswain.ir.v1.UpstreamTLS
+	24, // 29: coxswain.ir.v1.UpstreamTLS.subject_alt_names:type_name -> coxswain.ir.v1.SubjectAltName
+	4,  // 30: coxswain.ir.v1.SubjectAltName.type:type_name -> coxswain.ir.v1.SubjectAltName.Type
+	5,  // 31: coxswain.ir.v1.SessionPersistence.type:type_name -> coxswain.ir.v1.SessionPersistence.Type
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_core_ir_v1_ir_proto_init() }
@@ -2149,7 +2226,7 @@ func file_core_ir_v1_ir_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_ir_v1_ir_proto_rawDesc), len(file_core_ir_v1_ir_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2,7 +2,8 @@
 //
 //   - "listener.http" (HTTP/1.1 with keep-alive, and cleartext HTTP/2 with prior knowledge) and
 //     "listener.https" (TLS termination with SNI-selected certificates, ALPN h2 and http/1.1),
-//     whose routes are core.HTTPMatchers;
+//     whose routes are core.HTTPMatchers, and "listener.http3", which the engine loads for an HTTPS
+//     listener that also serves HTTP/3 (quic-go) on a UDP socket of the same port;
 //   - "listener.tcp" (one stream route per port), "listener.tls" (ClientHello peek, then TLS
 //     passthrough or termination by SNI, both on one port if need be) and "listener.udp" (per-client
 //     sessions), whose routes are core.StreamRoutes or core.DatagramRoutes (proxy.RouteAPIer).

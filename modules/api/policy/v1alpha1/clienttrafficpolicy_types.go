@@ -7,8 +7,9 @@ import (
 
 // ClientTrafficPolicy configures how proxies treat the connections and requests of clients on the
 // listeners of the Gateways it targets (Gateway API policy attachment, direct: GEP-713): a PROXY
-// protocol header in front of every connection, and how many trusted proxies in front of the
-// Gateway appended to X-Forwarded-For. Its fields are Envoy Gateway's ClientTrafficPolicy's.
+// protocol header in front of every connection, how many trusted proxies in front of the
+// Gateway appended to X-Forwarded-For, and HTTP/3. Its fields are Envoy Gateway's
+// ClientTrafficPolicy's.
 //
 // A policy naming a listener (sectionName) overrides one naming its whole Gateway for that
 // listener; of two policies naming the same Gateway (or the same listener) the older one
@@ -23,6 +24,7 @@ import (
 // +kubebuilder:metadata:labels="gateway.networking.k8s.io/policy=Direct"
 // +kubebuilder:printcolumn:name="ProxyProtocol",type=boolean,JSONPath=`.spec.proxyProtocol.enabled`
 // +kubebuilder:printcolumn:name="TrustedHops",type=integer,JSONPath=`.spec.clientIPDetection.xForwardedFor.numTrustedHops`
+// +kubebuilder:printcolumn:name="HTTP3",type=boolean,JSONPath=`.spec.http3.enabled`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClientTrafficPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -67,6 +69,28 @@ type ClientTrafficPolicySpec struct {
 	// listeners only.
 	// +optional
 	ClientCertificate *ClientCertificate `json:"clientCertificate,omitempty"`
+
+	// HTTP3 serves HTTP/3 (QUIC) on the targeted HTTPS listeners, on a UDP socket of the same
+	// address and port, with the same certificates and routes, and advertises it in the Alt-Svc
+	// header of their HTTP/1.1 and HTTP/2 responses. HTTPS listeners only. A UDP listener on the
+	// same port keeps it: HTTP/3 is then not served there (the listener's HTTP3 condition says
+	// why).
+	// +optional
+	HTTP3 *HTTP3Settings `json:"http3,omitempty"`
+}
+
+// HTTP3Settings turns HTTP/3 on.
+type HTTP3Settings struct {
+	// Enabled serves HTTP/3.
+	// +required
+	Enabled bool `json:"enabled"`
+
+	// Allow0RTT accepts requests in 0-RTT early data on resumed connections, which saves a
+	// round trip but lets an attacker who captured the packets replay them. The proxy serves only
+	// GET, HEAD and OPTIONS from early data, marked "Early-Data: 1" for the backend (RFC 8470);
+	// any other request waits for the handshake to complete. Default false: no early data.
+	// +optional
+	Allow0RTT bool `json:"allow0RTT,omitempty"`
 }
 
 // ClientCertificate passes what a verified client certificate proves to the backends.
