@@ -49,9 +49,8 @@ type part struct {
 
 // start gives pt a build context of its own, held once (by the table being built).
 func (b *builder) start(pt *part) {
-	pbc := core.NewBuildContext(b.bc.Context, b.p.log, b.p.reg, b.bc.Snapshot)
-	pbc.Shared, pbc.Settings, pbc.Metrics, pbc.Clusters = b.p.shared, b.p.settings, b.p.metrics, b
-	pt.bc = pbc
+	pt.bc = b.p.newBuildContext(b.bc.Context, b.bc.Snapshot)
+	pt.bc.Clusters = b
 	pt.refs.Store(1)
 }
 

@@ -170,8 +170,7 @@ func (b *builder) previousEndpoints(name string) []*core.Endpoint {
 // build compiles snap. On error the caller closes the BuildContext, which cleans up whatever was
 // loaded so far.
 func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot, d *digest) (*table, error) {
-	bc := core.NewBuildContext(ctx, p.log, p.reg, snap)
-	bc.Shared, bc.Settings, bc.Metrics, bc.AccessLog = p.shared, p.settings, p.metrics, p.accessLog
+	bc := p.newBuildContext(ctx, snap)
 	t := &table{log: p.log, bc: bc, certKeys: map[certKey]struct{}{}, tlsKeys: map[certKey]struct{}{}}
 	v := snap.GetVersion()
 	t.version.Store(&v)
@@ -193,6 +192,15 @@ func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot, d *digest) (*tab
 		return nil, err
 	}
 	return t, nil
+}
+
+// newBuildContext is a BuildContext with what the proxy gives every module: the shared state,
+// module settings, metrics registry and access log. A table has one, and so has each part it
+// may share with the next (reuse.go).
+func (p *Proxy) newBuildContext(ctx context.Context, snap *irv1.Snapshot) *core.BuildContext {
+	bc := core.NewBuildContext(ctx, p.log, p.reg, snap)
+	bc.Shared, bc.Settings, bc.Metrics, bc.AccessLog = p.shared, p.settings, p.metrics, p.accessLog
+	return bc
 }
 
 func (b *builder) build(snap *irv1.Snapshot) error {
