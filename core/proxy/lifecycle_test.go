@@ -52,7 +52,10 @@ func TestSwapUnderLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	clients := make([]*client, workers)
 	for i := range clients {
-		clients[i] = newClient(addr, nil)
+		// One connection per client: a Transport may otherwise dial a second one when a request
+		// starts before the last response's connection is back in its pool, which says nothing
+		// about the proxy; with the cap, a second dial means the proxy closed the first.
+		clients[i] = newClient(addr, func(tr *http.Transport) { tr.MaxConnsPerHost = 1 })
 		wg.Add(1)
 		go func(c *client) {
 			defer wg.Done()
