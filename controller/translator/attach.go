@@ -42,6 +42,10 @@ type routeState struct {
 	// warnings are what was accepted but not served as written (RouteContext.Warn), by
 	// "field: message", each once.
 	warnings map[string]*Problem
+
+	// memo is the route's record for an Incremental, rec the record of the Build under way.
+	memo *routeMemo
+	rec  *buildRecord
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -179,10 +183,15 @@ func (t *session) routesOf(k translation.RouteKind, gk schema.GroupKind) []trans
 // before attachment decides Accepted.
 func (t *session) validateRoute(st *routeState) {
 	rc := &routeContext{t: t, st: st}
-	for _, e := range st.route.Build(rc) {
-		if _, dropped := st.dropped[e.Rule]; !dropped {
-			st.implemented++
-		}
+	var rec *buildRecord
+	if t.memo != nil {
+		st.memo = t.memo.memoOf(st)
+		rec = st.memo.validate
+	}
+	n, _ := t.build(rc, &rec, nil)
+	st.implemented += n
+	if st.memo != nil {
+		st.memo.validate = rec
 	}
 }
 
@@ -310,11 +319,21 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 		Port:     uint32(l.spec.Port),
 		Hostname: l.hostname,
 	}}
-	for _, e := range st.route.Build(rc) {
+	var rec *buildRecord
+	var k placeKey
+	if st.memo != nil {
+		k = placeKeyOf(l)
+		rec = st.memo.places[k]
+	}
+	_, a.entries = t.build(rc, &rec, func(e *translation.Entry) bool {
 		if st.keep(e.Rule) && e.Route != nil {
 			e.Route.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", st.key.Kind, st.key.Namespace, st.key.Name, e.Rule, e.Match)
-			a.entries = append(a.entries, e)
+			return true
 		}
+		return false
+	})
+	if st.memo != nil && rec != nil {
+		st.memo.places[k] = rec
 	}
 }
 

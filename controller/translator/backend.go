@@ -127,6 +127,7 @@ func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReferenc
 			t.applyBackendPolicy(c, nn(svc.Namespace, svc.Name))
 			t.clusters[name] = c
 		}
+		t.recordCluster(name)
 	}
 	return name, nil
 }

@@ -88,6 +88,11 @@ type session struct {
 	// unresolvedFilters are the ExtensionRefs to missing objects, by kind, each once (Build runs
 	// once per listener): Result.UnresolvedFilters.
 	unresolvedFilters map[string]map[string]bool
+
+	// memo holds the records of Build calls an Incremental reuses (nil in Translate); rec is the
+	// record of the Build call under way, if any (incremental.go).
+	memo *memoSet
+	rec  *buildRecord
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {
