@@ -286,6 +286,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		}
 	}()
 	var lastRes *translator.Result
+	// inc reuses the route builds of the previous translation while the rest of the world
+	// stays the same (translator.Incremental): a route change translates that route only.
+	inc := translator.NewIncremental()
 	ing := newIngressSide(c.opts.Kube, c.log.Named("ingress"), ingressLoadBalancer(statusAddressValues(c.opts.StatusAddresses), c.opts.KindSettings[ingressHTTPAddressSetting]))
 	defer ing.stop()
 	var last *irv1.Snapshot    // the latest snapshot made, published or not
@@ -321,11 +324,11 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			claimed := c.claimed()
 			opts.Routability = reportsRoutability(claimed)
 			opts.StatusAddresses = c.opts.StatusAddresses
-			res := translator.Translate(ctx, store, opts)
+			res := inc.Translate(ctx, store, opts)
 			c.stats.Translations.Add(1)
 			if c.docs.AwaitFirst(ctx, c.opts.DocumentWait) {
 				// A document asked for was not fetched yet: publish what it is now, not its absence.
-				res = translator.Translate(ctx, store, opts)
+				res = inc.Translate(ctx, store, opts)
 				c.stats.Translations.Add(1)
 			}
 			c.docs.Sweep()

@@ -171,7 +171,18 @@ func (t *session) finishServer(sb *serverBuild, usedSecrets map[string]bool) *ir
 // first, intersection.go), then Precedence (larger first, element-wise), then the oldest route, then "<namespace>/<name>", then rule index, then match index. Kind
 // breaks the last ties so the order is total across route kinds.
 func sortPlaced(ps []*placed) {
-	sort.SliceStable(ps, func(i, j int) bool { return placedLess(ps[i], ps[j]) })
+	if len(ps) < 2 {
+		return
+	}
+	slices.SortStableFunc(ps, func(a, b *placed) int {
+		switch {
+		case placedLess(a, b):
+			return -1
+		case placedLess(b, a):
+			return 1
+		}
+		return 0
+	})
 }
 
 func placedLess(a, b *placed) bool {

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -146,7 +147,7 @@ func (t *session) translateRoutes() {
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
 			t.validateRoute(st)
-			st.hostnames = t.routeHostnames(st)
+			t.setRouteHostnames(st)
 			for i, ref := range r.ParentRefs() {
 				t.attach(st, i, ref)
 			}
@@ -403,6 +404,21 @@ func defaultParentRef(ref gwapiv1.ParentReference) gwapiv1.ParentReference {
 		ref.Kind = &k
 	}
 	return ref
+}
+
+// setRouteHostnames sets st's hostnames, from its record when an Incremental has one: they
+// depend on the route object alone.
+func (t *session) setRouteHostnames(st *routeState) {
+	if m := st.memo; m != nil && m.hosts != nil {
+		st.hostnames, st.hasHostnames = m.hosts.hostnames, m.hosts.hasHostnames
+		st.problems = append(st.problems, m.hosts.problems...)
+		return
+	}
+	before := len(st.problems)
+	st.hostnames = t.routeHostnames(st)
+	if m := st.memo; m != nil {
+		m.hosts = &memoHosts{hostnames: st.hostnames, hasHostnames: st.hasHostnames, problems: slices.Clone(st.problems[before:])}
+	}
 }
 
 // routeHostnames validates the route's hostnames as CEL would (DNS names, an optional leading

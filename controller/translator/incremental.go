@@ -92,8 +92,16 @@ type routeMemo struct {
 	rv       string
 	gen      int64
 	validate *buildRecord
+	hosts    *memoHosts
 	// places are the builds for listeners, by listener.
 	places map[placeKey]*buildRecord
+}
+
+// memoHosts is the outcome of a route's hostname validation.
+type memoHosts struct {
+	hostnames    []string
+	hasHostnames bool
+	problems     []*Problem
 }
 
 // placeKey names a listener across translations: its Gateway, ListenerSet (or none), name and
