@@ -51,6 +51,7 @@ type Incremental struct {
 	routes map[translation.Object]*routeMemo
 	// keep holds the Store the records were made from, so its objects' addresses stay taken.
 	keep *Store
+	sealer sealer
 	// stats of the latest translation.
 	reused, built int
 }
@@ -67,6 +68,7 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	}
 	inc.world = w
 	t.memo = &memoSet{prev: inc.routes, next: make(map[translation.Object]*routeMemo, len(inc.routes))}
+	t.sealer = &inc.sealer
 	res := t.run()
 	inc.routes, inc.keep = t.memo.next, store
 	inc.reused, inc.built = t.memo.reused, t.memo.built

@@ -93,6 +93,8 @@ type session struct {
 	// record of the Build call under way, if any (incremental.go).
 	memo *memoSet
 	rec  *buildRecord
+	// sealer seals with the encodings of the previous snapshot's routes and clusters (seal.go).
+	sealer *sealer
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {
