@@ -50,7 +50,7 @@ type Incremental struct {
 	// routes are the records of the previous translation, by route object.
 	routes map[translation.Object]*routeMemo
 	// keep holds the Store the records were made from, so its objects' addresses stay taken.
-	keep *Store
+	keep   *Store
 	sealer sealer
 	// stats of the latest translation.
 	reused, built int
