@@ -229,11 +229,13 @@ func TestRouteStatusEqualIsSemantic(t *testing.T) {
 		}}}
 	}
 	variants := map[string]func(*gwapiv1.RouteStatus){
-		"same":               func(*gwapiv1.RouteStatus) {},
-		"transition time":    func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].LastTransitionTime = t1 },
-		"generation":         func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].ObservedGeneration = 2 },
-		"message":            func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].Message = "other" },
-		"condition added":    func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions = append(s.Parents[0].Conditions, cond("X", "True", "X", 1, t0)) },
+		"same":            func(*gwapiv1.RouteStatus) {},
+		"transition time": func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].LastTransitionTime = t1 },
+		"generation":      func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].ObservedGeneration = 2 },
+		"message":         func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].Message = "other" },
+		"condition added": func(s *gwapiv1.RouteStatus) {
+			s.Parents[0].Conditions = append(s.Parents[0].Conditions, cond("X", "True", "X", 1, t0))
+		},
 		"no conditions":      func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions = nil },
 		"controller":         func(s *gwapiv1.RouteStatus) { s.Parents[0].ControllerName = "d" },
 		"port set":           func(s *gwapiv1.RouteStatus) { s.Parents[0].ParentRef.Port = &port },
