@@ -313,6 +313,16 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 	if !l.programmed() {
 		return
 	}
+	var rec *buildRecord
+	var k placeKey
+	if st.memo != nil {
+		k = placeKeyOf(l)
+		if rec = st.memo.places[k]; rec != nil {
+			t.memo.reused++
+			_, a.entries = t.replay(st, rec)
+			return
+		}
+	}
 	rc := &routeContext{t: t, st: st, emit: true, ls: l, listener: translation.ListenerInfo{
 		Gateway:  l.gw.key.String(),
 		Name:     l.spec.Name,
@@ -320,12 +330,6 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 		Port:     uint32(l.spec.Port),
 		Hostname: l.hostname,
 	}}
-	var rec *buildRecord
-	var k placeKey
-	if st.memo != nil {
-		k = placeKeyOf(l)
-		rec = st.memo.places[k]
-	}
 	_, a.entries = t.build(rc, &rec, func(e *translation.Entry) bool {
 		if st.keep(e.Rule) && e.Route != nil {
 			e.Route.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", st.key.Kind, st.key.Namespace, st.key.Name, e.Rule, e.Match)
