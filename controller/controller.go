@@ -70,7 +70,8 @@ type Stats struct {
 	// as long as one stays missing (a fail-open filter's rule is being served unfiltered).
 	UnresolvedFilters *prometheus.CounterVec
 	// TranslateDuration is coxswain_controller_translation_duration_seconds{kind}: each
-	// translation, kind "full" or "endpoints" (the endpoints-only refresh).
+	// translation, kind "full", "incremental" (translator.Incremental replayed the builds of
+	// unchanged routes) or "endpoints" (the endpoints-only refresh).
 	TranslateDuration *prometheus.HistogramVec
 	// ChangeLag is coxswain_controller_change_to_publish_seconds, the informer lag: from the
 	// first informer event (or document, or retry) a snapshot includes to its publication. It
@@ -103,7 +104,7 @@ func New(opts Options) (*Controller, error) {
 	c.stats.UnresolvedFilters = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_filter_unresolved_total",
 		Help: "ExtensionRefs naming a filter object that does not exist, added at every translation while they stay missing."}, []string{"kind"})
 	c.stats.TranslateDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "coxswain_controller_translation_duration_seconds",
-		Help:    "Duration of each translation, by kind: full, or endpoints (an endpoints-only refresh).",
+		Help:    "Duration of each translation, by kind: full, incremental (unchanged routes' builds replayed), or endpoints (an endpoints-only refresh).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"kind"})
 	c.stats.ChangeLag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coxswain_controller_change_to_publish_seconds",
 		Help:    "Informer lag: from the first change a snapshot includes (an informer event, a fetched document, a publish retry) to its publication.",
@@ -330,6 +331,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 				// A document asked for was not fetched yet: publish what it is now, not its absence.
 				res = inc.Translate(ctx, store, opts)
 				c.stats.Translations.Add(1)
+			}
+			if inc.Reused() > 0 {
+				kind = "incremental" // some routes' builds were replayed, not run
 			}
 			c.docs.Sweep()
 			w.Desire(desired(res, claimed))
