@@ -52,6 +52,7 @@ type Incremental struct {
 	// keep holds the Store the records were made from, so its objects' addresses stay taken.
 	keep   *Store
 	sealer sealer
+	vhosts vhostMemo
 	// stats of the latest translation.
 	reused, built int
 }
@@ -69,6 +70,11 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	inc.world = w
 	t.memo = &memoSet{prev: inc.routes, next: make(map[translation.Object]*routeMemo, len(inc.routes))}
 	t.sealer = &inc.sealer
+	if inc.routes == nil {
+		inc.vhosts = vhostMemo{} // their entries are of records of a world that is gone
+	}
+	inc.vhosts.start()
+	t.vhosts = &inc.vhosts
 	res := t.run()
 	inc.routes, inc.keep = t.memo.next, store
 	inc.reused, inc.built = t.memo.reused, t.memo.built

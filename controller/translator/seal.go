@@ -61,10 +61,11 @@ func (s *sealer) seal(snap *irv1.Snapshot) error {
 	return nil
 }
 
-// leaf says whether a message type is encoded whole (and remembered) rather than field by field.
-func leaf(d protoreflect.MessageDescriptor) bool {
+// remembered says whether the encodings of a message type are kept for the next seal: the
+// messages a replay shares with the previous snapshot.
+func remembered(d protoreflect.MessageDescriptor) bool {
 	switch d.FullName() {
-	case "coxswain.ir.v1.Route", "coxswain.ir.v1.Cluster":
+	case "coxswain.ir.v1.Route", "coxswain.ir.v1.Cluster", "coxswain.ir.v1.VirtualHost":
 		return true
 	}
 	return false
@@ -84,25 +85,31 @@ var deterministic = proto.MarshalOptions{Deterministic: true}
 // appendMessage appends m's encoding (without tag or length).
 func (s *sealer) appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	d := m.Descriptor()
+	if !remembered(d) {
+		return s.encode(b, m)
+	}
+	key := m.Interface()
+	e := s.encoded[key]
+	if e == nil {
+		enc, err := s.encode(nil, m)
+		if err != nil {
+			return nil, err
+		}
+		e = &encoding{b: enc}
+		s.encoded[key] = e
+	}
+	if e.seal != s.seals {
+		e.seal = s.seals
+		s.used++
+	}
+	return append(b, e.b...), nil
+}
+
+// encode appends m's encoding: an envelope field by field, anything else by the library.
+func (s *sealer) encode(b []byte, m protoreflect.Message) ([]byte, error) {
+	d := m.Descriptor()
 	if !envelope(d) {
-		if !leaf(d) {
-			return deterministic.MarshalAppend(b, m.Interface())
-		}
-		key := m.Interface()
-		e := s.encoded[key]
-		if e == nil {
-			enc, err := deterministic.Marshal(key)
-			if err != nil {
-				return nil, err
-			}
-			e = &encoding{b: enc}
-			s.encoded[key] = e
-		}
-		if e.seal != s.seals {
-			e.seal = s.seals
-			s.used++
-		}
-		return append(b, e.b...), nil
+		return deterministic.MarshalAppend(b, m.Interface())
 	}
 	if len(m.GetUnknown()) > 0 {
 		return deterministic.MarshalAppend(b, m.Interface())

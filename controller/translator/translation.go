@@ -95,6 +95,8 @@ type session struct {
 	rec  *buildRecord
 	// sealer seals with the encodings of the previous snapshot's routes and clusters (seal.go).
 	sealer *sealer
+	// vhosts are the virtual hosts of the previous snapshot an Incremental may share (vhosts.go).
+	vhosts *vhostMemo
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {
