@@ -27,8 +27,8 @@ type sealer struct {
 	// encoded are the encodings of routes and clusters, with the seal that last used each.
 	encoded map[proto.Message]*encoding
 	seals   uint64
-	used    int // encodings the latest seal used
-	size    int // the latest snapshot's encoded size
+	used    int    // encodings the latest seal used
+	buf     []byte // the latest snapshot's encoding
 }
 
 type encoding struct {
@@ -43,11 +43,11 @@ func (s *sealer) seal(snap *irv1.Snapshot) error {
 	}
 	s.seals++
 	s.used = 0
-	b, err := s.appendMessage(make([]byte, 0, s.size+s.size/8), snap.ProtoReflect())
+	b, err := s.appendMessage(s.buf[:0], snap.ProtoReflect())
 	if err != nil {
 		return fmt.Errorf("encoding snapshot: %w", err)
 	}
-	s.size = len(b)
+	s.buf = b // the next seal encodes into the same memory
 	if len(s.encoded) > 2*s.used+1024 {
 		// Forget the messages of older snapshots once they are most of what is remembered.
 		for k, e := range s.encoded {
