@@ -148,9 +148,7 @@ func (t *session) translateRoutes() {
 			}}
 			t.validateRoute(st)
 			t.setRouteHostnames(st)
-			for i, ref := range r.ParentRefs() {
-				t.attach(st, i, ref)
-			}
+			t.attachRoute(st, r)
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
 				for _, p := range st.warnings {
@@ -231,12 +229,24 @@ func (t *session) attach(st *routeState, index int, ref gwapiv1.ParentReference)
 		return
 	}
 	st.parents = append(st.parents, ps)
+	var pr *parentRecord
+	if r := t.attachRec; r != nil {
+		pr = &parentRecord{}
+		r.parents = append(r.parents, pr)
+		t.placing = pr
+	}
 	if ps.accepted.reason == "" {
 		t.attachParent(st, ps, candidates)
+	}
+	if pr != nil {
+		pr.ref, pr.accepted, t.placing = ps.ref, ps.accepted, nil
 	}
 	if !ps.accepted.ok && !st.noValidRule() { // invalid rules are reported each by itself
 		st.problem(fmt.Sprintf("spec.parentRefs[%d]", index), gwapiv1.RouteConditionReason(ps.accepted.reason),
 			fmt.Sprintf("not accepted by %s: %s", parent, ps.accepted.msg))
+		if r := t.attachRec; r != nil {
+			r.problems = append(r.problems, st.problems[len(st.problems)-1])
+		}
 	}
 }
 
@@ -299,6 +309,9 @@ func (t *session) attachParent(st *routeState, ps *parentStatus, listeners []*li
 // place attaches an accepted route to a listener once, and builds its entries when the
 // listener is programmed.
 func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, hosts []string) {
+	if pr := t.placing; pr != nil {
+		pr.places = append(pr.places, placeRecord{listener: placeKeyOf(l), hosts: hosts})
+	}
 	if l.placed[st] {
 		return
 	}
@@ -390,6 +403,9 @@ func (t *session) namespaceAllowed(l *listenerState, routeNS string) bool {
 				return false
 			}
 			l.selector = s
+		}
+		if l.selectorErr {
+			t.attachNotReplayable = true // the listener's problem is reported only where it is evaluated
 		}
 		return !l.selectorErr && l.selector.Matches(labels.Set(t.namespaceLabels(routeNS)))
 	}

@@ -101,6 +101,7 @@ type routeMemo struct {
 	gen      int64
 	validate *buildRecord
 	hosts    *memoHosts
+	attach   *attachRecord
 	// places are the builds for listeners, by listener.
 	places map[placeKey]*buildRecord
 }

@@ -97,6 +97,12 @@ type session struct {
 	sealer *sealer
 	// vhosts are the virtual hosts of the previous snapshot an Incremental may share (vhosts.go).
 	vhosts *vhostMemo
+	// attachRec records the attachment of the route under way, placing that of its parentRef
+	// under way; attachNotReplayable says the attachment cannot be replayed (attachmemo.go).
+	attachRec           *attachRecord
+	placing             *parentRecord
+	attachNotReplayable bool
+	listenersByKey      map[placeKey]*listenerState
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {
