@@ -8,18 +8,24 @@ import (
 // coalescer paces translations: the first change after a quiet spell is translated at once, and
 // changes that keep coming are batched with a delay that grows with their rate. After each wake-up
 // the next one is held back until a gap has passed since it; the gap starts at holdoff, doubles for
-// every wake-up that had to wait for it, is capped at maxDelay, and falls back to holdoff once the
-// changes pause for twice the gap. So a lone edit propagates with no added delay, a burst of edits
-// becomes a few translations instead of one each, and no change ever waits longer than maxDelay.
+// every wake-up that had to wait for it while more changes came, is capped at maxDelay, and falls
+// back to holdoff once the changes pause for twice the gap, or once a wait gathered no other change.
+// So a lone edit propagates with no added delay, a burst of edits becomes a few translations
+// instead of one each, and no change ever waits longer than maxDelay.
 //
 // The earlier design waited for holdoff of silence before every translation, which put a fixed
-// holdoff (75ms by default) on the propagation of every change, including the lone ones.
+// holdoff (75ms by default) on the propagation of every change, including the lone ones. A later
+// one kept the grown gap while changes came one at a time, each right after the previous one was
+// served (a client that waits for its change to take effect before making the next): every one
+// of them then waited the whole max delay (BenchmarkPropagation's endpoint changes: ~1 s each).
 type coalescer struct {
 	holdoff, maxDelay time.Duration
 	ch                chan struct{}
 
 	last time.Time // when Wait last returned
 	step uint      // how many wake-ups in a row had to wait: the gap is holdoff<<step
+	// idleHold: the latest wake-up waited for the gap and no other change came meanwhile.
+	idleHold bool
 }
 
 func newCoalescer(holdoff, maxDelay time.Duration) *coalescer {
@@ -53,32 +59,45 @@ func (c *coalescer) Wait(ctx context.Context) error {
 	}
 	gap := c.gap()
 	since := time.Since(c.last)
+	held := false
 	switch {
 	case since >= 2*gap:
 		c.step = 0 // a quiet spell: the next burst starts afresh
+	case since < gap && c.idleHold:
+		// Holding the previous change gathered nothing: changes come one at a time, no faster
+		// than they are served. Holding this one would only delay it.
+		c.step = 0
 	case since < gap:
-		if err := c.hold(ctx, gap-since); err != nil {
+		absorbed, err := c.hold(ctx, gap-since)
+		if err != nil {
 			return err
 		}
-		if c.gap() < c.maxDelay {
+		held = true
+		c.idleHold = absorbed == 0
+		if absorbed > 0 && c.gap() < c.maxDelay {
 			c.step++
 		}
+	}
+	if !held {
+		c.idleHold = false
 	}
 	c.last = time.Now()
 	return nil
 }
 
-// hold waits d, absorbing the notifications that arrive meanwhile.
-func (c *coalescer) hold(ctx context.Context, d time.Duration) error {
+// hold waits d, absorbing the notifications that arrive meanwhile; it returns how many did.
+func (c *coalescer) hold(ctx context.Context, d time.Duration) (int, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	n := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return n, ctx.Err()
 		case <-timer.C:
-			return nil
+			return n, nil
 		case <-c.ch:
+			n++
 		}
 	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -37,20 +38,39 @@ func TestCoalescerHoldsABurst(t *testing.T) {
 	}
 }
 
-// The gap doubles for every wake-up that had to wait for it, up to maxDelay, and a quiet spell
-// resets it.
+// The gap doubles for every wake-up that had to wait for it while changes kept coming, up to
+// maxDelay, and a quiet spell resets it.
 func TestCoalescerGapGrowsWithRate(t *testing.T) {
 	c := newCoalescer(time.Millisecond, 8*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	want := []time.Duration{1, 1, 2, 4, 8, 8}
-	for i, w := range want {
-		if got := c.gap(); got != w*time.Millisecond {
-			t.Fatalf("wake-up %d: gap %v, want %v", i, got, w*time.Millisecond)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // changes faster than any gap
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				c.Notify()
+				runtime.Gosched()
+			}
 		}
-		c.Notify()
+	}()
+	var gaps []time.Duration
+	for range 6 {
+		gaps = append(gaps, c.gap())
 		if err := c.Wait(ctx); err != nil {
 			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	want := []time.Duration{1, 1, 2, 4, 8, 8}
+	for i, w := range want {
+		if gaps[i] != w*time.Millisecond {
+			t.Fatalf("gaps %v, want 1ms 1ms 2ms 4ms 8ms 8ms", gaps)
 		}
 	}
 	c.last = time.Now().Add(-time.Hour) // a quiet spell
@@ -60,6 +80,27 @@ func TestCoalescerGapGrowsWithRate(t *testing.T) {
 	}
 	if got := c.gap(); got != time.Millisecond {
 		t.Fatalf("after a quiet spell the gap is %v, want 1ms", got)
+	}
+}
+
+// Changes that come one at a time, each right after the previous wake-up (a client waiting for
+// its change to be served before the next), are held at most once: a wait that gathered nothing
+// else shows there is no burst, and the next such change goes at once, the gap back at holdoff.
+func TestCoalescerSequentialChangesGoAtOnce(t *testing.T) {
+	c := newCoalescer(time.Millisecond, time.Hour)
+	c.step = 20 // as after a burst: a gap of ~17 minutes
+	c.last = time.Now()
+	c.idleHold = true // and the latest wake-up waited for nothing
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := range 5 {
+		c.Notify()
+		if err := c.Wait(ctx); err != nil {
+			t.Fatalf("change %d was held back: %v", i, err)
+		}
+	}
+	if got := c.gap(); got != time.Millisecond {
+		t.Fatalf("gap %v after changes that came one at a time, want the holdoff", got)
 	}
 }
 
