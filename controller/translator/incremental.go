@@ -138,7 +138,7 @@ type buildRecord struct {
 	entries []*translation.Entry
 	// clusters are the clusters it named, as they were made; filterClusters those kept for
 	// filters; unresolved the missing ExtensionRefs by kind.
-	clusters       map[string]*irv1.Cluster
+	clusters       []*irv1.Cluster
 	filterClusters []string
 	unresolved     [][2]string
 	// uncacheable: it read or wrote something a replay cannot reproduce.
@@ -219,9 +219,9 @@ func (t *session) replay(st *routeState, r *buildRecord) (int, []*translation.En
 			st.warn(e.field, e.msg)
 		}
 	}
-	for name, c := range r.clusters {
-		if _, ok := t.clusters[name]; !ok {
-			t.clusters[name] = t.refreshCluster(c)
+	for _, c := range r.clusters {
+		if _, ok := t.clusters[c.GetName()]; !ok {
+			t.clusters[c.GetName()] = t.refreshCluster(c)
 		}
 	}
 	for _, name := range r.filterClusters {
@@ -243,10 +243,12 @@ func (r *buildRecord) effect(e buildEffect) {
 
 func (t *session) recordCluster(name string) {
 	if r := t.rec; r != nil {
-		if r.clusters == nil {
-			r.clusters = map[string]*irv1.Cluster{}
+		for _, c := range r.clusters {
+			if c.GetName() == name {
+				return
+			}
 		}
-		r.clusters[name] = t.clusters[name]
+		r.clusters = append(r.clusters, t.clusters[name])
 	}
 }
 
