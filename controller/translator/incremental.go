@@ -47,8 +47,8 @@ import (
 type Incremental struct {
 	seed  maphash.Seed
 	world worldKey
-	// routes are the records of the previous translation, by route object.
-	routes map[translation.Object]*routeMemo
+	// routes are the records of the previous translation, by route.
+	routes map[routeID]*routeMemo
 	// keep holds the Store the records were made from, so its objects' addresses stay taken.
 	keep   *Store
 	sealer sealer
@@ -68,7 +68,7 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 		inc.routes = nil // the world changed: nothing recorded holds any more
 	}
 	inc.world = w
-	t.memo = &memoSet{prev: inc.routes, next: make(map[translation.Object]*routeMemo, len(inc.routes))}
+	t.memo = &memoSet{prev: inc.routes, next: make(map[routeID]*routeMemo, len(inc.routes))}
 	t.sealer = &inc.sealer
 	if inc.routes == nil {
 		inc.vhosts = vhostMemo{} // their entries are of records of a world that is gone
@@ -89,16 +89,14 @@ func (inc *Incremental) Built() int  { return inc.built }
 // memoSet is one session's view of the records: those of the previous translation, and those
 // this one keeps for the next.
 type memoSet struct {
-	prev, next    map[translation.Object]*routeMemo
+	prev, next    map[routeID]*routeMemo
 	reused, built int
 }
 
-// routeMemo is what one route object's Build calls did. Routes are keyed by object, so a new
-// resourceVersion (a new object from the informer) never finds an old record; rv is checked
-// too, against a Store filled by hand that modifies objects in place.
+// routeMemo is what one route's Build calls did, and the route as it was then: the record holds
+// while the route's spec and metadata are the same (sameObject).
 type routeMemo struct {
-	rv       string
-	gen      int64
+	obj      translation.Object
 	validate *buildRecord
 	hosts    *memoHosts
 	attach   *attachRecord
@@ -166,15 +164,50 @@ type buildEffect struct {
 // memoOf returns the record of st's object from the previous translation, when it still holds.
 func (m *memoSet) memoOf(st *routeState) *routeMemo {
 	obj := st.route.Object()
-	if rm, ok := m.next[obj]; ok {
+	id := routeIDOf(st.key, obj)
+	if rm, ok := m.next[id]; ok {
 		return rm
 	}
-	rm := m.prev[obj]
-	if rm == nil || rm.rv != obj.GetResourceVersion() || rm.gen != obj.GetGeneration() {
-		rm = &routeMemo{rv: obj.GetResourceVersion(), gen: obj.GetGeneration(), places: map[placeKey]*buildRecord{}}
+	rm := m.prev[id]
+	if rm == nil || !sameObject(rm.obj, obj) {
+		rm = &routeMemo{obj: obj, places: map[placeKey]*buildRecord{}}
 	}
-	m.next[obj] = rm
+	m.next[id] = rm
 	return rm
+}
+
+// routeID keys a route's record: by name when the object has a generation (the API server's
+// objects), since our own status writes replace the object without changing what a translation
+// reads; by address otherwise (a Store filled by hand or from files), where only the same object
+// is known to be the same.
+type routeID struct {
+	key RouteKey
+	ptr uintptr
+}
+
+func routeIDOf(k RouteKey, obj translation.Object) routeID {
+	id := routeID{key: k}
+	if obj.GetGeneration() == 0 {
+		id.ptr = uintptr(ifacePointer(obj))
+	}
+	return id
+}
+
+// sameObject says whether a translation reads the same in cur as in prev, prev being an object
+// of the previous Store for the same route or world identity. An object with a generation is
+// unchanged while its uid, generation (the spec), labels and annotations are: a translation
+// reads nothing of its status, which is what our own writes change. One without is unchanged
+// only as the same object at the same resourceVersion. (The records keep prev referenced, so
+// no new object can have its address.)
+func sameObject(prev, cur metav1.Object) bool {
+	if prev == cur {
+		return prev.GetResourceVersion() == cur.GetResourceVersion()
+	}
+	if cur.GetGeneration() == 0 {
+		return false
+	}
+	return prev.GetUID() == cur.GetUID() && prev.GetGeneration() == cur.GetGeneration() &&
+		maps.Equal(prev.GetLabels(), cur.GetLabels()) && maps.Equal(prev.GetAnnotations(), cur.GetAnnotations())
 }
 
 // build runs st's Build for rc, or replays its record; keep says which entries are kept (the
@@ -199,7 +232,7 @@ func (t *session) build(rc *routeContext, rec **buildRecord, place func(*transla
 	if t.memo != nil {
 		t.memo.built++
 		if r.uncacheable {
-			delete(t.memo.next, st.route.Object())
+			delete(t.memo.next, routeIDOf(st.key, st.route.Object()))
 		} else {
 			*rec = r
 		}
@@ -291,9 +324,18 @@ func (inc *Incremental) worldOf(s *Store, opts Options, kinds []translation.Rout
 		var b [8]byte
 		var h maphash.Hash
 		h.SetSeed(inc.seed)
-		binary.LittleEndian.PutUint64(b[:], uint64(uintptr(p)))
-		h.Write(b[:])
-		h.WriteString(o.GetResourceVersion())
+		if gen := o.GetGeneration(); gen != 0 {
+			// As sameObject: its spec and metadata, not its status (our own writes).
+			h.WriteString(string(o.GetUID()))
+			binary.LittleEndian.PutUint64(b[:], uint64(gen))
+			h.Write(b[:])
+			hashMap(&h, o.GetLabels())
+			hashMap(&h, o.GetAnnotations())
+		} else {
+			binary.LittleEndian.PutUint64(b[:], uint64(uintptr(p)))
+			h.Write(b[:])
+			h.WriteString(o.GetResourceVersion())
+		}
 		v := h.Sum64()
 		w.sum += v
 		w.xor ^= v*0x9e3779b97f4a7c15 + 1
@@ -367,4 +409,15 @@ func compareNN(a, b types.NamespacedName) int {
 		return strings.Compare(a.Namespace, b.Namespace)
 	}
 	return strings.Compare(a.Name, b.Name)
+}
+
+// hashMap writes a string map into h, in key order.
+func hashMap(h *maphash.Hash, m map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		h.WriteString(k)
+		h.WriteByte(0)
+		h.WriteString(m[k])
+		h.WriteByte(0)
+	}
+	h.WriteByte(1)
 }

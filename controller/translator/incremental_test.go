@@ -65,9 +65,14 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 					delete(world, id)
 					what = "delete"
 				case rng.IntN(2) == 0:
+					// A new object of the same content and generation: what our own status
+					// write (or a relist) looks like to the informers.
 					world[id], what = renew(cur, &rv), "touch"
 				default:
-					world[id], what = pool.version(rng, id, &rv), "update"
+					// A new version: the API server bumps the generation of a spec change.
+					next := pool.version(rng, id, &rv)
+					bumpGeneration(next, cur)
+					world[id], what = next, "update"
 				}
 				store := storeOf(world)
 				got := inc.Translate(context.Background(), store, opts)
@@ -270,5 +275,16 @@ func TestSealerEqualsSeal(t *testing.T) {
 		if res.Snapshot.GetVersion() != want.GetVersion() {
 			t.Fatalf("sealer gives %s, irv1.Seal %s", res.Snapshot.GetVersion(), want.GetVersion())
 		}
+	}
+}
+
+// bumpGeneration gives next a generation above prev's, as the API server does for a spec change,
+// when the objects carry one at all (objects loaded from files may not); the uid stays.
+func bumpGeneration(next, prev runtime.Object) {
+	n, _ := meta.Accessor(next)
+	p, _ := meta.Accessor(prev)
+	n.SetUID(p.GetUID())
+	if p.GetGeneration() != 0 || n.GetGeneration() != 0 {
+		n.SetGeneration(max(p.GetGeneration(), n.GetGeneration()) + 1)
 	}
 }
