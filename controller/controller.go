@@ -351,7 +351,8 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		}
 		c.stats.TranslateNanos.Store(int64(time.Since(start)))
 		c.stats.TranslateDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
-		c.log.Debug("translated", zap.Bool("endpointsOnly", ch == changeEndpoints), zap.Duration("took", time.Since(start)),
+		c.log.Debug("translated", zap.String("kind", kind), zap.Int("replayedBuilds", inc.Reused()), zap.Int("builds", inc.Built()),
+			zap.Duration("took", time.Since(start)),
 			zap.String("version", last.GetVersion()))
 		if last.GetVersion() == published {
 			continue

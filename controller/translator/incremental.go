@@ -348,7 +348,22 @@ func (inc *Incremental) worldOf(s *Store, opts Options, kinds []translation.Rout
 	addAll(add, s.Services)
 	addAll(add, s.Secrets)
 	addAll(add, s.Namespaces)
-	addAll(add, s.ConfigMaps)
+	for _, cm := range s.ConfigMaps {
+		// By content: a translation reads a ConfigMap's data only, and some ConfigMaps change
+		// all the time (leader locks) without any CA in them.
+		var h maphash.Hash
+		h.SetSeed(inc.seed)
+		h.WriteString(cm.Namespace + "/" + cm.Name)
+		hashMap(&h, cm.Data)
+		for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
+			h.WriteString(k)
+			h.Write(cm.BinaryData[k])
+		}
+		v := h.Sum64()
+		w.sum += v
+		w.xor ^= v*0x9e3779b97f4a7c15 + 1
+		w.n++
+	}
 	addAll(add, s.ClusterTrustBundles)
 	addAll(add, s.BackendPolicies)
 	addAll(add, s.BackendTLSPolicies)
