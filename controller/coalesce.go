@@ -8,8 +8,8 @@ import (
 // coalescer paces translations: the first change after a quiet spell is translated at once, and
 // changes that keep coming are batched with a delay that grows with their rate. After each wake-up
 // the next one is held back until a gap has passed since it; the gap starts at holdoff, doubles for
-// every wake-up that had to wait for it while more changes came, is capped at maxDelay, and falls
-// back to holdoff once the changes pause for twice the gap, or once a wait gathered no other change.
+// every wait during which more changes came, halves for every wait during which none did, is
+// capped at maxDelay, and falls back to holdoff once the changes pause for twice the gap.
 // So a lone edit propagates with no added delay, a burst of edits becomes a few translations
 // instead of one each, and no change ever waits longer than maxDelay.
 //
@@ -18,14 +18,14 @@ import (
 // one kept the grown gap while changes came one at a time, each right after the previous one was
 // served (a client that waits for its change to take effect before making the next): every one
 // of them then waited the whole max delay (BenchmarkPropagation's endpoint changes: ~1 s each).
+// Halving on a wait that gathered nothing brings such a stream back to holdoff in a few changes,
+// while a burst, whose waits gather changes, keeps its gap.
 type coalescer struct {
 	holdoff, maxDelay time.Duration
 	ch                chan struct{}
 
 	last time.Time // when Wait last returned
-	step uint      // how many wake-ups in a row had to wait: the gap is holdoff<<step
-	// idleHold: the latest wake-up waited for the gap and no other change came meanwhile.
-	idleHold bool
+	step uint      // the gap is holdoff<<step
 }
 
 func newCoalescer(holdoff, maxDelay time.Duration) *coalescer {
@@ -59,27 +59,20 @@ func (c *coalescer) Wait(ctx context.Context) error {
 	}
 	gap := c.gap()
 	since := time.Since(c.last)
-	held := false
 	switch {
 	case since >= 2*gap:
 		c.step = 0 // a quiet spell: the next burst starts afresh
-	case since < gap && c.idleHold:
-		// Holding the previous change gathered nothing: changes come one at a time, no faster
-		// than they are served. Holding this one would only delay it.
-		c.step = 0
 	case since < gap:
 		absorbed, err := c.hold(ctx, gap-since)
 		if err != nil {
 			return err
 		}
-		held = true
-		c.idleHold = absorbed == 0
-		if absorbed > 0 && c.gap() < c.maxDelay {
-			c.step++
+		switch {
+		case absorbed > 0 && c.gap() < c.maxDelay:
+			c.step++ // changes keep coming faster than the gap
+		case absorbed == 0 && c.step > 0:
+			c.step-- // one change at a time: no burst to gather
 		}
-	}
-	if !held {
-		c.idleHold = false
 	}
 	c.last = time.Now()
 	return nil

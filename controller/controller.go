@@ -58,7 +58,10 @@ type Controller struct {
 // Stats are counters for tests, benchmarks and metrics.
 type Stats struct {
 	Leading      atomic.Bool
-	Translations atomic.Int64 // full translations
+	Translations atomic.Int64 // translations (full or incremental, not endpoints-only)
+	// ReplayedBuilds and Builds count the route Build calls translations replayed from the
+	// previous one and ran (translator.Incremental).
+	ReplayedBuilds, Builds atomic.Int64
 	// EndpointRefreshes counts endpoints-only updates (no route translated).
 	EndpointRefreshes atomic.Int64
 	TranslateNanos    atomic.Int64 // duration of the latest translation
@@ -332,6 +335,8 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 				res = inc.Translate(ctx, store, opts)
 				c.stats.Translations.Add(1)
 			}
+			c.stats.ReplayedBuilds.Add(int64(inc.Reused()))
+			c.stats.Builds.Add(int64(inc.Built()))
 			if inc.Reused() > 0 {
 				kind = "incremental" // some routes' builds were replayed, not run
 			}
