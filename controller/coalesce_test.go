@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -37,20 +38,39 @@ func TestCoalescerHoldsABurst(t *testing.T) {
 	}
 }
 
-// The gap doubles for every wake-up that had to wait for it, up to maxDelay, and a quiet spell
-// resets it.
+// The gap doubles for every wake-up that had to wait for it while changes kept coming, up to
+// maxDelay, and a quiet spell resets it.
 func TestCoalescerGapGrowsWithRate(t *testing.T) {
 	c := newCoalescer(time.Millisecond, 8*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	want := []time.Duration{1, 1, 2, 4, 8, 8}
-	for i, w := range want {
-		if got := c.gap(); got != w*time.Millisecond {
-			t.Fatalf("wake-up %d: gap %v, want %v", i, got, w*time.Millisecond)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // changes faster than any gap
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				c.Notify()
+				runtime.Gosched()
+			}
 		}
-		c.Notify()
+	}()
+	var gaps []time.Duration
+	for range 6 {
+		gaps = append(gaps, c.gap())
 		if err := c.Wait(ctx); err != nil {
 			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	want := []time.Duration{1, 1, 2, 4, 8, 8}
+	for i, w := range want {
+		if gaps[i] != w*time.Millisecond {
+			t.Fatalf("gaps %v, want 1ms 1ms 2ms 4ms 8ms 8ms", gaps)
 		}
 	}
 	c.last = time.Now().Add(-time.Hour) // a quiet spell
@@ -60,6 +80,35 @@ func TestCoalescerGapGrowsWithRate(t *testing.T) {
 	}
 	if got := c.gap(); got != time.Millisecond {
 		t.Fatalf("after a quiet spell the gap is %v, want 1ms", got)
+	}
+}
+
+// Changes that come one at a time, each right after the previous wake-up (a client waiting for
+// its change to be served before the next), bring a grown gap back down: every wait that gathered
+// nothing else halves it.
+func TestCoalescerSequentialChangesShrinkTheGap(t *testing.T) {
+	c := newCoalescer(time.Millisecond, time.Hour)
+	c.step = 5 // as after a burst: a gap of 32ms
+	c.last = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var gaps []time.Duration
+	for range 6 {
+		c.Notify()
+		if err := c.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gaps = append(gaps, c.gap())
+	}
+	// 16, 8, 4, 2, 1, 1 ms; a descheduled test may see a quiet spell (a reset) instead of a
+	// halving, never a gap that stays or grows.
+	for i := 1; i < len(gaps); i++ {
+		if gaps[i] > gaps[i-1] {
+			t.Fatalf("gaps %v grew", gaps)
+		}
+	}
+	if gaps[0] > 16*time.Millisecond || gaps[len(gaps)-1] != time.Millisecond {
+		t.Fatalf("gaps %v, want 16ms 8ms 4ms 2ms 1ms 1ms", gaps)
 	}
 }
 

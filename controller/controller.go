@@ -59,7 +59,10 @@ type Controller struct {
 // Stats are counters for tests, benchmarks and metrics.
 type Stats struct {
 	Leading      atomic.Bool
-	Translations atomic.Int64 // full translations
+	Translations atomic.Int64 // translations (full or incremental, not endpoints-only)
+	// ReplayedBuilds and Builds count the route Build calls translations replayed from the
+	// previous one and ran (translator.Incremental).
+	ReplayedBuilds, Builds atomic.Int64
 	// EndpointRefreshes counts endpoints-only updates (no route translated).
 	EndpointRefreshes atomic.Int64
 	TranslateNanos    atomic.Int64 // duration of the latest translation
@@ -71,7 +74,8 @@ type Stats struct {
 	// as long as one stays missing (a fail-open filter's rule is being served unfiltered).
 	UnresolvedFilters *prometheus.CounterVec
 	// TranslateDuration is coxswain_controller_translation_duration_seconds{kind}: each
-	// translation, kind "full" or "endpoints" (the endpoints-only refresh).
+	// translation, kind "full", "incremental" (translator.Incremental replayed the builds of
+	// unchanged routes) or "endpoints" (the endpoints-only refresh).
 	TranslateDuration *prometheus.HistogramVec
 	// ChangeLag is coxswain_controller_change_to_publish_seconds, the informer lag: from the
 	// first informer event (or document, or retry) a snapshot includes to its publication. It
@@ -104,7 +108,7 @@ func New(opts Options) (*Controller, error) {
 	c.stats.UnresolvedFilters = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_filter_unresolved_total",
 		Help: "ExtensionRefs naming a filter object that does not exist, added at every translation while they stay missing."}, []string{"kind"})
 	c.stats.TranslateDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "coxswain_controller_translation_duration_seconds",
-		Help:    "Duration of each translation, by kind: full, or endpoints (an endpoints-only refresh).",
+		Help:    "Duration of each translation, by kind: full, incremental (unchanged routes' builds replayed), or endpoints (an endpoints-only refresh).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"kind"})
 	c.stats.ChangeLag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coxswain_controller_change_to_publish_seconds",
 		Help:    "Informer lag: from the first change a snapshot includes (an informer event, a fetched document, a publish retry) to its publication.",
@@ -294,6 +298,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		}
 	}()
 	var lastRes *translator.Result
+	// inc reuses the route builds of the previous translation while the rest of the world
+	// stays the same (translator.Incremental): a route change translates that route only.
+	inc := translator.NewIncremental()
 	ingressService := c.opts.IngressStatusService
 	if len(c.opts.StatusAddresses) > 0 {
 		ingressService = types.NamespacedName{} // --status-address wins, as ingress-nginx's publish-status-address does
@@ -334,12 +341,17 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			claimed := c.claimed()
 			opts.Routability = reportsRoutability(claimed)
 			opts.StatusAddresses = c.opts.StatusAddresses
-			res := translator.Translate(ctx, store, opts)
+			res := inc.Translate(ctx, store, opts)
 			c.stats.Translations.Add(1)
 			if c.docs.AwaitFirst(ctx, c.opts.DocumentWait) {
 				// A document asked for was not fetched yet: publish what it is now, not its absence.
-				res = translator.Translate(ctx, store, opts)
+				res = inc.Translate(ctx, store, opts)
 				c.stats.Translations.Add(1)
+			}
+			c.stats.ReplayedBuilds.Add(int64(inc.Reused()))
+			c.stats.Builds.Add(int64(inc.Built()))
+			if inc.Reused() > 0 {
+				kind = "incremental" // some routes' builds were replayed, not run
 			}
 			c.docs.Sweep()
 			w.Desire(desired(res, claimed))
@@ -360,7 +372,8 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		}
 		c.stats.TranslateNanos.Store(int64(time.Since(start)))
 		c.stats.TranslateDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
-		c.log.Debug("translated", zap.Bool("endpointsOnly", ch == changeEndpoints), zap.Duration("took", time.Since(start)),
+		c.log.Debug("translated", zap.String("kind", kind), zap.Int("replayedBuilds", inc.Reused()), zap.Int("builds", inc.Built()),
+			zap.Duration("took", time.Since(start)),
 			zap.String("version", last.GetVersion()))
 		if last.GetVersion() == published {
 			continue

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -205,3 +206,53 @@ func TestRouteParents(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRouteStatusEqualIsSemantic: the typed comparison of route statuses answers as the
+// reflective one does, for a status and each of its variations; and it still knows every field.
+func TestRouteStatusEqualIsSemantic(t *testing.T) {
+	for typ, fields := range map[reflect.Type]int{
+		reflect.TypeFor[gwapiv1.RouteStatus]():       1,
+		reflect.TypeFor[gwapiv1.RouteParentStatus](): 3,
+		reflect.TypeFor[gwapiv1.ParentReference]():   6,
+		reflect.TypeFor[metav1.Condition]():          6,
+	} {
+		if typ.NumField() != fields {
+			t.Errorf("%s has %d fields, routeStatusEqual compares %d: compare the new ones", typ, typ.NumField(), fields)
+		}
+	}
+	sec, port, group := gwapiv1.SectionName("http"), gwapiv1.PortNumber(80), gwapiv1.Group(gwapiv1.GroupName)
+	base := func() *gwapiv1.RouteStatus {
+		return &gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{{
+			ParentRef:      gwapiv1.ParentReference{Name: "gw", SectionName: &sec, Group: &group},
+			ControllerName: "c",
+			Conditions:     []metav1.Condition{cond("Accepted", metav1.ConditionTrue, "Accepted", 1, t0)},
+		}}}
+	}
+	variants := map[string]func(*gwapiv1.RouteStatus){
+		"same":            func(*gwapiv1.RouteStatus) {},
+		"transition time": func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].LastTransitionTime = t1 },
+		"generation":      func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].ObservedGeneration = 2 },
+		"message":         func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions[0].Message = "other" },
+		"condition added": func(s *gwapiv1.RouteStatus) {
+			s.Parents[0].Conditions = append(s.Parents[0].Conditions, cond("X", "True", "X", 1, t0))
+		},
+		"no conditions":      func(s *gwapiv1.RouteStatus) { s.Parents[0].Conditions = nil },
+		"controller":         func(s *gwapiv1.RouteStatus) { s.Parents[0].ControllerName = "d" },
+		"port set":           func(s *gwapiv1.RouteStatus) { s.Parents[0].ParentRef.Port = &port },
+		"section unset":      func(s *gwapiv1.RouteStatus) { s.Parents[0].ParentRef.SectionName = nil },
+		"section equal copy": func(s *gwapiv1.RouteStatus) { c := sec; s.Parents[0].ParentRef.SectionName = &c },
+		"name":               func(s *gwapiv1.RouteStatus) { s.Parents[0].ParentRef.Name = "other" },
+		"no parents":         func(s *gwapiv1.RouteStatus) { s.Parents = nil },
+		"empty parents":      func(s *gwapiv1.RouteStatus) { s.Parents = []gwapiv1.RouteParentStatus{} },
+	}
+	for name, change := range variants {
+		b := base()
+		change(b)
+		if got, want := Equal(base(), b), semantic.DeepEqual(base(), b); got != want {
+			t.Errorf("%s: Equal says %t, semantic.DeepEqual %t", name, got, want)
+		}
+	}
+	if !Equal(&gwapiv1.RouteStatus{}, &gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}) {
+		t.Error("nil and empty parents differ")
+	}
+}

@@ -65,7 +65,7 @@ func (t *session) snapshot() *irv1.Snapshot {
 			Address: k.address, Port: k.port, Protocol: k.protocol,
 		}
 		for _, sb := range servers {
-			il.Servers = append(il.Servers, t.finishServer(sb, used))
+			il.Servers = append(il.Servers, t.finishServer(il.Name, sb, used))
 		}
 		sort.Slice(il.Servers, func(i, j int) bool { return hostnameLess(il.Servers[i].Hostname, il.Servers[j].Hostname) })
 		t.socketSettings(il, members[k])
@@ -135,7 +135,7 @@ func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState)
 	}
 }
 
-func (t *session) finishServer(sb *serverBuild, usedSecrets map[string]bool) *irv1.Server {
+func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map[string]bool) *irv1.Server {
 	s := sb.server
 	sort.Strings(s.Sources)
 	if s.Tls != nil {
@@ -144,16 +144,25 @@ func (t *session) finishServer(sb *serverBuild, usedSecrets map[string]bool) *ir
 		}
 	}
 	for h, ps := range sb.vhosts {
+		key := vhostKey{listener: listener, server: s.Hostname, vhost: h}
+		if vh := t.vhosts.reuse(key, ps); vh != nil {
+			s.VirtualHosts = append(s.VirtualHosts, vh)
+			continue
+		}
+		in := slices.Clone(ps) // the order placed in, which the record is compared by
 		sortPlaced(ps)
 		vh := &irv1.VirtualHost{Hostname: h}
 		seen := map[string]bool{}
+		var shadows []vhostShadow
 		var winner *routeState // of an ExclusiveKind: the one route that serves this virtual host
 		for _, p := range ps {
 			if isExclusive(p.route.kind) {
 				if winner == nil {
 					winner = p.route
 				} else if p.route != winner {
-					p.parent.shadow(shadowMessage(h, winner))
+					msg := shadowMessage(h, winner)
+					p.parent.shadow(msg)
+					shadows = append(shadows, vhostShadow{placed: slices.Index(in, p), msg: msg})
 					continue
 				}
 			}
@@ -163,6 +172,7 @@ func (t *session) finishServer(sb *serverBuild, usedSecrets map[string]bool) *ir
 			seen[p.entry.Route.Name] = true
 			vh.Routes = append(vh.Routes, p.entry.Route)
 		}
+		t.vhosts.record(key, in, vh, shadows)
 		s.VirtualHosts = append(s.VirtualHosts, vh)
 	}
 	sort.Slice(s.VirtualHosts, func(i, j int) bool { return hostnameLess(s.VirtualHosts[i].Hostname, s.VirtualHosts[j].Hostname) })
@@ -173,7 +183,18 @@ func (t *session) finishServer(sb *serverBuild, usedSecrets map[string]bool) *ir
 // first, intersection.go), then Precedence (larger first, element-wise), then the oldest route, then "<namespace>/<name>", then rule index, then match index. Kind
 // breaks the last ties so the order is total across route kinds.
 func sortPlaced(ps []*placed) {
-	sort.SliceStable(ps, func(i, j int) bool { return placedLess(ps[i], ps[j]) })
+	if len(ps) < 2 {
+		return
+	}
+	slices.SortStableFunc(ps, func(a, b *placed) int {
+		switch {
+		case placedLess(a, b):
+			return -1
+		case placedLess(b, a):
+			return 1
+		}
+		return 0
+	})
 }
 
 func placedLess(a, b *placed) bool {

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,6 +43,10 @@ type routeState struct {
 	// warnings are what was accepted but not served as written (RouteContext.Warn), by
 	// "field: message", each once.
 	warnings map[string]*Problem
+
+	// memo is the route's record for an Incremental, rec the record of the Build under way.
+	memo *routeMemo
+	rec  *buildRecord
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -142,10 +147,8 @@ func (t *session) translateRoutes() {
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
 			t.validateRoute(st)
-			st.hostnames = t.routeHostnames(st)
-			for i, ref := range r.ParentRefs() {
-				t.attach(st, i, ref)
-			}
+			t.setRouteHostnames(st)
+			t.attachRoute(st, r)
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
 				for _, p := range st.warnings {
@@ -179,10 +182,15 @@ func (t *session) routesOf(k translation.RouteKind, gk schema.GroupKind) []trans
 // before attachment decides Accepted.
 func (t *session) validateRoute(st *routeState) {
 	rc := &routeContext{t: t, st: st}
-	for _, e := range st.route.Build(rc) {
-		if _, dropped := st.dropped[e.Rule]; !dropped {
-			st.implemented++
-		}
+	var rec *buildRecord
+	if t.memo != nil {
+		st.memo = t.memo.memoOf(st)
+		rec = st.memo.validate
+	}
+	n, _ := t.build(rc, &rec, nil)
+	st.implemented += n
+	if st.memo != nil {
+		st.memo.validate = rec
 	}
 }
 
@@ -221,12 +229,24 @@ func (t *session) attach(st *routeState, index int, ref gwapiv1.ParentReference)
 		return
 	}
 	st.parents = append(st.parents, ps)
+	var pr *parentRecord
+	if r := t.attachRec; r != nil {
+		pr = &parentRecord{}
+		r.parents = append(r.parents, pr)
+		t.placing = pr
+	}
 	if ps.accepted.reason == "" {
 		t.attachParent(st, ps, candidates)
+	}
+	if pr != nil {
+		pr.ref, pr.accepted, t.placing = ps.ref, ps.accepted, nil
 	}
 	if !ps.accepted.ok && !st.noValidRule() { // invalid rules are reported each by itself
 		st.problem(fmt.Sprintf("spec.parentRefs[%d]", index), gwapiv1.RouteConditionReason(ps.accepted.reason),
 			fmt.Sprintf("not accepted by %s: %s", parent, ps.accepted.msg))
+		if r := t.attachRec; r != nil {
+			r.problems = append(r.problems, st.problems[len(st.problems)-1])
+		}
 	}
 }
 
@@ -289,6 +309,9 @@ func (t *session) attachParent(st *routeState, ps *parentStatus, listeners []*li
 // place attaches an accepted route to a listener once, and builds its entries when the
 // listener is programmed.
 func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, hosts []string) {
+	if pr := t.placing; pr != nil {
+		pr.places = append(pr.places, placeRecord{listener: placeKeyOf(l), hosts: hosts})
+	}
 	if l.placed[st] {
 		return
 	}
@@ -303,6 +326,16 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 	if !l.programmed() {
 		return
 	}
+	var rec *buildRecord
+	var k placeKey
+	if st.memo != nil {
+		k = placeKeyOf(l)
+		if rec = st.memo.places[k]; rec != nil {
+			t.memo.reused++
+			_, a.entries = t.replay(st, rec)
+			return
+		}
+	}
 	rc := &routeContext{t: t, st: st, emit: true, ls: l, listener: translation.ListenerInfo{
 		Gateway:  l.gw.key.String(),
 		Name:     l.spec.Name,
@@ -310,11 +343,15 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 		Port:     uint32(l.spec.Port),
 		Hostname: l.hostname,
 	}}
-	for _, e := range st.route.Build(rc) {
+	_, a.entries = t.build(rc, &rec, func(e *translation.Entry) bool {
 		if st.keep(e.Rule) && e.Route != nil {
 			e.Route.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", st.key.Kind, st.key.Namespace, st.key.Name, e.Rule, e.Match)
-			a.entries = append(a.entries, e)
+			return true
 		}
+		return false
+	})
+	if st.memo != nil && rec != nil {
+		st.memo.places[k] = rec
 	}
 }
 
@@ -367,6 +404,9 @@ func (t *session) namespaceAllowed(l *listenerState, routeNS string) bool {
 			}
 			l.selector = s
 		}
+		if l.selectorErr {
+			t.attachNotReplayable = true // the listener's problem is reported only where it is evaluated
+		}
 		return !l.selectorErr && l.selector.Matches(labels.Set(t.namespaceLabels(routeNS)))
 	}
 	return false
@@ -384,6 +424,21 @@ func defaultParentRef(ref gwapiv1.ParentReference) gwapiv1.ParentReference {
 		ref.Kind = &k
 	}
 	return ref
+}
+
+// setRouteHostnames sets st's hostnames, from its record when an Incremental has one: they
+// depend on the route object alone.
+func (t *session) setRouteHostnames(st *routeState) {
+	if m := st.memo; m != nil && m.hosts != nil {
+		st.hostnames, st.hasHostnames = m.hosts.hostnames, m.hosts.hasHostnames
+		st.problems = append(st.problems, m.hosts.problems...)
+		return
+	}
+	before := len(st.problems)
+	st.hostnames = t.routeHostnames(st)
+	if m := st.memo; m != nil {
+		m.hosts = &memoHosts{hostnames: st.hostnames, hasHostnames: st.hasHostnames, problems: slices.Clone(st.problems[before:])}
+	}
 }
 
 // routeHostnames validates the route's hostnames as CEL would (DNS names, an optional leading

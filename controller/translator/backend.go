@@ -132,6 +132,7 @@ func (t *session) resolveBackend(key RouteKey, ref gwapiv1.BackendObjectReferenc
 			own.apply(c)
 			t.clusters[name] = c
 		}
+		t.recordCluster(name)
 	}
 	return name, nil
 }

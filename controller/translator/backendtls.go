@@ -155,6 +155,7 @@ func (t *session) backendTLSFor(l *listenerState, svc *corev1.Service, sp *corev
 		for _, p := range t.tlsPolicies {
 			if p.targets(key, sp.Name) {
 				p.ancestors[l.gw.key] = true
+				t.notReplayable() // a mark outside the route, which a replay would not leave
 			}
 		}
 	}

@@ -26,19 +26,27 @@ var _ translation.RouteContext = (*routeContext)(nil)
 func (rc *routeContext) Listener() translation.ListenerInfo { return rc.listener }
 
 func (rc *routeContext) DropRule(rule int, field string, reason gwapiv1.RouteConditionReason, format string, args ...any) {
-	rc.st.invalidRule(rule, false, field, reason, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	rc.st.rec.effect(buildEffect{kind: effectDrop, rule: rule, field: field, reason: reason, msg: msg})
+	rc.st.invalidRule(rule, false, field, reason, msg)
 }
 
 func (rc *routeContext) FailRule(rule int, field string, reason gwapiv1.RouteConditionReason, format string, args ...any) {
-	rc.st.invalidRule(rule, true, field, reason, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	rc.st.rec.effect(buildEffect{kind: effectFail, rule: rule, field: field, reason: reason, msg: msg})
+	rc.st.invalidRule(rule, true, field, reason, msg)
 }
 
 func (rc *routeContext) Unresolved(field string, reason gwapiv1.RouteConditionReason, format string, args ...any) {
-	rc.st.unresolvedRef(field, reason, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	rc.st.rec.effect(buildEffect{kind: effectUnresolved, field: field, reason: reason, msg: msg})
+	rc.st.unresolvedRef(field, reason, msg)
 }
 
 func (rc *routeContext) Warn(field string, format string, args ...any) {
-	rc.st.warn(field, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	rc.st.rec.effect(buildEffect{kind: effectWarn, field: field, msg: msg})
+	rc.st.warn(field, msg)
 }
 
 func (rc *routeContext) Backend(field string, ref gwapiv1.BackendRef, filters []*irv1.ModuleConfig) *irv1.Backend {

@@ -23,6 +23,7 @@ func (b filterBackends) Backend(field string, ref gwapiv1.BackendObjectReference
 	}
 	if rc.emit {
 		rc.t.filterClusters[name] = true
+		rc.t.recordFilterCluster(name)
 	}
 	return name, true
 }

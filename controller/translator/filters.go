@@ -180,10 +180,7 @@ func (t *session) extensionConfig(rc *routeContext, u extensionUse, env translat
 	}
 	obj := t.extensionObject(u.gk, u.namespace, u.name)
 	if obj == nil {
-		if t.unresolvedFilters[kind] == nil {
-			t.unresolvedFilters[kind] = map[string]bool{}
-		}
-		t.unresolvedFilters[kind][key.String()+" "+field] = true
+		t.unresolvedFilter(kind, key.String()+" "+field)
 		if api.FailOpen {
 			rc.Unresolved(field, RouteReasonFilterNotFound, "%s: %s %s/%s does not exist (the rule is served without the filter)", what, kind, u.namespace, ref.Name)
 			return nil, nil

@@ -1,6 +1,9 @@
 package translator
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Hostname rules (Gateway API Listener.hostname and HTTPRoute.hostnames): a leading "*." label
 // matches one or more labels ("*.example.com" matches "a.example.com" and "a.b.example.com",
@@ -48,10 +51,8 @@ func EffectiveHostnames(listener string, route []string) ([]string, bool) {
 		return []string{listener}, true
 	}
 	var out []string
-	seen := map[string]bool{}
 	for _, r := range route {
-		if h, ok := IntersectHostname(listener, r); ok && !seen[h] {
-			seen[h] = true
+		if h, ok := IntersectHostname(listener, r); ok && !slices.Contains(out, h) {
 			out = append(out, h)
 		}
 	}

@@ -45,11 +45,13 @@ func (rc *resolveContext) Backend(ref gwapiv1.BackendObjectReference, h2c bool) 
 	}
 	if rc.rc != nil && rc.rc.emit {
 		rc.t.filterClusters[name] = true // no route backend names it: keep it in the snapshot
+		rc.t.recordFilterCluster(name)
 	}
 	return name, nil
 }
 
 func (rc *resolveContext) Document(uri string, refresh time.Duration) ([]byte, error) {
+	rc.t.notReplayable() // a document may change while the Store does not
 	if rc.t.opts.Documents == nil {
 		return nil, fmt.Errorf("remote documents are not fetched in this process (%s)", uri)
 	}

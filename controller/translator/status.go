@@ -21,7 +21,11 @@ func (t *session) result() *Result {
 		Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
 		Policies:       map[PolicyKey]*gwapiv1.PolicyStatus{},
 	}
-	if err := irv1.Seal(res.Snapshot); err != nil {
+	seal := irv1.Seal
+	if t.sealer != nil {
+		seal = t.sealer.seal
+	}
+	if err := seal(res.Snapshot); err != nil {
 		// Only invalid UTF-8 in a string fails; names come from validated Kubernetes objects.
 		t.problem("Snapshot", "", "", "", "Invalid", err.Error())
 	}

@@ -90,6 +90,21 @@ type session struct {
 	// unresolvedFilters are the ExtensionRefs to missing objects, by kind, each once (Build runs
 	// once per listener): Result.UnresolvedFilters.
 	unresolvedFilters map[string]map[string]bool
+
+	// memo holds the records of Build calls an Incremental reuses (nil in Translate); rec is the
+	// record of the Build call under way, if any (incremental.go).
+	memo *memoSet
+	rec  *buildRecord
+	// sealer seals with the encodings of the previous snapshot's routes and clusters (seal.go).
+	sealer *sealer
+	// vhosts are the virtual hosts of the previous snapshot an Incremental may share (vhosts.go).
+	vhosts *vhostMemo
+	// attachRec records the attachment of the route under way, placing that of its parentRef
+	// under way; attachNotReplayable says the attachment cannot be replayed (attachmemo.go).
+	attachRec           *attachRecord
+	placing             *parentRecord
+	attachNotReplayable bool
+	listenersByKey      map[placeKey]*listenerState
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {

@@ -1,0 +1,79 @@
+package translator
+
+import (
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-labs/coxswain/modules/translation"
+)
+
+// Attachment (which parentRefs accept a route, on which listeners and hostnames it is placed)
+// depends on the route object and the world only, like Build (incremental.go): an Incremental
+// records it per route and replays it. What it adds up across routes (listener counts, the
+// listeners' routes, precedence) is still done by place, for every route.
+
+// attachRecord is the attachment of one route: its parent statuses, in order, the listeners
+// each placed it on, and the problems attachment reported.
+type attachRecord struct {
+	parents  []*parentRecord
+	problems []*Problem
+}
+
+type parentRecord struct {
+	ref      gwapiv1.ParentReference
+	accepted condState
+	places   []placeRecord
+}
+
+type placeRecord struct {
+	listener placeKey
+	hosts    []string
+}
+
+// attachRoute attaches st by each of its parentRefs, from its record when it has one.
+func (t *session) attachRoute(st *routeState, r translation.Route) {
+	m := st.memo
+	if m != nil && m.attach != nil && t.replayAttach(st, m.attach) {
+		return
+	}
+	if m != nil {
+		t.attachRec, t.attachNotReplayable = &attachRecord{}, false
+	}
+	for i, ref := range r.ParentRefs() {
+		t.attach(st, i, ref)
+	}
+	if m != nil {
+		if !t.attachNotReplayable {
+			m.attach = t.attachRec
+		}
+		t.attachRec = nil
+	}
+}
+
+// replayAttach attaches st as its record says; false (having done nothing) when a listener of
+// the record is not there, which a world that did not change rules out.
+func (t *session) replayAttach(st *routeState, rec *attachRecord) bool {
+	if t.listenersByKey == nil {
+		t.listenersByKey = map[placeKey]*listenerState{}
+		for _, g := range t.gateways {
+			for _, l := range g.listeners {
+				t.listenersByKey[placeKeyOf(l)] = l
+			}
+		}
+	}
+	for _, pr := range rec.parents {
+		for _, pl := range pr.places {
+			if t.listenersByKey[pl.listener] == nil {
+				return false
+			}
+		}
+	}
+	for _, pr := range rec.parents {
+		ps := &parentStatus{ref: pr.ref, accepted: pr.accepted}
+		st.parents = append(st.parents, ps)
+		for _, pl := range pr.places {
+			t.place(st, ps, t.listenersByKey[pl.listener], pl.hosts)
+		}
+	}
+	st.problems = append(st.problems, rec.problems...)
+	return true
+}

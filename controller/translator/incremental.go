@@ -1,0 +1,438 @@
+package translator
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"slices"
+	"strings"
+	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
+)
+
+// Incremental translates a sequence of Stores, reusing what each route's kind module built for
+// the previous one. It gives exactly what Translate gives for the same Store and Options (the
+// same Snapshot.Version, the same statuses); TestIncrementalEqualsTranslate checks that after
+// random sequences of creates, updates and deletes of every kind.
+//
+// What is reused, and when: a route's Build calls (one validation pass, one per listener it is
+// placed on) are the bulk of a translation. Their outcome depends on the route object and on the
+// world around it (Gateways and their listeners, Services, ReferenceGrants, namespaces, policies,
+// Secrets, filter objects, the options), never on the other routes. So each Build is recorded
+// with what it did to the translation (the rules it dropped or failed, the references it could
+// not resolve, its warnings, the clusters it named, the ExtensionRefs it found missing) and, while
+// the route object and the world stay the same, replayed instead of run. EndpointSlices are not
+// part of the world: a replayed cluster's endpoints are recomputed from the Store, as the
+// endpoints fast path does. Everything that relates routes to each other (attachment, listener
+// counts, precedence, conflicts, shadowing, status) runs every time over all routes, as it does
+// in Translate: it is cheap next to Build, and so there is one code path for it.
+//
+// A change to the world drops every record: the next translation is a full one (and records
+// afresh). A Build that read something outside Store and Options (a remote document), or that
+// left a mark outside its route (a BackendTLSPolicy ancestor) is never recorded.
+//
+// "The same object" is pointer identity: the informers' caches and the file loader replace an
+// object that changes and never modify one in place (the Store contract). Incremental keeps the
+// objects of the previous Store referenced, so no new object can take the address of one it
+// compares against. An Incremental is not safe for concurrent use.
+type Incremental struct {
+	seed  maphash.Seed
+	world worldKey
+	// routes are the records of the previous translation, by route.
+	routes map[routeID]*routeMemo
+	// keep holds the Store the records were made from, so its objects' addresses stay taken.
+	keep   *Store
+	sealer sealer
+	vhosts vhostMemo
+	// stats of the latest translation.
+	reused, built int
+}
+
+// NewIncremental returns an Incremental with no records: its first translation is a full one.
+func NewIncremental() *Incremental { return &Incremental{seed: maphash.MakeSeed()} }
+
+// Translate is Translate(ctx, store, opts), reusing the records of the previous call.
+func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Options) *Result {
+	t := newSession(ctx, store, opts)
+	w := inc.worldOf(store, t.opts, t.kinds)
+	if w != inc.world {
+		inc.routes = nil // the world changed: nothing recorded holds any more
+	}
+	inc.world = w
+	t.memo = &memoSet{prev: inc.routes, next: make(map[routeID]*routeMemo, len(inc.routes))}
+	t.sealer = &inc.sealer
+	if inc.routes == nil {
+		inc.vhosts = vhostMemo{} // their entries are of records of a world that is gone
+	}
+	inc.vhosts.start()
+	t.vhosts = &inc.vhosts
+	res := t.run()
+	inc.routes, inc.keep = t.memo.next, store
+	inc.reused, inc.built = t.memo.reused, t.memo.built
+	return res
+}
+
+// Reused and Built count the route Build calls of the latest translation that were replayed and
+// run.
+func (inc *Incremental) Reused() int { return inc.reused }
+func (inc *Incremental) Built() int  { return inc.built }
+
+// memoSet is one session's view of the records: those of the previous translation, and those
+// this one keeps for the next.
+type memoSet struct {
+	prev, next    map[routeID]*routeMemo
+	reused, built int
+}
+
+// routeMemo is what one route's Build calls did, and the route as it was then: the record holds
+// while the route's spec and metadata are the same (sameObject).
+type routeMemo struct {
+	obj      translation.Object
+	validate *buildRecord
+	hosts    *memoHosts
+	attach   *attachRecord
+	// places are the builds for listeners, by listener.
+	places map[placeKey]*buildRecord
+}
+
+// memoHosts is the outcome of a route's hostname validation.
+type memoHosts struct {
+	hostnames    []string
+	hasHostnames bool
+	problems     []*Problem
+}
+
+// placeKey names a listener across translations: its Gateway, ListenerSet (or none), name and
+// the hostname it is built for.
+type placeKey struct {
+	owner    string
+	listener string
+	hostname string
+}
+
+func placeKeyOf(l *listenerState) placeKey {
+	k := placeKey{listener: l.name, hostname: l.hostname}
+	if l.owner != nil {
+		k.owner = l.owner.key.String()
+	}
+	return k
+}
+
+// buildRecord is one Build call: what it reported, in order, and what it added to the session.
+type buildRecord struct {
+	effects []buildEffect
+	// implemented is the validation pass's count of entries of rules neither dropped nor failed.
+	implemented int
+	// entries are a listener build's entries as placed (names set, dropped rules left out).
+	entries []*translation.Entry
+	// clusters are the clusters it named, as they were made; filterClusters those kept for
+	// filters; unresolved the missing ExtensionRefs by kind.
+	clusters       []*irv1.Cluster
+	filterClusters []string
+	unresolved     [][2]string
+	// uncacheable: it read or wrote something a replay cannot reproduce.
+	uncacheable bool
+}
+
+type effectKind uint8
+
+const (
+	effectDrop effectKind = iota
+	effectFail
+	effectUnresolved
+	effectWarn
+)
+
+// buildEffect is one report of a Build to its RouteContext, after formatting.
+type buildEffect struct {
+	kind   effectKind
+	rule   int
+	field  string
+	reason gwapiv1.RouteConditionReason
+	msg    string
+}
+
+// memoOf returns the record of st's object from the previous translation, when it still holds.
+func (m *memoSet) memoOf(st *routeState) *routeMemo {
+	obj := st.route.Object()
+	id := routeIDOf(st.key, obj)
+	if rm, ok := m.next[id]; ok {
+		return rm
+	}
+	rm := m.prev[id]
+	if rm == nil || !sameObject(rm.obj, obj) {
+		rm = &routeMemo{obj: obj, places: map[placeKey]*buildRecord{}}
+	}
+	m.next[id] = rm
+	return rm
+}
+
+// routeID keys a route's record: by name when the object has a generation (the API server's
+// objects), since our own status writes replace the object without changing what a translation
+// reads; by address otherwise (a Store filled by hand or from files), where only the same object
+// is known to be the same.
+type routeID struct {
+	key RouteKey
+	ptr uintptr
+}
+
+func routeIDOf(k RouteKey, obj translation.Object) routeID {
+	id := routeID{key: k}
+	if obj.GetGeneration() == 0 {
+		id.ptr = uintptr(ifacePointer(obj))
+	}
+	return id
+}
+
+// sameObject says whether a translation reads the same in cur as in prev, prev being an object
+// of the previous Store for the same route or world identity. An object with a generation is
+// unchanged while its uid, generation (the spec), labels and annotations are: a translation
+// reads nothing of its status, which is what our own writes change. One without is unchanged
+// only as the same object at the same resourceVersion. (The records keep prev referenced, so
+// no new object can have its address.)
+func sameObject(prev, cur metav1.Object) bool {
+	if prev == cur {
+		return prev.GetResourceVersion() == cur.GetResourceVersion()
+	}
+	if cur.GetGeneration() == 0 {
+		return false
+	}
+	return prev.GetUID() == cur.GetUID() && prev.GetGeneration() == cur.GetGeneration() &&
+		maps.Equal(prev.GetLabels(), cur.GetLabels()) && maps.Equal(prev.GetAnnotations(), cur.GetAnnotations())
+}
+
+// build runs st's Build for rc, or replays its record; keep says which entries are kept (the
+// validation pass keeps none).
+func (t *session) build(rc *routeContext, rec **buildRecord, place func(*translation.Entry) bool) (implemented int, entries []*translation.Entry) {
+	st := rc.st
+	if t.memo != nil && *rec != nil {
+		t.memo.reused++
+		return t.replay(st, *rec)
+	}
+	r := &buildRecord{}
+	t.rec, st.rec = r, r
+	for _, e := range st.route.Build(rc) {
+		if _, dropped := st.dropped[e.Rule]; !dropped {
+			r.implemented++
+		}
+		if place != nil && place(e) {
+			r.entries = append(r.entries, e)
+		}
+	}
+	t.rec, st.rec = nil, nil
+	if t.memo != nil {
+		t.memo.built++
+		if r.uncacheable {
+			delete(t.memo.next, routeIDOf(st.key, st.route.Object()))
+		} else {
+			*rec = r
+		}
+	}
+	return r.implemented, r.entries
+}
+
+// replay applies a record to st and the session as its Build did.
+func (t *session) replay(st *routeState, r *buildRecord) (int, []*translation.Entry) {
+	for _, e := range r.effects {
+		switch e.kind {
+		case effectDrop, effectFail:
+			st.invalidRule(e.rule, e.kind == effectFail, e.field, e.reason, e.msg)
+		case effectUnresolved:
+			st.unresolvedRef(e.field, e.reason, e.msg)
+		case effectWarn:
+			st.warn(e.field, e.msg)
+		}
+	}
+	for _, c := range r.clusters {
+		if _, ok := t.clusters[c.GetName()]; !ok {
+			t.clusters[c.GetName()] = t.refreshCluster(c)
+		}
+	}
+	for _, name := range r.filterClusters {
+		t.filterClusters[name] = true
+	}
+	for _, u := range r.unresolved {
+		t.unresolvedFilter(u[0], u[1])
+	}
+	return r.implemented, r.entries
+}
+
+// The recording hooks: the session calls them wherever a Build leaves a mark.
+
+func (r *buildRecord) effect(e buildEffect) {
+	if r != nil {
+		r.effects = append(r.effects, e)
+	}
+}
+
+func (t *session) recordCluster(name string) {
+	if r := t.rec; r != nil {
+		for _, c := range r.clusters {
+			if c.GetName() == name {
+				return
+			}
+		}
+		r.clusters = append(r.clusters, t.clusters[name])
+	}
+}
+
+func (t *session) recordFilterCluster(name string) {
+	if r := t.rec; r != nil {
+		r.filterClusters = append(r.filterClusters, name)
+	}
+}
+
+func (t *session) unresolvedFilter(kind, ref string) {
+	if t.unresolvedFilters[kind] == nil {
+		t.unresolvedFilters[kind] = map[string]bool{}
+	}
+	t.unresolvedFilters[kind][ref] = true
+	if r := t.rec; r != nil {
+		r.unresolved = append(r.unresolved, [2]string{kind, ref})
+	}
+}
+
+func (t *session) notReplayable() {
+	if r := t.rec; r != nil {
+		r.uncacheable = true
+	}
+}
+
+// worldKey identifies the world the routes are built in: the options and every object of the
+// Store but the EndpointSlices and the objects of route kinds (except those that make implicit
+// parents, whose objects are world too). It is a sum, an xor and a count of the objects'
+// hashes, so the order of the Store's slices does not matter.
+type worldKey struct {
+	opts       uint64
+	sum, xor   uint64
+	n          int
+	registered uintptr
+}
+
+func (inc *Incremental) worldOf(s *Store, opts Options, kinds []translation.RouteKind) worldKey {
+	w := worldKey{registered: uintptr(unsafe.Pointer(opts.Registry))}
+	add := func(p unsafe.Pointer, o metav1.Object) {
+		var b [8]byte
+		var h maphash.Hash
+		h.SetSeed(inc.seed)
+		if gen := o.GetGeneration(); gen != 0 {
+			// As sameObject: its spec and metadata, not its status (our own writes).
+			h.WriteString(string(o.GetUID()))
+			binary.LittleEndian.PutUint64(b[:], uint64(gen))
+			h.Write(b[:])
+			hashMap(&h, o.GetLabels())
+			hashMap(&h, o.GetAnnotations())
+		} else {
+			binary.LittleEndian.PutUint64(b[:], uint64(uintptr(p)))
+			h.Write(b[:])
+			h.WriteString(o.GetResourceVersion())
+		}
+		v := h.Sum64()
+		w.sum += v
+		w.xor ^= v*0x9e3779b97f4a7c15 + 1
+		w.n++
+	}
+	addAll(add, s.GatewayClasses)
+	addAll(add, s.Gateways)
+	addAll(add, s.ListenerSets)
+	addAll(add, s.ReferenceGrants)
+	addAll(add, s.Services)
+	addAll(add, s.Secrets)
+	addAll(add, s.Namespaces)
+	for _, cm := range s.ConfigMaps {
+		// By content: a translation reads a ConfigMap's data only, and some ConfigMaps change
+		// all the time (leader locks) without any CA in them.
+		var h maphash.Hash
+		h.SetSeed(inc.seed)
+		h.WriteString(cm.Namespace + "/" + cm.Name)
+		hashMap(&h, cm.Data)
+		for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
+			h.WriteString(k)
+			h.Write(cm.BinaryData[k])
+		}
+		v := h.Sum64()
+		w.sum += v
+		w.xor ^= v*0x9e3779b97f4a7c15 + 1
+		w.n++
+	}
+	addAll(add, s.ClusterTrustBundles)
+	addAll(add, s.BackendPolicies)
+	addAll(add, s.BackendTLSPolicies)
+	addAll(add, s.ClientTrafficPolicies)
+	addAll(add, s.GatewayParameters)
+	routeKinds := map[schema.GroupKind]bool{}
+	for _, k := range kinds {
+		if _, implicit := k.(translation.ImplicitParentKind); !implicit {
+			routeKinds[k.API().GVK.GroupKind()] = true
+		}
+	}
+	for gk, objs := range s.Objects {
+		if routeKinds[gk] {
+			continue
+		}
+		for _, o := range objs {
+			add(ifacePointer(o), o)
+		}
+	}
+	var h maphash.Hash
+	h.SetSeed(inc.seed)
+	fmt.Fprintf(&h, "%s|%t|%t|%t|%v|%x|%p|", opts.ControllerName, opts.AllowLoopbackEndpoints, opts.AssignsAddresses,
+		opts.Routability, opts.StatusAddresses, opts.SessionKey, opts.Documents)
+	for _, k := range slices.Sorted(maps.Keys(opts.KindSettings)) {
+		fmt.Fprintf(&h, "%s=%s|", k, opts.KindSettings[k])
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(opts.GatewayAddresses), compareNN) {
+		fmt.Fprintf(&h, "%s=%s|", k, opts.GatewayAddresses[k])
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(opts.Provisioned), compareNN) {
+		p := opts.Provisioned[k]
+		fmt.Fprintf(&h, "%s=", k)
+		if p != nil {
+			fmt.Fprintf(&h, "%v", *p)
+		}
+		h.WriteString("|")
+	}
+	w.opts = h.Sum64()
+	return w
+}
+
+func addAll[T any, P interface {
+	*T
+	metav1.Object
+}](add func(unsafe.Pointer, metav1.Object), objs []P) {
+	for _, o := range objs {
+		add(unsafe.Pointer(o), o)
+	}
+}
+
+// ifacePointer is the address an interface holding a pointer points at.
+func ifacePointer(o translation.Object) unsafe.Pointer {
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&o))[1]
+}
+
+func compareNN(a, b types.NamespacedName) int {
+	if a.Namespace != b.Namespace {
+		return strings.Compare(a.Namespace, b.Namespace)
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// hashMap writes a string map into h, in key order.
+func hashMap(h *maphash.Hash, m map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		h.WriteString(k)
+		h.WriteByte(0)
+		h.WriteString(m[k])
+		h.WriteByte(0)
+	}
+	h.WriteByte(1)
+}

@@ -1,0 +1,290 @@
+package translator_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/coxswain-labs/coxswain/controller/standalone"
+	"github.com/coxswain-labs/coxswain/controller/translator"
+	"github.com/coxswain-labs/coxswain/core"
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	_ "github.com/coxswain-labs/coxswain/modules/standard"
+	"github.com/coxswain-labs/coxswain/modules/translation"
+)
+
+// TestIncrementalEqualsTranslate is the property an Incremental promises: after every step of a
+// random sequence of creates, updates and deletes, its translation equals a full translation of
+// the same Store: the same snapshot (version and content), the same statuses of every kind, the
+// same problems and warnings. The objects are those of every example and translator golden
+// input (every kind the Store holds: classes, Gateways, ListenerSets, every route kind, Services,
+// EndpointSlices, ReferenceGrants, Secrets, ConfigMaps, Namespaces, policies, filter objects,
+// parameters); an object of one identity in several files gives that identity several versions,
+// so an update changes its content, and an update may also be a new version of equal content.
+func TestIncrementalEqualsTranslate(t *testing.T) {
+	reg := core.Freeze()
+	pool := loadPool(t, reg)
+	if len(pool.ids) < 50 {
+		t.Fatalf("only %d distinct objects in the pool", len(pool.ids))
+	}
+	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := translator.Options{Registry: reg, AllowLoopbackEndpoints: true, Now: func() metav1.Time { return now },
+		SessionKey: []byte("property test key")}
+	steps := 400
+	if testing.Short() {
+		steps = 100
+	}
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 17))
+			world := map[objectID]runtime.Object{}
+			inc := translator.NewIncremental()
+			rv := 0
+			reused := 0
+			for step := range steps {
+				// Grow towards about half the pool, then churn.
+				id := pool.ids[rng.IntN(len(pool.ids))]
+				cur, present := world[id]
+				var what string
+				switch {
+				case !present:
+					world[id], what = pool.version(rng, id, &rv), "create"
+				case rng.IntN(3) == 0:
+					delete(world, id)
+					what = "delete"
+				case rng.IntN(2) == 0:
+					// A new object of the same content and generation: what our own status
+					// write (or a relist) looks like to the informers.
+					world[id], what = renew(cur, &rv), "touch"
+				default:
+					// A new version: the API server bumps the generation of a spec change.
+					next := pool.version(rng, id, &rv)
+					bumpGeneration(next, cur)
+					world[id], what = next, "update"
+				}
+				store := storeOf(world)
+				got := inc.Translate(context.Background(), store, opts)
+				want := translator.Translate(context.Background(), store, opts)
+				reused += inc.Reused()
+				if msg := diffResults(got, want); msg != "" {
+					t.Fatalf("step %d (%s %v, %d objects): incremental differs from full: %s", step, what, id, len(world), msg)
+				}
+			}
+			if reused == 0 {
+				t.Errorf("no Build was ever replayed: the test does not exercise reuse")
+			}
+			t.Logf("%d Build calls replayed over %d steps", reused, steps)
+		})
+	}
+}
+
+type objectID struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+}
+
+// objectPool holds every version of every object identity found in the inputs.
+type objectPool struct {
+	ids      []objectID
+	versions map[objectID][]runtime.Object
+}
+
+func loadPool(t *testing.T, reg *core.Registry) *objectPool {
+	t.Helper()
+	var inputs []string
+	for _, g := range []string{"../../examples/*", "testdata/policies/*.in.yaml", "../../modules/*/translate/testdata/*.in.yaml"} {
+		m, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, m...)
+	}
+	p := &objectPool{versions: map[objectID][]runtime.Object{}}
+	for _, in := range inputs {
+		if fi, err := os.Stat(in); err != nil || (!fi.IsDir() && filepath.Ext(in) != ".yaml") {
+			continue
+		}
+		loaded, err := standalone.Load(context.Background(), in, reg)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		each(loaded.Store, func(gk schema.GroupKind, o runtime.Object) {
+			m, _ := meta.Accessor(o)
+			id := objectID{gk, m.GetNamespace(), m.GetName()}
+			if _, ok := p.versions[id]; !ok {
+				p.ids = append(p.ids, id)
+			}
+			p.versions[id] = append(p.versions[id], o)
+		})
+	}
+	sort.Slice(p.ids, func(i, j int) bool { return fmt.Sprint(p.ids[i]) < fmt.Sprint(p.ids[j]) })
+	return p
+}
+
+// version is a fresh copy of one of id's versions, with a new resourceVersion.
+func (p *objectPool) version(rng *rand.Rand, id objectID, rv *int) runtime.Object {
+	vs := p.versions[id]
+	return renew(vs[rng.IntN(len(vs))], rv)
+}
+
+// renew copies o as an informer delivers an update: a new object with a new resourceVersion.
+func renew(o runtime.Object, rv *int) runtime.Object {
+	*rv++
+	cp := o.DeepCopyObject()
+	m, _ := meta.Accessor(cp)
+	m.SetResourceVersion(fmt.Sprint(*rv))
+	return cp
+}
+
+func storeOf(world map[objectID]runtime.Object) *translator.Store {
+	s := &translator.Store{}
+	ids := make([]objectID, 0, len(world))
+	for id := range world {
+		ids = append(ids, id)
+	}
+	// The informers' lists come in no particular order: neither may the Store's.
+	rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	for _, id := range ids {
+		putInto(s, id.gk, world[id])
+	}
+	return s
+}
+
+// each calls f with every object of s and its group kind (kindOf for the typed fields).
+func each(s *translator.Store, f func(schema.GroupKind, runtime.Object)) {
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		field := v.Field(i)
+		if field.Kind() != reflect.Slice {
+			continue
+		}
+		for j := range field.Len() {
+			o := field.Index(j).Interface().(runtime.Object)
+			f(kindOf(o), o)
+		}
+	}
+	for gk, objs := range s.Objects {
+		for _, o := range objs {
+			f(gk, o.(runtime.Object))
+		}
+	}
+}
+
+// kindOf names a typed object of one of the Store's typed fields by its Go type.
+func kindOf(o runtime.Object) schema.GroupKind {
+	return schema.GroupKind{Group: "store", Kind: reflect.TypeOf(o).Elem().String()}
+}
+
+// putInto adds o to the Store's field of its Go type, or to Objects under gk.
+func putInto(s *translator.Store, gk schema.GroupKind, o runtime.Object) {
+	if gk.Group != "store" {
+		s.Add(gk, o.(translation.Object))
+		return
+	}
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		field := v.Field(i)
+		if field.Kind() == reflect.Slice && field.Type().Elem() == reflect.TypeOf(o) {
+			field.Set(reflect.Append(field, reflect.ValueOf(o)))
+			return
+		}
+	}
+	panic(fmt.Sprintf("no Store field holds %T", o))
+}
+
+// diffResults says how two translations differ, "" when they do not.
+func diffResults(got, want *translator.Result) string {
+	if got.Snapshot.GetVersion() != want.Snapshot.GetVersion() {
+		return fmt.Sprintf("snapshot version %s, want %s", got.Snapshot.GetVersion(), want.Snapshot.GetVersion())
+	}
+	if !proto.Equal(got.Snapshot, want.Snapshot) {
+		return "snapshot content differs"
+	}
+	for _, c := range []struct {
+		what      string
+		got, want any
+	}{
+		{"GatewayClasses", got.GatewayClasses, want.GatewayClasses},
+		{"Gateways", got.Gateways, want.Gateways},
+		{"ListenerSets", got.ListenerSets, want.ListenerSets},
+		{"Routes", got.Routes, want.Routes},
+		{"Policies", got.Policies, want.Policies},
+		{"Problems", got.Problems, want.Problems},
+		{"Warnings", got.Warnings, want.Warnings},
+		{"UnresolvedFilters", got.UnresolvedFilters, want.UnresolvedFilters},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			return c.what + ": " + firstDifference(reflect.ValueOf(c.got), reflect.ValueOf(c.want))
+		}
+	}
+	return ""
+}
+
+// firstDifference names the first key whose values differ when got and want are maps.
+func firstDifference(got, want reflect.Value) string {
+	if got.Kind() != reflect.Map {
+		return fmt.Sprintf("\n got  %+v\n want %+v", got.Interface(), want.Interface())
+	}
+	for _, k := range want.MapKeys() {
+		g, w := got.MapIndex(k), want.MapIndex(k)
+		if !g.IsValid() {
+			return fmt.Sprintf("%v missing", k.Interface())
+		}
+		if !reflect.DeepEqual(g.Interface(), w.Interface()) {
+			return fmt.Sprintf("%v:\n got  %+v\n want %+v", k.Interface(), reflect.Indirect(g).Interface(), reflect.Indirect(w).Interface())
+		}
+	}
+	return fmt.Sprintf("%d entries, want %d", got.Len(), want.Len())
+}
+
+// TestSealerEqualsSeal: sealing a snapshot with remembered encodings gives irv1.Seal's version,
+// for the snapshot of every example and golden input, sealed twice (the second time from the
+// remembered encodings).
+func TestSealerEqualsSeal(t *testing.T) {
+	reg := core.Freeze()
+	p := loadPool(t, reg)
+	world := map[objectID]runtime.Object{}
+	rv := 0
+	for _, id := range p.ids {
+		world[id] = p.version(rand.New(rand.NewPCG(1, 2)), id, &rv)
+	}
+	inc := translator.NewIncremental()
+	opts := translator.Options{Registry: reg, AllowLoopbackEndpoints: true}
+	for range 2 {
+		res := inc.Translate(context.Background(), storeOf(world), opts)
+		if len(res.Snapshot.GetListeners()) == 0 {
+			t.Fatal("an empty snapshot proves nothing")
+		}
+		want := proto.Clone(res.Snapshot).(*irv1.Snapshot)
+		if err := irv1.Seal(want); err != nil {
+			t.Fatal(err)
+		}
+		if res.Snapshot.GetVersion() != want.GetVersion() {
+			t.Fatalf("sealer gives %s, irv1.Seal %s", res.Snapshot.GetVersion(), want.GetVersion())
+		}
+	}
+}
+
+// bumpGeneration gives next a generation above prev's, as the API server does for a spec change,
+// when the objects carry one at all (objects loaded from files may not); the uid stays.
+func bumpGeneration(next, prev runtime.Object) {
+	n, _ := meta.Accessor(next)
+	p, _ := meta.Accessor(prev)
+	n.SetUID(p.GetUID())
+	if p.GetGeneration() != 0 || n.GetGeneration() != 0 {
+		n.SetGeneration(max(p.GetGeneration(), n.GetGeneration()) + 1)
+	}
+}
