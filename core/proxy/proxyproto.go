@@ -13,6 +13,7 @@ import (
 	proxyproto "github.com/pires/go-proxyproto"
 	"go.uber.org/zap"
 
+	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
@@ -55,9 +56,12 @@ var (
 type proxiedConn struct {
 	*net.TCPConn
 	remote *net.TCPAddr
+	conn   net.Conn // as accepted: closing it frees the connection's place under the cap
 }
 
 func (c *proxiedConn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *proxiedConn) Close() error { return c.conn.Close() }
 
 // NetTCPConn returns the socket, for splice(2) (see core.TCPConnOf).
 func (c *proxiedConn) NetTCPConn() *net.TCPConn { return c.TCPConn }
@@ -83,7 +87,7 @@ func (s *socket) acceptProxied(c net.Conn, pp proxyProtocol) {
 // header's source as its RemoteAddr (c itself for a LOCAL header, a health check by the proxy in
 // front, or one whose addresses are not IP).
 func readProxyHeader(c net.Conn, pp proxyProtocol, timeout time.Duration) (net.Conn, error) {
-	tc, ok := c.(*net.TCPConn)
+	tc, ok := core.TCPConnOf(c)
 	if !ok {
 		return nil, errProxyNotTCP
 	}
@@ -114,7 +118,7 @@ func readProxyHeader(c net.Conn, pp proxyProtocol, timeout time.Duration) (net.C
 		return nil, err
 	}
 	if h.Command.IsLocal() {
-		return tc, nil
+		return c, nil
 	}
 	var src *net.TCPAddr
 	switch a := h.SourceAddr.(type) {
@@ -123,9 +127,9 @@ func readProxyHeader(c net.Conn, pp proxyProtocol, timeout time.Duration) (net.C
 	case *net.UDPAddr:
 		src = &net.TCPAddr{IP: a.IP, Port: a.Port, Zone: a.Zone}
 	default:
-		return tc, nil // UNKNOWN or a Unix socket: the proxy in front did not say, keep its address
+		return c, nil // UNKNOWN or a Unix socket: the proxy in front did not say, keep its address
 	}
-	return &proxiedConn{TCPConn: tc, remote: src}, nil
+	return &proxiedConn{TCPConn: tc, remote: src, conn: c}, nil
 }
 
 func readFull(c net.Conn, b []byte) (int, error) {
