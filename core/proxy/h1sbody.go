@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net/http"
@@ -89,15 +90,23 @@ func (b *h1Body) read(p []byte) (int, error) {
 
 // trailers reads the trailer section after the last chunk with the same field checks as the header.
 func (b *h1Body) trailers() error {
-	h := &b.c.trailer // scratch reused across requests
+	err := readTrailers(&b.c.trailer, b.c.br, b.c.srv.maxHeader) // scratch reused across requests
+	if errors.Is(err, io.EOF) {
+		b.done = true
+	}
+	return err
+}
+
+// readTrailers reads a trailer section up to its empty line (io.EOF) into h's buffer, under the
+// header size limit; a malformed field is a 400, a short or overlong section io.ErrUnexpectedEOF.
+func readTrailers(h *h1ReqHead, br *bufio.Reader, limit int) error {
 	h.raw = h.raw[:0]
 	for {
-		s, e, err := h.readLine(b.c.br, b.c.srv.maxHeader)
+		s, e, err := h.readLine(br, limit)
 		if err != nil {
 			return io.ErrUnexpectedEOF
 		}
 		if s == e {
-			b.done = true
 			return io.EOF
 		}
 		if _, err := parseField(h.raw, s, e); err != nil {

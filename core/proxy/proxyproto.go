@@ -113,23 +113,34 @@ func readProxyHeader(c net.Conn, pp proxyProtocol, timeout time.Duration) (net.C
 			return nil, err
 		}
 	}
+	src, err := proxySource(buf)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return c, nil
+	}
+	return &proxiedConn{TCPConn: tc, remote: src, conn: c}, nil
+}
+
+// proxySource parses a whole PROXY protocol header (as peekProxyHeader framed it) and returns the
+// client it names: nil for a LOCAL header (a health check by the proxy in front) or one whose
+// addresses are not IP (UNKNOWN, a Unix socket), whose connection keeps its own address.
+func proxySource(buf []byte) (*net.TCPAddr, error) {
 	h, err := proxyproto.Read(bufio.NewReaderSize(bytes.NewReader(buf), max(len(buf), 16)))
 	if err != nil {
 		return nil, err
 	}
 	if h.Command.IsLocal() {
-		return c, nil
+		return nil, nil
 	}
-	var src *net.TCPAddr
 	switch a := h.SourceAddr.(type) {
 	case *net.TCPAddr:
-		src = a
+		return a, nil
 	case *net.UDPAddr:
-		src = &net.TCPAddr{IP: a.IP, Port: a.Port, Zone: a.Zone}
-	default:
-		return c, nil // UNKNOWN or a Unix socket: the proxy in front did not say, keep its address
+		return &net.TCPAddr{IP: a.IP, Port: a.Port, Zone: a.Zone}, nil
 	}
-	return &proxiedConn{TCPConn: tc, remote: src, conn: c}, nil
+	return nil, nil
 }
 
 func readFull(c net.Conn, b []byte) (int, error) {
