@@ -5,14 +5,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // h1Body is a request body read off the connection: exactly Content-Length bytes, or chunks (with
-// httputil's strict chunk parser) followed by a trailer section that is validated and dropped. On
+// chunkedBodyReader, strict RFC 9112 framing) followed by a trailer section that is validated and dropped. On
 // the first read of a request that expects it, "100 Continue" is sent.
 //
 // The stdlib transport reads a body from its own goroutine and may still be reading when the
@@ -204,7 +203,7 @@ func (b *h1Body) reset(c *h1sConn, h *h1ReqHead) {
 	b.c, b.remaining, b.chunks = c, h.length, nil
 	b.expected, b.continued, b.done, b.closed, b.err = h.expect, false, false, false, nil
 	if h.chunked {
-		b.chunks = httputil.NewChunkedReader(c.br)
+		b.chunks = newStrictChunked(c.br)
 	} else if h.length <= 0 {
 		b.done, b.expected = true, false
 	}
