@@ -81,6 +81,8 @@ func TestAbuseRequestSmuggling(t *testing.T) {
 			{"0x prefix", "0x3\r\nabc\r\n0\r\n\r\n"},
 			{"size overflow", "1000000000000000000003\r\nabc\r\n0\r\n\r\n"},
 			{"bare LF after the size", "3\nabc\r\n0\r\n\r\n"},
+			{"bare CR in an extension", "3;a\rb\r\nabc\r\n0\r\n\r\n"},
+			{"control character in an extension", "3;\x19\r\nabc\r\n0\r\n\r\n"},
 			{"data longer than its size", "3\r\nabcdef\r\n0\r\n\r\n"},
 			{"no CRLF after the data", "3\r\nabc0\r\n\r\n"},
 			{"malformed trailer", "3\r\nabc\r\n0\r\nX-A : 1\r\n\r\n"},
