@@ -41,6 +41,7 @@ help:
 	@echo "make conformance-report  the same, publishing its report to conformance/reports/"
 	@echo "make quickstart  run the quickstart (echo backends + coxswain serve -f examples/quickstart)"
 	@echo "make lint        golangci-lint $(GOLANGCI_LINT_VERSION)"
+	@echo "make fuzz        every go test -fuzz target for FUZZTIME each (default 1m; docs/reliability.md)"
 	@echo "make generate    regenerate the snapshot IR protobuf code (buf), the API types' deepcopy and the CRDs (controller-gen)"
 	@echo "make chart-test  the Helm charts: lint, template, server-side dry run against a real kube-apiserver, the RBAC as the controller"
 	@echo "make image       build the container image with docker or podman (IMAGE=...)"
@@ -210,6 +211,28 @@ quickstart: build
 
 clean:
 	rm -rf $(BIN)
+
+# Every fuzz target (docs/reliability.md), one after the other, FUZZTIME each (go test -fuzztime:
+# a duration or Nx). Seeds are in the tests and under each package's testdata/fuzz; a crasher the
+# run finds is written there too, and the run stops at it. Pass more go test flags with FUZZ_ARGS,
+# e.g. make fuzz FUZZTIME=10m FUZZ_ARGS=-parallel=1
+FUZZTIME ?= 1m
+FUZZ_ARGS ?=
+FUZZ_TARGETS := \
+	core/proxy:FuzzH1Request core/proxy:FuzzH1Head core/proxy:FuzzH1ChunkedBody core/proxy:FuzzParseField \
+	core/proxy:FuzzProxyProtocolHeader core/proxy/listener:FuzzPeekClientHello \
+	controller/standalone:FuzzLoadManifest controller/standalone:FuzzSnapshot \
+	modules/httproute:FuzzPathRegex modules/httproute:FuzzFirstQueryValue modules/httproute:FuzzQueryUnescapedEqual \
+	modules/httproute:FuzzPrefixMatch modules/httproute/translate:FuzzParseDuration \
+	modules/filters/sizelimit:FuzzParseSize modules/filters/ipaccess:FuzzParseList \
+	modules/filters/jwtauth:FuzzJWT modules/filters/basicauth:FuzzParseHtpasswd
+.PHONY: fuzz
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZ_ARGS) ./$$pkg/ || exit 1; \
+	done
 
 # Benchmarks side by side with nginx, HAProxy and Caddy (bench/README.md, docs/performance.md). It
 # installs the peers and tools itself; pass runner flags with BENCH_ARGS, e.g.

@@ -18,6 +18,12 @@ type ProxyFlags struct {
 	tcpIdleTimeout    time.Duration
 	upstreamConnect   time.Duration
 	proxyHeader       time.Duration
+	maxConns          int
+	readHeader        time.Duration
+	bodyWait          time.Duration
+	maxHeaderBytes    int
+	maxHeaderFields   int
+	tlsHandshake      time.Duration
 	settings          ModuleSettings
 	observe           ObserveFlags
 }
@@ -35,6 +41,18 @@ func (p *ProxyFlags) Register(fs *flag.FlagSet) {
 		"how long connecting to a backend endpoint may take")
 	fs.DurationVar(&p.proxyHeader, "proxy-protocol-header-timeout", d.ProxyProtocolHeaderTimeout,
 		"how long a connection to a listener that requires the PROXY protocol (ClientTrafficPolicy) may take to send its header")
+	fs.IntVar(&p.maxConns, "proxy-max-connections", d.MaxConnectionsPerListener,
+		"most downstream TCP connections open at once per listener socket; one accepted beyond it is closed at once (negative: no cap)")
+	fs.DurationVar(&p.readHeader, "proxy-read-header-timeout", d.ReadHeaderTimeout,
+		"how long a client may take to send an HTTP request header (slowloris bound)")
+	fs.DurationVar(&p.bodyWait, "proxy-request-body-timeout", d.RequestBodyTimeout,
+		"close an HTTP/1.1 connection whose client sends nothing for this long in the middle of a request body")
+	fs.IntVar(&p.maxHeaderBytes, "proxy-max-header-bytes", d.MaxHeaderBytes,
+		"largest HTTP request header (request line and fields) accepted; larger ones are answered 431")
+	fs.IntVar(&p.maxHeaderFields, "proxy-max-header-fields", d.MaxHeaderFields,
+		"most fields of an HTTP/1.1 request header; more are answered 431")
+	fs.DurationVar(&p.tlsHandshake, "proxy-tls-handshake-timeout", d.TLSHandshakeTimeout,
+		"how long a downstream TLS handshake (ClientHello included) may take")
 	p.observe.Register(fs)
 	fs.Var(&p.settings, "module-setting",
 		"NAME=VALUE handed to the modules a snapshot loads (repeatable), for what is configured once per proxy rather than per route: ratelimit.redis.address=HOST:PORT (see docs/filters.md)")
@@ -92,5 +110,11 @@ func (p *ProxyFlags) Limits() proxy.Limits {
 		UpstreamDialTimeout: p.upstreamConnect,
 
 		ProxyProtocolHeaderTimeout: p.proxyHeader,
+		MaxConnectionsPerListener:  p.maxConns,
+		ReadHeaderTimeout:          p.readHeader,
+		RequestBodyTimeout:         p.bodyWait,
+		MaxHeaderBytes:             p.maxHeaderBytes,
+		MaxHeaderFields:            p.maxHeaderFields,
+		TLSHandshakeTimeout:        p.tlsHandshake,
 	}
 }

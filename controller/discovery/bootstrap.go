@@ -86,6 +86,8 @@ const maxTokenBytes = 16 << 10
 func (b *bootstrap) IssueCertificate(ctx context.Context, req *discv1.IssueCertificateRequest) (*discv1.IssueCertificateResponse, error) {
 	if req.GetToken() == "" || len(req.GetToken()) > maxTokenBytes {
 		b.metrics.refused("bootstrap_bad_request")
+		b.log.Warn("bootstrap refused", zap.String("reason", "bootstrap_bad_request"), zap.String("peer", peerAddr(ctx)),
+			zap.Int("tokenBytes", len(req.GetToken())), zap.String("error", "no ServiceAccount token, or one over 16 KiB"))
 		return nil, status.Error(codes.InvalidArgument, "a ServiceAccount token is required")
 	}
 	select {
@@ -99,7 +101,7 @@ func (b *bootstrap) IssueCertificate(ctx context.Context, req *discv1.IssueCerti
 	if err != nil {
 		if errors.Is(err, ErrUnauthenticated) {
 			b.metrics.refused("bootstrap_token")
-			b.log.Warn("bootstrap refused", zap.Error(err))
+			b.log.Warn("bootstrap refused", zap.String("reason", "bootstrap_token"), zap.String("peer", peerAddr(ctx)), zap.Error(err))
 			return nil, status.Error(codes.Unauthenticated, err.Error())
 		}
 		b.log.Error("checking a bootstrap token", zap.Error(err))
@@ -109,6 +111,7 @@ func (b *bootstrap) IssueCertificate(ctx context.Context, req *discv1.IssueCerti
 	chain, leaf, err := b.ca.IssueSVID(req.GetCsr(), id, b.ttl)
 	if err != nil {
 		b.metrics.refused("bootstrap_bad_request")
+		b.log.Warn("bootstrap refused", zap.String("reason", "bootstrap_bad_request"), zap.String("peer", peerAddr(ctx)), zap.Error(err))
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	b.metrics.svidsIssued.Inc()

@@ -110,7 +110,7 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 	s.grpc = grpc.NewServer(
-		grpc.Creds(credentials.NewTLS(tlsCfg)),
+		grpc.Creds(&refusingCreds{TransportCredentials: credentials.NewTLS(tlsCfg), log: opts.Log, metrics: s.metrics}),
 		grpc.MaxRecvMsgSize(maxProxyMessage),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -153,17 +153,24 @@ func (s *Server) Stream(stream discv1.DiscoveryService_StreamServer) error {
 	id, notAfter, err := peerSVID(ctx)
 	if err != nil {
 		s.metrics.refused("no_svid")
+		s.log.Warn("discovery stream refused", zap.String("reason", "no_svid"), zap.String("peer", peerAddr(ctx)), zap.Error(err))
 		return status.Error(codes.Unauthenticated, err.Error())
 	}
 	hello, err := s.recvHello(stream)
 	if err != nil {
-		s.metrics.refused("bad_hello")
+		reason := "bad_hello"
+		if status.Code(err) == codes.FailedPrecondition {
+			reason = "wire_version"
+		}
+		s.metrics.refused(reason)
+		s.log.Warn("discovery stream refused", zap.String("reason", reason), zap.String("spiffeID", id.String()),
+			zap.String("peer", peerAddr(ctx)), zap.Error(err))
 		return err
 	}
 	// Identity first: a proxy that may not connect learns it from any replica.
 	if err := s.authorize(id, hello); err != nil {
 		s.metrics.refused("identity")
-		s.log.Warn("discovery stream refused", zap.String("spiffeID", id.String()), zap.String("node", hello.GetNode()), zap.Error(err))
+		s.log.Warn("discovery stream refused", zap.String("reason", "identity"), zap.String("spiffeID", id.String()), zap.String("node", hello.GetNode()), zap.Error(err))
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	t := s.term.Load()
@@ -178,6 +185,14 @@ func (s *Server) Stream(stream discv1.DiscoveryService_StreamServer) error {
 	}
 	defer t.remove(sess)
 	return sess.run(stream)
+}
+
+// peerAddr is the stream's remote address, for log lines.
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
 }
 
 // peerSVID is the verified SVID the stream's peer presented: its ID and expiry.

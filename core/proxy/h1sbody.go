@@ -1,17 +1,17 @@
 package proxy
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // h1Body is a request body read off the connection: exactly Content-Length bytes, or chunks (with
-// httputil's strict chunk parser) followed by a trailer section that is validated and dropped. On
+// chunkedBodyReader, strict RFC 9112 framing) followed by a trailer section that is validated and dropped. On
 // the first read of a request that expects it, "100 Continue" is sent.
 //
 // The stdlib transport reads a body from its own goroutine and may still be reading when the
@@ -89,15 +89,23 @@ func (b *h1Body) read(p []byte) (int, error) {
 
 // trailers reads the trailer section after the last chunk with the same field checks as the header.
 func (b *h1Body) trailers() error {
-	h := &b.c.trailer // scratch reused across requests
+	err := readTrailers(&b.c.trailer, b.c.br, b.c.srv.maxHeader) // scratch reused across requests
+	if errors.Is(err, io.EOF) {
+		b.done = true
+	}
+	return err
+}
+
+// readTrailers reads a trailer section up to its empty line (io.EOF) into h's buffer, under the
+// header size limit; a malformed field is a 400, a short or overlong section io.ErrUnexpectedEOF.
+func readTrailers(h *h1ReqHead, br *bufio.Reader, limit int) error {
 	h.raw = h.raw[:0]
 	for {
-		s, e, err := h.readLine(b.c.br, b.c.srv.maxHeader)
+		s, e, err := h.readLine(br, limit)
 		if err != nil {
 			return io.ErrUnexpectedEOF
 		}
 		if s == e {
-			b.done = true
 			return io.EOF
 		}
 		if _, err := parseField(h.raw, s, e); err != nil {
@@ -195,7 +203,7 @@ func (b *h1Body) reset(c *h1sConn, h *h1ReqHead) {
 	b.c, b.remaining, b.chunks = c, h.length, nil
 	b.expected, b.continued, b.done, b.closed, b.err = h.expect, false, false, false, nil
 	if h.chunked {
-		b.chunks = httputil.NewChunkedReader(c.br)
+		b.chunks = newStrictChunked(c.br)
 	} else if h.length <= 0 {
 		b.done, b.expected = true, false
 	}

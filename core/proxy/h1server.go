@@ -37,6 +37,7 @@ func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
 		sc:         sc,
 		h2:         h2,
 		maxHeader:  sc.Limits.MaxHeaderBytes,
+		maxFields:  sc.Limits.MaxHeaderFields,
 		readHeader: Positive(sc.Limits.ReadHeaderTimeout),
 		idle:       Positive(sc.Limits.IdleTimeout),
 		write:      Positive(sc.Limits.WriteTimeout),
@@ -45,6 +46,9 @@ func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
 	}
 	if s.maxHeader <= 0 {
 		s.maxHeader = DefaultLimits.MaxHeaderBytes
+	}
+	if s.maxFields <= 0 {
+		s.maxFields = DefaultLimits.MaxHeaderFields
 	}
 	if h2 != nil {
 		s.h2ln = newChanListener(nil)
@@ -68,6 +72,7 @@ type h1Server struct {
 	h2         *http.Server
 	h2ln       *chanListener
 	maxHeader  int
+	maxFields  int
 	readHeader time.Duration
 	idle       time.Duration
 	write      time.Duration
@@ -353,7 +358,7 @@ func (c *h1sConn) run() {
 			c.close()
 			return
 		}
-		if err := c.head.read(c.br, c.srv.maxHeader); err != nil {
+		if err := c.head.read(c.br, c.srv.maxHeader, c.srv.maxFields); err != nil {
 			c.replyError(err)
 			c.close()
 			return

@@ -101,6 +101,12 @@ func TestH1ServerRejectsAmbiguousRequests(t *testing.T) {
 		{"lower-case version", "GET / http/1.1\r\nHost: a\r\n\r\n", 400},
 		{"bad method", "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
 		{"header too large", "GET / HTTP/1.1\r\nHost: a\r\nX-A: " + strings.Repeat("a", 70<<10) + "\r\n\r\n", 431},
+		{"equal lengths", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", 400},
+		{"empty Transfer-Encoding", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n", 400},
+		{"bare LF", "GET / HTTP/1.1\nHost: a\n\n", 400},
+		{"bare LF ending a field", "GET / HTTP/1.1\r\nHost: a\nX-A: 1\r\n\r\n", 400},
+		{"empty lines without end", strings.Repeat("\r\n", 40<<10) + "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 431},
+		{"too many fields", "GET / HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X: 1\r\n", 200) + "\r\n", 431},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

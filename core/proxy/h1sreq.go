@@ -28,6 +28,8 @@ var (
 	errReqUnsupportedTE  = &h1ReqError{status: http.StatusNotImplemented, msg: "unsupported transfer encoding"}
 	errReqVersion        = &h1ReqError{status: http.StatusHTTPVersionNotSupported, msg: "unsupported HTTP version"}
 	errReqNone           = errors.New("connection closed between requests")
+	errReqTooManyFields  = &h1ReqError{status: http.StatusRequestHeaderFieldsTooLarge, msg: "too many request header fields"}
+	errReqBareLF         = badRequest("line not ended by CRLF")
 )
 
 // h1ReqHead is the parsed request line and fields of one request; like h1Head, names and values are
@@ -65,11 +67,13 @@ func (h *h1ReqHead) readLine(br *bufio.Reader, limit int) (int, int, error) {
 			return 0, 0, err
 		}
 	}
+	// RFC 9112 §2.2 lets a recipient take a bare LF for a line end; a proxy that does sits in
+	// front of servers that may not (or that end lines at a bare CR), so it is refused.
 	end := len(h.raw) - 1
-	if end > start && h.raw[end-1] == '\r' {
-		end--
+	if end == start || h.raw[end-1] != '\r' {
+		return 0, 0, errReqBareLF
 	}
-	return start, end, nil
+	return start, end - 1, nil
 }
 
 // read parses a request header: "METHOD SP request-target SP HTTP/1.x", then fields. It refuses
@@ -77,13 +81,16 @@ func (h *h1ReqHead) readLine(br *bufio.Reader, limit int) (int, int, error) {
 // Content-Length with Transfer-Encoding, differing or non-numeric lengths, a transfer coding other
 // than a lone "chunked", obs-fold, white space before a colon, control characters, a missing or
 // repeated Host on HTTP/1.1.
-func (h *h1ReqHead) read(br *bufio.Reader, limit int) error {
+//
+// limit caps the header's bytes and maxFields its fields (both answered 431).
+func (h *h1ReqHead) read(br *bufio.Reader, limit, maxFields int) error {
 	*h = h1ReqHead{raw: h.raw[:0], fields: h.fields[:0], length: -1, host: -1}
 	var s, e int
 	var err error
-	for {
-		// RFC 9112 §2.2: ignore at least one empty line before the request line.
-		if s, e, err = h.readLine(br, limit); err != nil {
+	for skipped := 0; ; skipped += 2 {
+		// RFC 9112 §2.2: ignore at least one empty line before the request line; as many as fit
+		// under the header size limit, so that a stream of CRLFs cannot hold a connection forever.
+		if s, e, err = h.readLine(br, limit-skipped); err != nil {
 			return err
 		}
 		if s != e {
@@ -105,6 +112,9 @@ func (h *h1ReqHead) read(br *bufio.Reader, limit int) error {
 		if s == e {
 			h.raw = h.raw[:s]
 			break
+		}
+		if len(h.fields) >= maxFields {
+			return errReqTooManyFields
 		}
 		f, err := parseField(h.raw, s, e)
 		if err != nil {
@@ -164,13 +174,21 @@ func (h *h1ReqHead) apply(f h1Field) error {
 		h.host = len(h.fields)
 	case "Content-Length":
 		n, ok := parseLength(value)
-		if !ok || (h.length >= 0 && n != h.length) {
+		if !ok {
 			return badRequest("bad Content-Length")
+		}
+		if h.length >= 0 {
+			// RFC 9110 §8.6 lets equal repeats through; a proxy forwarding to servers that may
+			// not agree refuses them, as it refuses a list ("3, 3").
+			return badRequest("repeated Content-Length")
 		}
 		h.length = n
 	case "Transfer-Encoding":
 		if h.chunked {
 			return badRequest("repeated Transfer-Encoding")
+		}
+		if len(value) == 0 {
+			return badRequest("empty Transfer-Encoding")
 		}
 		if !bytes.EqualFold(value, []byte("chunked")) {
 			return errReqUnsupportedTE

@@ -39,7 +39,7 @@ func FuzzH1Request(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var h h1ReqHead
-		if err := h.read(bufio.NewReaderSize(bytes.NewReader(in), 32), 4096); err != nil {
+		if err := h.read(bufio.NewReaderSize(bytes.NewReader(in), 32), 4096, 64); err != nil {
 			return
 		}
 		if h.chunked && h.length >= 0 {

@@ -376,6 +376,13 @@ func (p *Proxy) ListenerStats() map[string]map[string]int64 {
 				st = r.Stats()
 			}
 		}
+		if s.key.network != "udp" && s.limits.MaxConnectionsPerListener > 0 {
+			if st == nil {
+				st = map[string]int64{}
+			}
+			st["connections_active"] = s.open.Load()
+			st["connections_rejected_cap"] = s.capRejected.Load()
+		}
 		if n := s.proxyRejected.Load(); n > 0 || s.requiresProxyProtocol() {
 			if st == nil {
 				st = map[string]int64{}

@@ -18,6 +18,10 @@ type Limits struct {
 	RequestBodyTimeout time.Duration
 	// MaxHeaderBytes caps the request header size. Default 64 KiB.
 	MaxHeaderBytes int
+	// MaxHeaderFields caps the fields of an HTTP/1.1 request header (431 beyond it): a flood of
+	// tiny fields under MaxHeaderBytes still costs a field each to index and forward, and many
+	// servers behind refuse a few hundred. Default 200 (Envoy's max_headers_count is 100).
+	MaxHeaderFields int
 	// MaxConcurrentStreams caps the streams of one HTTP/2 connection. Default 250.
 	MaxConcurrentStreams int
 	// TLSHandshakeTimeout bounds a downstream TLS handshake. Default 10s.
@@ -26,6 +30,12 @@ type Limits struct {
 	// listener that requires one (ClientTrafficPolicy proxyProtocol); a connection whose header
 	// has not arrived by then is closed. Default 5s.
 	ProxyProtocolHeaderTimeout time.Duration
+	// MaxConnectionsPerListener caps the downstream TCP connections open at once on one listener
+	// socket (HTTP, HTTPS, TLS and TCP listeners alike, PROXY protocol headers still being read
+	// included). A connection accepted beyond it is closed at once and counted
+	// (coxswain_proxy_listener_connections_rejected_cap_total), so idle or slow clients cannot
+	// exhaust file descriptors and memory. Default 65536; negative: no cap.
+	MaxConnectionsPerListener int
 	// DrainTimeout bounds the graceful shutdown of a removed listener's connections; after it they
 	// are closed. Close uses its context instead. Default 30s.
 	DrainTimeout time.Duration
@@ -61,6 +71,7 @@ var DefaultLimits = Limits{
 	WriteTimeout:                  -1,
 	RequestBodyTimeout:            60 * time.Second,
 	MaxHeaderBytes:                64 << 10,
+	MaxHeaderFields:               200,
 	MaxConcurrentStreams:          250,
 	TLSHandshakeTimeout:           10 * time.Second,
 	ProxyProtocolHeaderTimeout:    5 * time.Second,
@@ -72,6 +83,7 @@ var DefaultLimits = Limits{
 	StreamIdleTimeout:             time.Hour,
 	UDPSessionTimeout:             10 * time.Second,
 	UDPMaxSessions:                16384,
+	MaxConnectionsPerListener:     65536,
 }
 
 // withDefaults fills zero fields from DefaultLimits.
@@ -96,6 +108,12 @@ func (l Limits) withDefaults() Limits {
 	dur(&l.UDPSessionTimeout, d.UDPSessionTimeout)
 	if l.UDPMaxSessions == 0 {
 		l.UDPMaxSessions = d.UDPMaxSessions
+	}
+	if l.MaxConnectionsPerListener == 0 {
+		l.MaxConnectionsPerListener = d.MaxConnectionsPerListener
+	}
+	if l.MaxHeaderFields == 0 {
+		l.MaxHeaderFields = d.MaxHeaderFields
 	}
 	if l.MaxHeaderBytes == 0 {
 		l.MaxHeaderBytes = d.MaxHeaderBytes

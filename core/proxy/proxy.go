@@ -152,6 +152,20 @@ func (p *Proxy) Apply(ctx context.Context, snap *irv1.Snapshot) error {
 	return p.apply(ctx, snap)
 }
 
+// Check compiles snap as Apply would, loading its modules and cleaning them up again, without
+// binding or serving anything: the error is the one Apply would reject snap with. The fuzz test of
+// the IR decoder (controller/standalone) drives it with arbitrary snapshots.
+func (p *Proxy) Check(ctx context.Context, snap *irv1.Snapshot) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, err := p.build(ctx, snap, digestOf(snap))
+	if err != nil {
+		return err
+	}
+	t.cleanup() // its own modules, and its holds on the serving table's parts it shares
+	return nil
+}
+
 // Bound lists the sockets bound now, sorted by name.
 func (p *Proxy) Bound() []BoundListener {
 	return p.bound()

@@ -13,6 +13,7 @@ import (
 	proxyproto "github.com/pires/go-proxyproto"
 	"go.uber.org/zap"
 
+	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
@@ -55,9 +56,12 @@ var (
 type proxiedConn struct {
 	*net.TCPConn
 	remote *net.TCPAddr
+	conn   net.Conn // as accepted: closing it frees the connection's place under the cap
 }
 
 func (c *proxiedConn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *proxiedConn) Close() error { return c.conn.Close() }
 
 // NetTCPConn returns the socket, for splice(2) (see core.TCPConnOf).
 func (c *proxiedConn) NetTCPConn() *net.TCPConn { return c.TCPConn }
@@ -83,7 +87,7 @@ func (s *socket) acceptProxied(c net.Conn, pp proxyProtocol) {
 // header's source as its RemoteAddr (c itself for a LOCAL header, a health check by the proxy in
 // front, or one whose addresses are not IP).
 func readProxyHeader(c net.Conn, pp proxyProtocol, timeout time.Duration) (net.Conn, error) {
-	tc, ok := c.(*net.TCPConn)
+	tc, ok := core.TCPConnOf(c)
 	if !ok {
 		return nil, errProxyNotTCP
 	}
@@ -109,23 +113,34 @@ func readProxyHeader(c net.Conn, pp proxyProtocol, timeout time.Duration) (net.C
 			return nil, err
 		}
 	}
+	src, err := proxySource(buf)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return c, nil
+	}
+	return &proxiedConn{TCPConn: tc, remote: src, conn: c}, nil
+}
+
+// proxySource parses a whole PROXY protocol header (as peekProxyHeader framed it) and returns the
+// client it names: nil for a LOCAL header (a health check by the proxy in front) or one whose
+// addresses are not IP (UNKNOWN, a Unix socket), whose connection keeps its own address.
+func proxySource(buf []byte) (*net.TCPAddr, error) {
 	h, err := proxyproto.Read(bufio.NewReaderSize(bytes.NewReader(buf), max(len(buf), 16)))
 	if err != nil {
 		return nil, err
 	}
 	if h.Command.IsLocal() {
-		return tc, nil
+		return nil, nil
 	}
-	var src *net.TCPAddr
 	switch a := h.SourceAddr.(type) {
 	case *net.TCPAddr:
-		src = a
+		return a, nil
 	case *net.UDPAddr:
-		src = &net.TCPAddr{IP: a.IP, Port: a.Port, Zone: a.Zone}
-	default:
-		return tc, nil // UNKNOWN or a Unix socket: the proxy in front did not say, keep its address
+		return &net.TCPAddr{IP: a.IP, Port: a.Port, Zone: a.Zone}, nil
 	}
-	return &proxiedConn{TCPConn: tc, remote: src}, nil
+	return nil, nil
 }
 
 func readFull(c net.Conn, b []byte) (int, error) {

@@ -48,6 +48,12 @@ type socket struct {
 	// proxyRejected counts the connections closed for their PROXY protocol header (none, a
 	// version the listener does not accept, malformed, too long, too slow).
 	proxyRejected atomic.Int64
+	// open counts the accepted connections not yet closed, for MaxConnectionsPerListener;
+	// capRejected those closed at accept because the cap was reached, and capWarned when that
+	// was last logged (Unix nanoseconds), so that a flood logs once in a while, not per connection.
+	open        atomic.Int64
+	capRejected atomic.Int64
+	capWarned   atomic.Int64
 }
 
 // serving is one protocol server on a socket.
@@ -117,8 +123,62 @@ func (s *socket) acceptLoop() {
 			continue
 		}
 		delay = 0
-		s.dispatch(c)
+		if c = s.admit(c); c != nil {
+			s.dispatch(c)
+		}
 	}
+}
+
+// admit counts c against MaxConnectionsPerListener: beyond the cap it is closed (nil is returned),
+// else it comes back wrapped so that closing it frees its place.
+func (s *socket) admit(c net.Conn) net.Conn {
+	limit := s.limits.MaxConnectionsPerListener
+	if limit <= 0 {
+		return c
+	}
+	if s.open.Add(1) > int64(limit) {
+		s.open.Add(-1)
+		n := s.capRejected.Add(1)
+		if now, last := time.Now().UnixNano(), s.capWarned.Load(); now-last > int64(10*time.Second) && s.capWarned.CompareAndSwap(last, now) {
+			s.log.Warn("connection cap reached; closing new connections", zap.String("listener", s.name),
+				zap.String("address", s.ln.Addr().String()), zap.Int("max_connections", limit), zap.Int64("rejected_total", n))
+		}
+		_ = c.Close()
+		return nil
+	}
+	release := func() { s.open.Add(-1) }
+	if tc, ok := c.(*net.TCPConn); ok {
+		return &countedTCPConn{TCPConn: tc, release: release}
+	}
+	return &countedConn{Conn: c, release: release}
+}
+
+// countedTCPConn is an accepted socket counted against the listener's connection cap until it is
+// closed. It is the *net.TCPConn itself otherwise (readiness polling, splice, half-close).
+type countedTCPConn struct {
+	*net.TCPConn
+	once    sync.Once
+	release func()
+}
+
+func (c *countedTCPConn) Close() error {
+	c.once.Do(c.release)
+	return c.TCPConn.Close()
+}
+
+// NetTCPConn returns the socket, for splice(2) (see core.TCPConnOf).
+func (c *countedTCPConn) NetTCPConn() *net.TCPConn { return c.TCPConn }
+
+// countedConn is countedTCPConn for a listener that is not TCP (tests).
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
 }
 
 // dispatch hands c to the current server. On a listener that requires the PROXY protocol (in the

@@ -51,6 +51,8 @@ var statHelps = map[string]string{
 	"udp_sessions_open_failed":      "UDP sessions whose upstream socket could not be opened.",
 	"udp_datagrams_send_failed":     "Datagrams that could not be sent on.",
 	"proxy_protocol_rejected":       "Connections closed for a missing or invalid PROXY protocol header.",
+	"connections_active":            "Downstream TCP connections open now on the listener socket (counted against its connection cap).",
+	"connections_rejected_cap":      "Downstream connections closed at accept because the listener had its most connections open (--proxy-max-connections).",
 }
 
 func statHelp(name string) string {

@@ -102,7 +102,7 @@ func anchored(expr string) (*regexp.Regexp, error) {
 	if expr == "" {
 		return nil, nil
 	}
-	return regexp.Compile("^(?:" + expr + ")$")
+	return httpmatch.Anchored(expr)
 }
 
 func (m *Matcher) compileHeaders() error {

@@ -115,7 +115,7 @@ func (m *Matcher) compilePath() error {
 			m.path.kind = pathAny
 		}
 	case MatchRegularExpression:
-		re, err := regexp.Compile("^(?:" + m.Path.Value + ")$")
+		re, err := httpmatch.Anchored(m.Path.Value)
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,38 @@ func peekClientHello(c net.Conn) (serverName string, read []byte, err error) {
 	return rc.serverName, rc.read, nil
 }
 
+// errBadServerName fails a handshake whose SNI is not a DNS host name.
+var errBadServerName = errors.New("SNI is not a DNS host name")
+
+// validServerName reports whether a ClientHello's SNI ("" when none) is one a route could name:
+// RFC 6066 §3 host names are ASCII DNS names, so any other byte (NUL, space, CR, 8-bit, '/'),
+// an empty label or an overlong name is a client probing for a parser that lets it through,
+// refused before a server is chosen by it or it reaches a log line. '_' is let through: real
+// host names carry it.
+func validServerName(name string) bool {
+	if len(name) > 253 {
+		return false
+	}
+	label := 0
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '.':
+			if label == 0 {
+				return false
+			}
+			label = 0
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			label++
+			if label > 63 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return name == "" || label > 0
+}
+
 // recordingConn keeps what is read from the connection and swallows what the TLS stack would
 // write (the alert it sends when peeking stops the handshake).
 type recordingConn struct {

@@ -68,6 +68,9 @@ func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	cfg.NextProtos = []string{"h2", "http/1.1"}
 	// A Server that validates client certificates answers its handshakes with a config of its own.
 	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if !validServerName(hello.ServerName) {
+			return nil, errBadServerName
+		}
 		if ls := sc.State(); ls != nil {
 			if acme := ls.ACMEConfigForClient(hello); acme != nil {
 				return acme, nil

@@ -142,3 +142,16 @@ func FuzzPeekClientHello(f *testing.F) {
 		}
 	})
 }
+
+func TestValidServerName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"": true, "a": true, "example.com": true, "A-b_c.example.com": true, "xn--bcher-kva.example": true,
+		"a\x00b": false, "a b": false, "a\xffb": false, "a\r\nb": false, "a/b": false, "...": false,
+		".a": false, "a..b": false, "a.": false, "*.example.com": false,
+		strings.Repeat("a", 64) + ".com": false, strings.Repeat("a.", 127) + "aa": false,
+	} {
+		if got := validServerName(name); got != want {
+			t.Errorf("validServerName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -87,6 +87,10 @@ func (t *tlsServer) handle(ctx context.Context, c net.Conn, ls *proxy.ListenerSt
 		t.srv.drop(c, "no TLS ClientHello", err)
 		return
 	}
+	if !validServerName(sni) {
+		t.srv.drop(c, "invalid SNI", errBadServerName)
+		return
+	}
 	target, ok := ls.StreamRoute(sni)
 	if !ok {
 		t.srv.drop(c, "no route for SNI "+quote(sni), nil)

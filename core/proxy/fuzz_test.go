@@ -1,0 +1,224 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// FuzzH1ChunkedBody decodes a chunked request body the way the HTTP/1.1 server does
+// (chunkedBodyReader, then readTrailers) and checks it against a strict RFC 9112 §7.1 decoder: a body
+// the server accepts must be one the strict decoder accepts with the same data, ending at the same
+// byte, so that the request after it starts where every other parser would start it.
+func FuzzH1ChunkedBody(f *testing.F) {
+	for _, s := range []string{
+		"0\r\n\r\n",
+		"3\r\nabc\r\n0\r\n\r\n",
+		"3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\nGET / HTTP/1.1\r\n",
+		"A\r\n0123456789\r\n00\r\n\r\n",
+		"3 \r\nabc\r\n0\r\n\r\n",
+		"3\nabc\r\n0\r\n\r\n",
+		"zz\r\nabc\r\n0\r\n\r\n",
+		"3\r\nabc\r\n0\r\nX-A : 1\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		cr := &countingReader{r: bytes.NewReader(in)}
+		br := bufio.NewReaderSize(cr, 16)
+		data, err := io.ReadAll(newStrictChunked(br))
+		if err != nil {
+			return
+		}
+		var h h1ReqHead
+		if err := readTrailers(&h, br, 4096); !errors.Is(err, io.EOF) {
+			return
+		}
+		consumed := cr.n - br.Buffered()
+		want, wantEnd, ok := strictChunked(in)
+		if !ok {
+			t.Fatalf("accepted %q, which RFC 9112 does not", in[:consumed])
+		}
+		if !bytes.Equal(data, want) || consumed != wantEnd {
+			t.Fatalf("%q: decoded %q ending at %d, strict decoder %q ending at %d", in, data, consumed, want, wantEnd)
+		}
+	})
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// strictChunked decodes a chunked body by RFC 9112 §7.1, with the one leniency the server shares
+// with net/http and which cannot move the end of the body: white space (BWS) before a chunk line's
+// CRLF. It returns the data and the offset just past the body.
+func strictChunked(in []byte) ([]byte, int, bool) {
+	var data []byte
+	i := 0
+	line := func() ([]byte, bool) {
+		j := bytes.Index(in[i:], []byte("\r\n"))
+		if j < 0 {
+			return nil, false
+		}
+		l := in[i : i+j]
+		if bytes.ContainsAny(l, "\r\n") {
+			return nil, false
+		}
+		i += j + 2
+		return l, true
+	}
+	for {
+		l, ok := line()
+		if !ok {
+			return nil, 0, false
+		}
+		k := 0
+		var size uint64
+		for k < len(l) && isHex(l[k]) {
+			if k >= 16 {
+				return nil, 0, false
+			}
+			size = size<<4 | uint64(unhex(l[k]))
+			k++
+		}
+		if k == 0 {
+			return nil, 0, false
+		}
+		rest := bytes.TrimLeft(l[k:], " \t")
+		if len(rest) > 0 && rest[0] != ';' {
+			return nil, 0, false
+		}
+		for _, c := range rest {
+			if c < ' ' && c != '\t' || c == 0x7f {
+				return nil, 0, false
+			}
+		}
+		if size == 0 {
+			break
+		}
+		if uint64(len(in)-i) < size+2 {
+			return nil, 0, false
+		}
+		data = append(data, in[i:i+int(size)]...)
+		i += int(size)
+		if !bytes.HasPrefix(in[i:], []byte("\r\n")) {
+			return nil, 0, false
+		}
+		i += 2
+	}
+	for {
+		l, ok := line()
+		if !ok {
+			return nil, 0, false
+		}
+		if len(l) == 0 {
+			return data, i, true
+		}
+		name, value, found := bytes.Cut(l, []byte(":"))
+		if !found || !httpguts.ValidHeaderFieldName(string(name)) || !httpguts.ValidHeaderFieldValue(string(value)) {
+			return nil, 0, false
+		}
+	}
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// FuzzParseField checks header field validation both ways against httpguts: a field line is
+// accepted exactly when its name is a token and its value (without the optional white space
+// around it) has no control character; what is accepted cannot split a header it is copied into.
+func FuzzParseField(f *testing.F) {
+	for _, s := range []string{"Host: a", "x-a:\t1 ", "X A: 1", "X-A : 1", ":a", "a:", "a: b\x00c", "a: b\rc", "a: \x7f", "a: é"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.ContainsAny(line, "\n") {
+			return // a line never holds its LF: readLine cut it there
+		}
+		raw := bytes.Clone(line)
+		fl, err := parseField(raw, 0, len(raw))
+		name, value, found := bytes.Cut(line, []byte(":"))
+		value = bytes.Trim(value, " \t")
+		valid := found && httpguts.ValidHeaderFieldName(string(name)) && httpguts.ValidHeaderFieldValue(string(value)) &&
+			!bytes.ContainsAny(value, "\r")
+		if (err == nil) != valid {
+			t.Fatalf("%q: parseField error %v, httpguts says valid=%v", line, err, valid)
+		}
+		if err != nil {
+			return
+		}
+		k, v := raw[fl.k0:fl.k1], raw[fl.v0:fl.v1]
+		if !bytes.EqualFold(k, name) || !bytes.Equal(v, value) {
+			t.Fatalf("%q: parsed %q: %q", line, k, v)
+		}
+	})
+}
+
+// FuzzProxyProtocolHeader frames and parses PROXY protocol headers as a listener that requires them
+// does: the framing decision never changes as more bytes arrive (a header is never cut short or
+// run past), it never asks for more than the largest header, and a framed header parses or fails
+// without panicking.
+func FuzzProxyProtocolHeader(f *testing.F) {
+	for _, s := range []string{
+		"PROXY TCP4 192.0.2.1 192.0.2.2 56324 443\r\nGET /",
+		"PROXY TCP6 2001:db8::1 2001:db8::2 1 2\r\n",
+		"PROXY UNKNOWN\r\n",
+		"\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x0c\xc0\x00\x02\x01\xc0\x00\x02\x02\xdc\x04\x01\xbb",
+		"\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00",
+		"GET / HTTP/1.1\r\n",
+	} {
+		f.Add([]byte(s), true, true)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, v1, v2 bool) {
+		pp := proxyProtocol{v1: v1, v2: v2}
+		total, firstErr := 0, error(nil)
+		for k := 1; k <= len(in); k++ {
+			n, err := proxyHeaderLen(in[:k], pp)
+			switch {
+			case firstErr != nil:
+				if err == nil {
+					t.Fatalf("%q: refused at %d bytes, accepted at %d", in, len(in[:k-1]), k)
+				}
+			case err != nil:
+				if total > 0 {
+					t.Fatalf("%q: framed as %d bytes, then refused at %d: %v", in, total, k, err)
+				}
+				firstErr = err
+			case total > 0 && n != total:
+				t.Fatalf("%q: framed as %d bytes, then %d", in, total, n)
+			case n > 0:
+				if n > 16+maxV2Header {
+					t.Fatalf("%q: framed as %d bytes", in, n)
+				}
+				total = n
+			}
+		}
+		if firstErr != nil || total == 0 || total > len(in) {
+			return
+		}
+		src, err := proxySource(in[:total])
+		if err == nil && src != nil && src.IP == nil {
+			t.Fatalf("%q: a source without an IP", in[:total])
+		}
+	})
+}
