@@ -130,7 +130,8 @@ func TestExamplesIngressTimeouts(t *testing.T) {
 }
 
 // TestExamplesIngressRetry: with retry 2 on 503, requests to a Service with one endpoint that
-// always answers 503 all end at the other endpoint with 200, and the broken one was tried.
+// always answers 503 all end at the other endpoint with 200 (a retry avoids the endpoints
+// already tried), and the broken one was tried.
 func TestExamplesIngressRetry(t *testing.T) {
 	base, m, _ := startMoreIngressExample(t)
 	expectStatus(t, base, "retry.more.test", "/", nil, http.StatusOK, "api")
