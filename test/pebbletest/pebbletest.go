@@ -106,6 +106,13 @@ func Start(t testing.TB, o Options) *Server {
 		}
 		return p
 	}
+	ip := net.IPv4(127, 0, 0, 1)
+	if o.Address != "" {
+		ip = net.ParseIP(o.Address)
+	}
+	// The DNS responder first: it holds its port, so the two picked for Pebble below cannot be
+	// it (a port freeAddr picked and let go is free for the next listener on port 0 too).
+	dnsAddr := startDNS(t, ip)
 	listen, mgmt := freeAddr(t), freeAddr(t)
 	validity := int64(o.Validity / time.Second)
 	if validity == 0 {
@@ -124,11 +131,6 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	b, _ := json.Marshal(cfg)
 	cfgPath := write("pebble.json", b)
-	ip := net.IPv4(127, 0, 0, 1)
-	if o.Address != "" {
-		ip = net.ParseIP(o.Address)
-	}
-	dnsAddr := startDNS(t, ip)
 	s := &Server{Directory: "https://" + listen + "/dir", CAPEM: caPEM, mgmt: mgmt, log: &syncBuffer{}}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
