@@ -13,7 +13,8 @@ import (
 
 // EndpointSliceManager is the endpointslice.kubernetes.io/managed-by value of the EndpointSlices
 // the controller writes for its VIP Services (the EndpointSlice controller leaves those alone).
-const EndpointSliceManager = "coxswain-labs.dev/controller"
+// A label value, so no "/": the EndpointSlice controller's is endpointslice-controller.k8s.io.
+const EndpointSliceManager = "controller.coxswain-labs.dev"
 
 // vipEndpointSlices are the EndpointSlices of a VIP Service. The Service has no selector: it
 // lives in its Gateway's namespace and the shared pool in the controller's, and a selector only
