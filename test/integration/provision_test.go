@@ -425,7 +425,7 @@ func deployProvisioningRBAC(t *testing.T, e *env.Env) {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: controllerSA}
 	const name = "coxswain-labs.dev/shared-rbac"
 	startController(t, e, controllerOpts{config: cfg, leaseNamespace: controllerNS, lease: "shared-rbac", name: name,
-		noAddress: true, addresses: []string{}, provisioning: &controller.Provisioning{Ports: provisionPorts}})
+		noAddress: true, addresses: []string{}, provisioning: &controller.Provisioning{Ports: provisionPorts, ProxyNamespace: controllerNS}})
 	ns := namespace(t, e, "shared-rbac", nil)
 	createClass(t, e, "shared-rbac", name)
 	gw, err := e.Gateway.GatewayV1().Gateways(ns).Create(ctxFor(t), &gwapiv1.Gateway{
@@ -436,6 +436,9 @@ func deployProvisioningRBAC(t *testing.T, e *env.Env) {
 		t.Fatal(err)
 	}
 	svc := waitService(t, e, ns, "gw", func(svc *corev1.Service) error { return ownedByGateway(svc, gw) })
+	// Its EndpointSlice, from the pool's pods (a pod informer in the controller's namespace).
+	sharedPoolPod(t, e, controllerNS, "rbac-proxy", "10.244.1.1", true)
+	waitVIPEndpoints(t, e, gw, map[string]bool{"10.244.1.1": true})
 	waitGateway(t, e, ns, "gw", func(gw *gwapiv1.Gateway) error {
 		if err := checkConds(gw.Status.Conditions, gw.Generation, accepted, programmed); err != nil {
 			return err
@@ -458,6 +461,7 @@ func deployProvisioningRBAC(t *testing.T, e *env.Env) {
 		}
 		return nil
 	})
+	waitVIPEndpointsGone(t, e, gw)
 }
 
 // TestSharedPoolOverDiscovery is the shared mode end to end with a real `coxswain proxy` process
@@ -500,5 +504,23 @@ func TestSharedPoolOverDiscovery(t *testing.T) {
 	}
 	if ports["a"] == ports["b"] {
 		t.Fatalf("both Gateways on internal port %d", ports["a"])
+	}
+
+	// The VIP Services' endpoints: the pool's pods of the controller's --namespace, at each
+	// Gateway's internal ports. The proxy process stands for a pod at gatewayIP; a request sent
+	// where each EndpointSlice says, as a service proxy would, reaches that Gateway's routes.
+	sharedPoolPod(t, e, ctrlNS, "p1", gatewayIP, true)
+	sharedPoolPod(t, e, ctrlNS, "p2", "10.99.63.99", false)
+	for name, backend := range map[string]string{"a": "v1", "b": "v2"} {
+		gw, err := e.Gateway.GatewayV1().Gateways(ns).Get(ctxFor(t), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		es := waitVIPEndpoints(t, e, gw, map[string]bool{gatewayIP: true, "10.99.63.99": false})
+		for _, ep := range es.Endpoints {
+			if *ep.Conditions.Ready {
+				servedAt(t, ep.Addresses[0], int(*es.Ports[0].Port), "any.example", "/", 200, backend)
+			}
+		}
 	}
 }
