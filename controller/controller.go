@@ -178,12 +178,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	if c.opts.Provisioning != nil {
-		if c.owned, err = newOwnedWatch(c.opts.Kube, events{changed: c.changed, touched: c.touched}); err != nil {
+		if c.owned, err = newOwnedWatch(c.opts.Kube, c.opts.Provisioning, events{changed: c.changed, touched: c.touched}); err != nil {
 			return err
 		}
-		c.watch.extraFactories = append(c.watch.extraFactories, c.owned.factory)
-		c.watch.informers = append(c.watch.informers, c.owned.factory.Core().V1().ServiceAccounts().Informer())
-		c.watch.informers = append(c.watch.informers, c.owned.factory.Apps().V1().Deployments().Informer())
+		c.watch.extraFactories = append(c.watch.extraFactories, c.owned.factory, c.owned.podFactory)
+		c.watch.informers = append(c.watch.informers, c.owned.informers...)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {

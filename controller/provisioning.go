@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -16,6 +17,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -34,6 +37,9 @@ type Provisioning struct {
 	ServiceType corev1.ServiceType
 	// ProxySelector selects the shared pool's pods (provision.DefaultProxySelector when nil).
 	ProxySelector map[string]string
+	// ProxyNamespace is the shared pool's namespace, whose selected pods are published as every
+	// VIP Service's endpoints (the controller's own namespace when empty).
+	ProxyNamespace string
 	// Ports is the internal port range (provision.DefaultPortRange when zero).
 	Ports provision.PortRange
 	// Dedicated turns the dedicated mode on (dedicated.go); nil: off.
@@ -62,19 +68,28 @@ func (c *Controller) writerAddresses() []gwapiv1.GatewayStatusAddress {
 	return c.opts.StatusAddresses
 }
 
-// ownedWatch caches the ServiceAccounts the controller provisioned, so that an edited or deleted
-// one is repaired; the owned Services are in the watch's Service cache already.
+// ownedWatch caches the ServiceAccounts and EndpointSlices the controller provisioned, so that an
+// edited or deleted one is repaired; the owned Services are in the watch's Service cache already.
+// It also caches the shared pool's pods, which the VIP Services' EndpointSlices list.
 type ownedWatch struct {
 	factory  informers.SharedInformerFactory
 	accounts corelisters.ServiceAccountLister
+	// slices are the VIP Services' EndpointSlices (the watch's cache of every EndpointSlice only
+	// refreshes endpoints, it does not provision).
+	slices discoverylisters.EndpointSliceLister
 	// deployments are the dedicated mode's proxy Deployments, so that an edited or deleted one is
 	// repaired at once.
 	deployments appslisters.DeploymentLister
+	// pods is the shared pool's namespace, filtered by the pool's selector: a pod that starts,
+	// gets Ready or terminates changes every VIP Service's endpoints.
+	podFactory informers.SharedInformerFactory
+	pods       corelisters.PodLister
+	informers  []cache.SharedIndexInformer
 }
 
 var managedSelector = provision.LabelManagedBy + "=" + provision.ManagedBy
 
-func newOwnedWatch(kube kubernetes.Interface, ev events) (*ownedWatch, error) {
+func newOwnedWatch(kube kubernetes.Interface, pv *Provisioning, ev events) (*ownedWatch, error) {
 	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
 	inf := f.Core().V1().ServiceAccounts()
@@ -86,7 +101,28 @@ func newOwnedWatch(kube kubernetes.Interface, ev events) (*ownedWatch, error) {
 	if _, err := deps.Informer().AddEventHandler(changeHandler(changeConfig, ev, generationChanged)); err != nil {
 		return nil, fmt.Errorf("adding event handler: %w", err)
 	}
-	return &ownedWatch{factory: f, accounts: inf.Lister(), deployments: deps.Lister()}, nil
+	eps := f.Discovery().V1().EndpointSlices()
+	if _, err := eps.Informer().AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged)); err != nil {
+		return nil, fmt.Errorf("adding event handler: %w", err)
+	}
+	sel := pv.ProxySelector
+	if sel == nil {
+		sel, _ = labels.ConvertSelectorToLabelsMap(provision.DefaultProxySelector)
+	}
+	ns := pv.ProxyNamespace
+	if ns == "" {
+		ns = OwnNamespace()
+	}
+	pf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields),
+		informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labels.SelectorFromSet(sel).String() }))
+	pods := pf.Core().V1().Pods()
+	if _, err := pods.Informer().AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged)); err != nil {
+		return nil, fmt.Errorf("adding event handler: %w", err)
+	}
+	return &ownedWatch{factory: f, accounts: inf.Lister(), deployments: deps.Lister(), slices: eps.Lister(),
+		podFactory: pf, pods: pods.Lister(),
+		informers: []cache.SharedIndexInformer{inf.Informer(), deps.Informer(), eps.Informer(), pods.Informer()}}, nil
 }
 
 // provisionScheme knows every kind a provisioned object can be: client-go's built-in kinds
@@ -116,6 +152,7 @@ func (c *Controller) newProvisioner() *provision.Provisioner {
 			var p *provision.Provisioner
 			p, err = provision.New(provision.Options{
 				Log: c.log.Named("provision"), Client: c.manifests.wrap(cl), Services: c.watch.services, ServiceAccounts: c.owned.accounts, Deployments: c.owned.deployments,
+				EndpointSlices: c.owned.slices, ProxyPods: c.owned.pods,
 				ServiceType: pv.ServiceType, ProxySelector: pv.ProxySelector, Ports: pv.Ports,
 				StatusAddresses: c.opts.StatusAddresses, Dedicated: c.dedicatedRenderer(),
 			})

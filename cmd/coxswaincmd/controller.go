@@ -78,7 +78,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.serviceType, "gateway-service-type", string(corev1.ServiceTypeLoadBalancer),
 		"type of the shared mode's VIP Services when the GatewayClass's parameters set none: LoadBalancer, NodePort or ClusterIP")
 	fs.StringVar(&c.proxySelector, "shared-proxy-selector", provision.DefaultProxySelector,
-		"label selector of the shared proxy pool's pods, the VIP Services' selector")
+		"labels of the shared proxy pool's pods (in --namespace), which the controller publishes as every VIP Service's endpoints")
 	fs.StringVar(&c.portRange, "internal-port-range", fmt.Sprintf("%d-%d", provision.DefaultPortRange.First, provision.DefaultPortRange.Last),
 		"ports the shared proxies bind Gateway listeners on (FIRST-LAST); nothing else in the proxy pods may use them")
 	fs.DurationVar(&c.holdoff, "holdoff", 25*time.Millisecond, "the first gap between translations in a burst of changes (it doubles while the burst lasts); a lone change is translated at once")

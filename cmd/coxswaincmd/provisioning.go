@@ -43,6 +43,7 @@ func (c *controllerConfig) checkProvisioning() error {
 		return fmt.Errorf("--shared-proxy-selector: %q is not a non-empty list of key=value labels", c.proxySelector)
 	}
 	p.ProxySelector = sel
+	p.ProxyNamespace = c.dataPlane.namespace // the shared pool runs next to the controller
 	first, last, ok := strings.Cut(c.portRange, "-")
 	f, err1 := strconv.ParseInt(first, 10, 32)
 	l, err2 := strconv.ParseInt(last, 10, 32)

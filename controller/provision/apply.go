@@ -275,10 +275,38 @@ func (a *Applier) applyOne(ctx context.Context, owner *gwapiv1.Gateway, key Obje
 		}
 		return u, a.c.Create(ctx, u, client.FieldOwner(FieldManager))
 	}
+	if strayServiceSelector(key, cur, u) {
+		// An apply repairs the fields it sets, and a selector-less Service sets none: a selector
+		// someone added (which would make Kubernetes publish endpoints of its own next to the
+		// controller's) is removed by name.
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"selector":null}}`))
+		if err := a.c.Patch(ctx, u.DeepCopy(), patch); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return nil, err
 	}
 	return u, nil
+}
+
+// strayServiceSelector reports whether u is a Service without a selector (a VIP Service, whose
+// endpoints the controller writes) while cur has one.
+func strayServiceSelector(key ObjectKey, cur metav1.Object, u *unstructured.Unstructured) bool {
+	if key.GVK.Group != "" || key.GVK.Kind != "Service" {
+		return false
+	}
+	if _, found, _ := unstructured.NestedMap(u.Object, "spec", "selector"); found {
+		return false
+	}
+	switch c := cur.(type) {
+	case *corev1.Service:
+		return len(c.Spec.Selector) > 0
+	case *unstructured.Unstructured:
+		sel, _, _ := unstructured.NestedMap(c.Object, "spec", "selector")
+		return len(sel) > 0
+	}
+	return false
 }
 
 // recreate reports whether applying u over cur needs cur deleted first: a Service's spec.clusterIP

@@ -10,10 +10,12 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -38,6 +40,12 @@ type Options struct {
 	ServiceType corev1.ServiceType
 	// ProxySelector selects the shared pool's pods (DefaultProxySelector when nil).
 	ProxySelector map[string]string
+	// ProxyPods are the shared pool's pods (a cache of the pool's namespace, filtered by
+	// ProxySelector), published as every VIP Service's endpoints; nil: the EndpointSlices list none.
+	ProxyPods corelisters.PodLister
+	// EndpointSlices are the controller's cache of the EndpointSlices it wrote; nil: one's drift is
+	// repaired only when its desired content changes.
+	EndpointSlices discoverylisters.EndpointSliceLister
 	// Ports is the internal port range (DefaultPortRange when zero).
 	Ports PortRange
 	// Dedicated renders the dedicated mode's objects; the registered renderer
@@ -183,6 +191,17 @@ func (p *Provisioner) seed(gws []*gwapiv1.Gateway) {
 			p.applier.Adopt(gw.UID, ObjectKey{GVK: corev1.SchemeGroupVersion.WithKind("Service"), Namespace: svc.Namespace, Name: svc.Name})
 		}
 	}
+	if p.opts.EndpointSlices != nil {
+		eps, err := p.opts.EndpointSlices.List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelManagedBy: EndpointSliceManager}))
+		if err != nil {
+			p.log.Warn("reading the VIP Services' EndpointSlices back", zap.Error(err))
+		}
+		for _, es := range eps {
+			if gw := byUID[controllerUID(es)]; gw != nil {
+				p.applier.Adopt(gw.UID, ObjectKey{GVK: discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), Namespace: es.Namespace, Name: es.Name})
+			}
+		}
+	}
 	if p.opts.ServiceAccounts == nil {
 		return
 	}
@@ -229,9 +248,9 @@ func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gw
 	if t, ok := classServiceType(class); ok && t != "" {
 		typ = corev1.ServiceType(t)
 	}
-	svc := vipService(gw, md, typ, p.opts.ProxySelector, ports, pin)
+	svc := vipService(gw, md, typ, ports, pin)
 	sa := identity(gw, md)
-	res := p.applier.Apply(ctx, gw, []client.Object{svc, sa})
+	res := p.applier.Apply(ctx, gw, append([]client.Object{svc, sa}, vipEndpointSlices(svc, p.proxyPods())...))
 	var why []string
 	for _, c := range res.Conflicts {
 		why = append(why, c.Error())
@@ -262,6 +281,18 @@ func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gw
 		}
 	}
 	return prov, res.Err
+}
+
+// proxyPods are the shared pool's pods, which every VIP Service's EndpointSlices list.
+func (p *Provisioner) proxyPods() []*corev1.Pod {
+	if p.opts.ProxyPods == nil {
+		return nil
+	}
+	pods, err := p.opts.ProxyPods.List(labels.SelectorFromSet(p.opts.ProxySelector))
+	if err != nil {
+		p.log.Warn("listing the shared proxy pods", zap.Error(err))
+	}
+	return pods
 }
 
 // addresses are what a Gateway's status publishes: its Service's load-balancer ingress, else
@@ -361,6 +392,10 @@ func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
 	if k.GVK.Group == "apps" && k.GVK.Kind == "Deployment" && p.opts.Deployments != nil {
 		d, err := p.opts.Deployments.Deployments(k.Namespace).Get(k.Name)
 		return d, err == nil, true
+	}
+	if k.GVK.Group == discoveryv1.GroupName && k.GVK.Kind == "EndpointSlice" && p.opts.EndpointSlices != nil {
+		es, err := p.opts.EndpointSlices.EndpointSlices(k.Namespace).Get(k.Name)
+		return es, err == nil, true
 	}
 	if k.GVK.Group != "" {
 		return nil, false, false

@@ -68,15 +68,16 @@ func setOf(s *gwapiv1.ListenerSet, gw *gwapiv1.Gateway) bool {
 }
 
 // vipService is the shared mode's Service for gw: its ports are the listener ports, its
-// targetPorts the internal ports the shared pool binds for them, its selector the shared pool's
-// pods. clusterIP pins the Service to a static address ("" lets the API server pick).
-func vipService(gw *gwapiv1.Gateway, md Metadata, typ corev1.ServiceType, selector map[string]string, ports map[PortKey]int32, clusterIP string) *corev1.Service {
+// targetPorts the internal ports the shared pool binds for them. It has no selector: its
+// endpoints are the controller's (vipEndpointSlices), since the pool runs in another namespace
+// than the Service and a selector only selects pods of its own. clusterIP pins the Service to a static address ("" lets the API server pick).
+func vipService(gw *gwapiv1.Gateway, md Metadata, typ corev1.ServiceType, ports map[PortKey]int32, clusterIP string) *corev1.Service {
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: gw.Namespace, Name: ServiceName(gw), Labels: md.Labels, Annotations: md.Annotations,
 		},
-		Spec: corev1.ServiceSpec{Type: typ, Selector: selector, ClusterIP: clusterIP},
+		Spec: corev1.ServiceSpec{Type: typ, ClusterIP: clusterIP},
 	}
 	if clusterIP != "" {
 		svc.Spec.Type = corev1.ServiceTypeClusterIP

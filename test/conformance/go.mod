@@ -4,7 +4,7 @@ go 1.27.0
 
 require (
 	github.com/coxswain-labs/coxswain v0.0.0
-	github.com/miekg/dns v1.1.72
+	github.com/miekg/dns v1.1.73
 	go.uber.org/zap v1.28.0
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2

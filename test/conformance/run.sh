@@ -22,8 +22,8 @@
 #   a run with any is partial and never published.
 #   CONFORMANCE_CHANNELS (default "standard experimental") picks the channels and their order;
 #   CONFORMANCE_PARALLEL (default 4) sets go test -parallel; CONFORMANCE_TIMEOUT (default 45m),
-#   per channel. COXSWAIN_CONFORMANCE_PROVISIONING=shared runs shared-mode provisioning in place
-#   of the address pool (test/conformance/README.md, "Provisioning modes"); it is never published.
+#   per channel. COXSWAIN_CONFORMANCE_PROVISIONING=pool runs the address pool in place of
+#   shared-mode provisioning (the default) (test/conformance/README.md, "Provisioning modes"); it is never published.
 set -euo pipefail
 # Gateway API v1.7.0 needs Go 1.27: the toolchain comes from the module proxy (see the Makefile).
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
@@ -111,8 +111,8 @@ run_channel() {
 	if [[ -f $report ]]; then
 		log "$channel: report $report"
 		if [[ $# == 0 && $status == 0 ]]; then
-			if [[ ${CONFORMANCE_PUBLISH:-0} == 1 && ${COXSWAIN_CONFORMANCE_PROVISIONING:-pool} != pool ]]; then
-				log "$channel: not published: the committed reports come from the default (pool) mode, this run is ${COXSWAIN_CONFORMANCE_PROVISIONING}"
+			if [[ ${CONFORMANCE_PUBLISH:-0} == 1 && ${COXSWAIN_CONFORMANCE_PROVISIONING:-shared} != shared ]]; then
+				log "$channel: not published: the committed reports come from the default (shared) mode, this run is ${COXSWAIN_CONFORMANCE_PROVISIONING}"
 			elif [[ ${CONFORMANCE_PUBLISH:-0} == 1 ]]; then
 				mkdir -p "$reports"
 				cp "$report" "$committed"

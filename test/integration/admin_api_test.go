@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/adminapi"
@@ -256,7 +257,14 @@ func apiToken(t *testing.T, e *env.Env, ns, name string, api, logs bool) string 
 func proxyPod(t *testing.T, e *env.Env, ns, name string, labels map[string]string) {
 	t.Helper()
 	_, err := e.Kube.CoreV1().Pods(ns).Create(ctxFor(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "proxy", Image: "coxswain:test"}}}}, metav1.CreateOptions{})
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "proxy", Image: "coxswain:test",
+			// As the chart runs the proxy, which the restricted Pod Security level admits (the
+			// controller's namespace enforces it).
+			SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
+				Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			}}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -343,9 +343,14 @@ func checkAccess(t *testing.T, e *env.Env) {
 	deny("", "", "secrets", "", "update", "patch", "delete")
 	deny("default", "", "secrets", "", "create")
 	deny("", "", "namespaces", "", "create", "update", "delete")
+	// The shared pool's pods, published as the VIP Services' endpoints: watched in the
+	// controller's namespace only.
+	allow(controllerNS, "", "pods", "", "list", "watch")
+	allow("", "discovery.k8s.io", "endpointslices", "", "create", "patch", "delete")
 	deny("", "", "pods", "", "create", "update", "delete", "watch")
+	deny("default", "", "pods", "", "watch")
 	deny("", "", "pods", "exec", "create")
-	deny("", "discovery.k8s.io", "endpointslices", "", "create", "update", "delete")
+	deny("", "discovery.k8s.io", "endpointslices", "", "update", "deletecollection")
 	deny(controllerNS, "coordination.k8s.io", "leases", "", "delete")
 	deny("default", "coordination.k8s.io", "leases", "", "get", "update")
 	deny("", cx, "ratelimits", "", "update", "create", "delete")

@@ -2,11 +2,11 @@ package integration
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +24,7 @@ var provisionPorts = provision.PortRange{First: 28100, Last: 28199}
 
 func startProvisioningController(t *testing.T, e *env.Env, identity string) *runningController {
 	return startController(t, e, controllerOpts{identity: identity, noAddress: true, addresses: []string{},
-		provisioning: &controller.Provisioning{Ports: provisionPorts}})
+		provisioning: &controller.Provisioning{Ports: provisionPorts, ProxyNamespace: controllerNS}})
 }
 
 func infraGateway(t *testing.T, e *env.Env, ns, name string, infra *gwapiv1.GatewayInfrastructure, addrs []gwapiv1.GatewaySpecAddress, listeners ...gwapiv1.Listener) *gwapiv1.Gateway {
@@ -112,7 +112,9 @@ func TestSharedProvisioning(t *testing.T) {
 			if err := ownedByGateway(svc, gw); err != nil {
 				return err
 			}
-			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !maps.Equal(svc.Spec.Selector, map[string]string{provision.LabelName: "coxswain", provision.LabelComponent: "proxy"}) {
+			// No selector: the shared pool runs in another namespace, the controller writes the
+			// endpoints.
+			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.Selector) != 0 {
 				return fmt.Errorf("type %s selector %v", svc.Spec.Type, svc.Spec.Selector)
 			}
 			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || !inRange(targetPort(svc, 80)) {
@@ -157,6 +159,70 @@ func TestSharedProvisioning(t *testing.T) {
 		return statusAddresses(gw, svcA.Spec.ClusterIP)
 	})
 
+	t.Run("the VIP Services' endpoints are the shared pool's pods", func(t *testing.T) {
+		// The pool is in the controller's namespace and the Services in their Gateways': the
+		// controller writes each Service's EndpointSlice, at its targetPorts, ready as the pods.
+		waitVIPEndpoints(t, e, a, map[string]bool{})
+		if _, err := e.Kube.CoreV1().Namespaces().Create(ctxFor(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		sharedPoolPod(t, e, controllerNS, "proxy-1", "10.244.0.11", true)
+		sharedPoolPod(t, e, controllerNS, "proxy-2", "10.244.0.12", false)
+		proxyPod(t, e, ns, "not-the-pool", sharedPoolLabels) // the pool's labels in another namespace
+		setPodStatus(t, e, ns, "not-the-pool", "10.244.0.99", true)
+		proxyPod(t, e, controllerNS, "not-a-proxy", map[string]string{provision.LabelName: "coxswain", provision.LabelComponent: "controller"})
+		setPodStatus(t, e, controllerNS, "not-a-proxy", "10.244.0.98", true)
+		for _, gw := range []*gwapiv1.Gateway{a, b} {
+			waitVIPEndpoints(t, e, gw, map[string]bool{"10.244.0.11": true, "10.244.0.12": false})
+		}
+		// Readiness follows the pods' Ready condition.
+		setPodStatus(t, e, controllerNS, "proxy-2", "10.244.0.12", true)
+		setPodStatus(t, e, controllerNS, "proxy-1", "10.244.0.11", false)
+		for _, gw := range []*gwapiv1.Gateway{a, b} {
+			waitVIPEndpoints(t, e, gw, map[string]bool{"10.244.0.11": false, "10.244.0.12": true})
+		}
+		// A deleted pod leaves them.
+		if err := e.Kube.CoreV1().Pods(controllerNS).Delete(ctxFor(t), "proxy-1", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitVIPEndpoints(t, e, b, map[string]bool{"10.244.0.12": true})
+		// An edited EndpointSlice is repaired.
+		es := waitVIPEndpoints(t, e, a, map[string]bool{"10.244.0.12": true})
+		es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.1"}}}
+		if _, err := e.Kube.DiscoveryV1().EndpointSlices(ns).Update(ctxFor(t), es, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the edited EndpointSlice repaired", func() error {
+			got, err := e.Kube.DiscoveryV1().EndpointSlices(ns).Get(ctxFor(t), es.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got.ResourceVersion == es.ResourceVersion {
+				return fmt.Errorf("not edited yet")
+			}
+			if len(got.Endpoints) != 1 || got.Endpoints[0].Addresses[0] != "10.244.0.12" {
+				return fmt.Errorf("endpoints %v", got.Endpoints)
+			}
+			return nil
+		})
+		waitVIPEndpoints(t, e, a, map[string]bool{"10.244.0.12": true})
+		// A deleted one is made again.
+		if err := e.Kube.DiscoveryV1().EndpointSlices(ns).Delete(ctxFor(t), es.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the deleted EndpointSlice made again", func() error {
+			got, err := e.Kube.DiscoveryV1().EndpointSlices(ns).Get(ctxFor(t), es.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got.UID == es.UID {
+				return fmt.Errorf("not deleted yet")
+			}
+			return nil
+		})
+		waitVIPEndpoints(t, e, a, map[string]bool{"10.244.0.12": true})
+	})
+
 	t.Run("status.addresses follows the load balancer", func(t *testing.T) {
 		svc := svcB.DeepCopy()
 		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.5"}}
@@ -197,11 +263,8 @@ func TestSharedProvisioning(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitService(t, e, ns, "b", func(svc *corev1.Service) error {
-			if got := targetPort(svc, 80); got != portB || svc.Spec.Selector["app"] != "" && len(svc.Spec.Selector) != 2 {
-				return fmt.Errorf("targetPort %d selector %v, want %d and the pool's", got, svc.Spec.Selector, portB)
-			}
-			if svc.Spec.Selector[provision.LabelComponent] != "proxy" {
-				return fmt.Errorf("selector %v", svc.Spec.Selector)
+			if got := targetPort(svc, 80); got != portB || len(svc.Spec.Selector) != 0 {
+				return fmt.Errorf("targetPort %d selector %v, want %d and none", got, svc.Spec.Selector, portB)
 			}
 			return nil
 		})
@@ -268,6 +331,18 @@ func TestSharedProvisioning(t *testing.T) {
 			}
 		}
 		servedAt(t, gatewayIP, portA, "any.example", "/", 200, "v1")
+		// The new leader publishes the pool as the old one did, for the Gateways it found and the
+		// one it made.
+		for _, gw := range []*gwapiv1.Gateway{a, b, c} {
+			waitVIPEndpoints(t, e, gw, map[string]bool{"10.244.0.12": true})
+		}
+		// A deleted Gateway's EndpointSlice goes with it (here, with no garbage collector, the
+		// controller prunes it), the others stay.
+		if err := e.Gateway.GatewayV1().Gateways(ns).Delete(ctxFor(t), b.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitVIPEndpointsGone(t, e, b)
+		waitVIPEndpoints(t, e, a, map[string]bool{"10.244.0.12": true})
 	})
 }
 
@@ -350,7 +425,7 @@ func deployProvisioningRBAC(t *testing.T, e *env.Env) {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: controllerSA}
 	const name = "coxswain-labs.dev/shared-rbac"
 	startController(t, e, controllerOpts{config: cfg, leaseNamespace: controllerNS, lease: "shared-rbac", name: name,
-		noAddress: true, addresses: []string{}, provisioning: &controller.Provisioning{Ports: provisionPorts}})
+		noAddress: true, addresses: []string{}, provisioning: &controller.Provisioning{Ports: provisionPorts, ProxyNamespace: controllerNS}})
 	ns := namespace(t, e, "shared-rbac", nil)
 	createClass(t, e, "shared-rbac", name)
 	gw, err := e.Gateway.GatewayV1().Gateways(ns).Create(ctxFor(t), &gwapiv1.Gateway{
@@ -361,6 +436,9 @@ func deployProvisioningRBAC(t *testing.T, e *env.Env) {
 		t.Fatal(err)
 	}
 	svc := waitService(t, e, ns, "gw", func(svc *corev1.Service) error { return ownedByGateway(svc, gw) })
+	// Its EndpointSlice, from the pool's pods (a pod informer in the controller's namespace).
+	sharedPoolPod(t, e, controllerNS, "rbac-proxy", "10.244.1.1", true)
+	waitVIPEndpoints(t, e, gw, map[string]bool{"10.244.1.1": true})
 	waitGateway(t, e, ns, "gw", func(gw *gwapiv1.Gateway) error {
 		if err := checkConds(gw.Status.Conditions, gw.Generation, accepted, programmed); err != nil {
 			return err
@@ -383,6 +461,7 @@ func deployProvisioningRBAC(t *testing.T, e *env.Env) {
 		}
 		return nil
 	})
+	waitVIPEndpointsGone(t, e, gw)
 }
 
 // TestSharedPoolOverDiscovery is the shared mode end to end with a real `coxswain proxy` process
@@ -425,5 +504,23 @@ func TestSharedPoolOverDiscovery(t *testing.T) {
 	}
 	if ports["a"] == ports["b"] {
 		t.Fatalf("both Gateways on internal port %d", ports["a"])
+	}
+
+	// The VIP Services' endpoints: the pool's pods of the controller's --namespace, at each
+	// Gateway's internal ports. The proxy process stands for a pod at gatewayIP; a request sent
+	// where each EndpointSlice says, as a service proxy would, reaches that Gateway's routes.
+	sharedPoolPod(t, e, ctrlNS, "p1", gatewayIP, true)
+	sharedPoolPod(t, e, ctrlNS, "p2", "10.99.63.99", false)
+	for name, backend := range map[string]string{"a": "v1", "b": "v2"} {
+		gw, err := e.Gateway.GatewayV1().Gateways(ns).Get(ctxFor(t), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		es := waitVIPEndpoints(t, e, gw, map[string]bool{gatewayIP: true, "10.99.63.99": false})
+		for _, ep := range es.Endpoints {
+			if *ep.Conditions.Ready {
+				servedAt(t, ep.Addresses[0], int(*es.Ports[0].Port), "any.example", "/", 200, backend)
+			}
+		}
 	}
 }

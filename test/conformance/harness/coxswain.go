@@ -42,15 +42,8 @@ type Coxswain struct {
 }
 
 // EnvProvisioning picks how the conformance stack gives Gateways their addresses (see
-// startCoxswain): "pool" (the default) or "shared".
-//
-// Shared is not the default yet: the controller's VIP Services select the shared pool's pods
-// (--shared-proxy-selector), but a Service selects pods of its own namespace only, and a VIP
-// Service lives in its Gateway's namespace while the pool lives in the controller's, so the
-// VIP Services never get endpoints and every request is refused (the service proxy routes
-// what the EndpointSlices say, and they are empty). The harness side works (the harness check
-// reaches a pod through its cluster IP); the switch is one line here once the controller
-// publishes the pool's pods as the VIP Services' endpoints.
+// startCoxswain): "shared" (the default, what a cluster runs: the controller publishes the
+// shared pool's pods as every VIP Service's EndpointSlice) or "pool".
 const EnvProvisioning = "COXSWAIN_CONFORMANCE_PROVISIONING"
 
 // The values of EnvProvisioning.
@@ -64,12 +57,12 @@ const (
 	ProvisioningPool = "pool"
 )
 
-// Provisioning is EnvProvisioning's value, pool when unset.
+// Provisioning is EnvProvisioning's value, shared when unset.
 func Provisioning() string {
 	if p := os.Getenv(EnvProvisioning); p != "" {
 		return p
 	}
-	return ProvisioningPool
+	return ProvisioningShared
 }
 
 // startCoxswain starts Coxswain in the mode Provisioning names.
