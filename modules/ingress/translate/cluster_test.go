@@ -155,7 +155,8 @@ func TestAuthTLSVerifyDepthAndCertificate(t *testing.T) {
 		ing("deep", secret+`ingress.coxswain-labs.dev/auth-tls-verify-depth: "2", ingress.coxswain-labs.dev/auth-tls-pass-certificate-to-upstream: "true"`)+
 		ing("zero", secret+`ingress.coxswain-labs.dev/auth-tls-verify-depth: "0"`)+
 		ing("word", secret+`ingress.coxswain-labs.dev/auth-tls-pass-certificate-to-upstream: "yes"`)+
-		ing("alone", `ingress.coxswain-labs.dev/auth-tls-verify-depth: "1"`))
+		ing("alone", `ingress.coxswain-labs.dev/auth-tls-verify-depth: "1"`)+
+		ing("plain", `ingress.coxswain-labs.dev/auth-tls-secret: mtls-tls`))
 	p := problems(res)
 	for _, want := range []string{
 		`Ingress default/zero: metadata.annotations[ingress.coxswain-labs.dev/auth-tls-verify-depth]: auth-tls-verify-depth "0" is not an integer of at least 1: its paths there answer 503`,
@@ -166,7 +167,7 @@ func TestAuthTLSVerifyDepthAndCertificate(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, p)
 		}
 	}
-	if strings.Contains(p, "Ingress default/deep") || strings.Contains(p, "Ingress default/mtls") {
+	if strings.Contains(p, "Ingress default/deep") || strings.Contains(p, "Ingress default/mtls") || strings.Contains(p, "Ingress default/plain") {
 		t.Errorf("a valid one is warned about:\n%s", p)
 	}
 	servers := map[string]*irv1.Server{}
@@ -191,8 +192,12 @@ func TestAuthTLSVerifyDepthAndCertificate(t *testing.T) {
 	if len(deep.GetCaPem()) == 0 || deep.GetVerifyDepth() != 2 || deep.GetCertificateHeader() != "ssl-client-cert" {
 		t.Errorf("deep.example.com validation: %v", deep)
 	}
-	mtls := servers["mtls.example.com"].GetTls().GetClientValidation()
-	if len(mtls.GetCaPem()) == 0 || mtls.GetVerifyDepth() != 0 || mtls.GetCertificateHeader() != "" {
-		t.Errorf("mtls.example.com validation (same CA, no options): %v", mtls)
+	mtls := servers["mtls.example.com"].GetTls().GetClientValidation() // the example: depth 1
+	if len(mtls.GetCaPem()) == 0 || mtls.GetVerifyDepth() != 1 || mtls.GetCertificateHeader() != "ssl-client-cert" {
+		t.Errorf("mtls.example.com validation: %v", mtls)
+	}
+	plain := servers["plain.example.com"].GetTls().GetClientValidation()
+	if len(plain.GetCaPem()) == 0 || plain.GetVerifyDepth() != 0 || plain.GetCertificateHeader() != "" {
+		t.Errorf("plain.example.com validation (same CA, no options): %v", plain)
 	}
 }
