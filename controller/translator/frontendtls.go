@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"strconv"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -60,6 +61,19 @@ func (t *session) frontendValidation(l *listenerState) {
 		return
 	}
 	l.clientValidation = &irv1.ClientValidation{CaPem: bundle, Mode: mode}
+	if l.gw.key.Namespace == translation.ImplicitNamespace {
+		implicitClientValidation(l.gw.gw.Annotations, l.clientValidation)
+	}
+}
+
+// implicitClientValidation adds what an implicit Gateway's annotations ask of its validation
+// (translation.ImplicitVerifyDepthAnnotation, ImplicitCertificateHeaderAnnotation). The route
+// kind that made the Gateway checked the values and reported them on its own objects.
+func implicitClientValidation(a map[string]string, cv *irv1.ClientValidation) {
+	if d, err := strconv.ParseUint(a[translation.ImplicitVerifyDepthAnnotation], 10, 32); err == nil {
+		cv.VerifyDepth = uint32(d)
+	}
+	cv.CertificateHeader = a[translation.ImplicitCertificateHeaderAnnotation]
 }
 
 func frontendTLS(gw *gwapiv1.Gateway) *gwapiv1.FrontendTLSConfig {

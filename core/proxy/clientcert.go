@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 	"weak"
 
@@ -27,13 +29,21 @@ type clientValidation struct {
 	roots    map[string]struct{}
 	fallback bool   // ALLOW_INSECURE_FALLBACK
 	header   string // canonical subject header; "" for none
-	config   *tls.Config
-	// checked caches, for fallback mode with a subject header, the subject of each connection's
-	// certificate ("" when it did not verify), keyed by the connection's leaf certificate: the
+	// certHeader is the canonical header for the verified certificate itself (PEM, URL-encoded);
+	// "" for none.
+	certHeader string
+	// depth is the most intermediates a verified chain may hold (IR verify_depth); 0: no limit.
+	depth  int
+	config *tls.Config
+	// checked caches, for fallback mode with a subject or certificate header, the headers of each
+	// connection's certificate (empty when it did not verify), keyed by the connection's leaf certificate: the
 	// fallback handshake does not verify, and a chain verification per request would cost more
 	// than the request. An entry goes when its certificate is collected with its connection.
-	checked sync.Map // weak.Pointer[x509.Certificate] → string
+	checked sync.Map // weak.Pointer[x509.Certificate] → clientHeaders
 }
+
+// clientHeaders are what admitClient sets from a verified chain.
+type clientHeaders struct{ subject, cert string }
 
 // requires reports whether the Server asks for client certificates at all (a validation with no
 // CA only strips the subject header).
@@ -45,6 +55,10 @@ func newClientValidation(v *irv1.ClientValidation, certs []*tls.Certificate) (*c
 	if h := v.GetSubjectHeader(); h != "" {
 		cv.header = textproto.CanonicalMIMEHeaderKey(h)
 	}
+	if h := v.GetCertificateHeader(); h != "" {
+		cv.certHeader = textproto.CanonicalMIMEHeaderKey(h)
+	}
+	cv.depth = int(min(v.GetVerifyDepth(), 1<<16))
 	if len(v.GetCaPem()) == 0 {
 		return cv, nil
 	}
@@ -81,6 +95,14 @@ func newClientValidation(v *irv1.ClientValidation, certs []*tls.Certificate) (*c
 		NextProtos: []string{"h2", "http/1.1"},
 		ClientAuth: auth,
 		ClientCAs:  cv.pool,
+		// crypto/tls has no depth limit: a chain it verified is refused here when every path to
+		// the CA is longer than allowed, the same handshake failure as an unverified one.
+		VerifyPeerCertificate: func(_ [][]byte, chains [][]*x509.Certificate) error {
+			if cv.fallback || cv.depth == 0 || len(cv.withinDepth(chains)) > 0 {
+				return nil
+			}
+			return fmt.Errorf("client certificate chain has more than %d intermediate certificates", cv.depth)
+		},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return pickCertificate(hello, certs)
 		},
@@ -136,6 +158,9 @@ func (ls *ListenerState) admitClient(srv *server, r *http.Request) bool {
 	if cv.header != "" {
 		r.Header.Del(cv.header)
 	}
+	if cv.certHeader != "" {
+		r.Header.Del(cv.certHeader)
+	}
 	if !cv.requires() {
 		return true
 	}
@@ -143,21 +168,62 @@ func (ls *ListenerState) admitClient(srv *server, r *http.Request) bool {
 		return false
 	}
 	if cv.fallback {
-		if cv.header != "" && len(r.TLS.PeerCertificates) > 0 {
-			if s := cv.fallbackSubject(r.TLS.PeerCertificates); s != "" {
-				r.Header[cv.header] = []string{s}
-			}
+		if (cv.header != "" || cv.certHeader != "") && len(r.TLS.PeerCertificates) > 0 {
+			cv.setHeaders(r, cv.fallbackHeaders(r.TLS.PeerCertificates))
 		}
 		return true
 	}
-	chains := r.TLS.VerifiedChains
+	chains := cv.withinDepth(r.TLS.VerifiedChains)
 	if !cv.verifiedHere(chains) {
 		return false
 	}
-	if cv.header != "" {
-		r.Header[cv.header] = []string{chains[0][0].Subject.String()}
+	if cv.header != "" || cv.certHeader != "" {
+		cv.setHeaders(r, cv.headersOf(chains[0][0]))
 	}
 	return true
+}
+
+// setHeaders sets the headers of a verified certificate (none when h is empty).
+func (cv *clientValidation) setHeaders(r *http.Request, h clientHeaders) {
+	if cv.header != "" && h.subject != "" {
+		r.Header[cv.header] = []string{h.subject}
+	}
+	if cv.certHeader != "" && h.cert != "" {
+		r.Header[cv.certHeader] = []string{h.cert}
+	}
+}
+
+// headersOf is what the headers carry of verified certificate leaf.
+func (cv *clientValidation) headersOf(leaf *x509.Certificate) clientHeaders {
+	h := clientHeaders{subject: leaf.Subject.String()}
+	if cv.certHeader != "" {
+		h.cert = escapedPEM(leaf)
+	}
+	return h
+}
+
+// escapedPEM is leaf as PEM, URL-encoded the way nginx's $ssl_client_escaped_cert is (every byte
+// but letters, digits and "-._~" as %XX; a space as %20), so that upstreams written for
+// ingress-nginx's ssl-client-cert header read it unchanged.
+func escapedPEM(leaf *x509.Certificate) string {
+	p := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})
+	// QueryEscape writes a space as "+"; a literal "+" is already %2B, so the swap is exact.
+	return strings.ReplaceAll(url.QueryEscape(string(p)), "+", "%20")
+}
+
+// withinDepth are the chains of at most depth intermediates (all of them with no limit). A Go
+// chain runs from the leaf to the pool's certificate, so its intermediates are len-2.
+func (cv *clientValidation) withinDepth(chains [][]*x509.Certificate) [][]*x509.Certificate {
+	if cv.depth == 0 {
+		return chains
+	}
+	out := chains[:0:0]
+	for _, ch := range chains {
+		if len(ch)-2 <= cv.depth {
+			out = append(out, ch)
+		}
+	}
+	return out
 }
 
 // verifiedHere reports whether one of chains ends in this bundle.
@@ -173,22 +239,22 @@ func (cv *clientValidation) verifiedHere(chains [][]*x509.Certificate) bool {
 	return false
 }
 
-// fallbackSubject is the verified subject of a fallback connection's certificates, "" when they
-// do not verify against the bundle; verified once per connection.
-func (cv *clientValidation) fallbackSubject(peer []*x509.Certificate) string {
+// fallbackHeaders are the verified headers of a fallback connection's certificates, empty when
+// they do not verify against the bundle (within the depth); verified once per connection.
+func (cv *clientValidation) fallbackHeaders(peer []*x509.Certificate) clientHeaders {
 	leaf := peer[0]
 	key := weak.Make(leaf)
-	if s, ok := cv.checked.Load(key); ok {
-		return s.(string)
+	if h, ok := cv.checked.Load(key); ok {
+		return h.(clientHeaders)
 	}
-	subject := ""
-	if chains := cv.verify(peer); cv.verifiedHere(chains) {
-		subject = chains[0][0].Subject.String()
+	var h clientHeaders
+	if chains := cv.withinDepth(cv.verify(peer)); cv.verifiedHere(chains) {
+		h = cv.headersOf(chains[0][0])
 	}
-	if _, loaded := cv.checked.LoadOrStore(key, subject); !loaded {
+	if _, loaded := cv.checked.LoadOrStore(key, h); !loaded {
 		runtime.AddCleanup(leaf, func(k weak.Pointer[x509.Certificate]) { cv.checked.Delete(k) }, key)
 	}
-	return subject
+	return h
 }
 
 // verify checks a fallback connection's certificates as the handshake of a validating Server

@@ -16,6 +16,18 @@ import (
 // routes can attach to those Gateways, and no ReferenceGrant an operator writes names them.
 const ImplicitNamespace = "implicit.coxswain"
 
+// Annotations of an implicit Gateway that tune its spec.tls.frontend validation beyond what the
+// Gateway API says (an Ingress's auth-tls-verify-depth and auth-tls-pass-certificate-to-upstream).
+// The core reads them on Gateways of ImplicitNamespace only, so no operator's object sets them.
+const (
+	// ImplicitVerifyDepthAnnotation is the most intermediate certificates a client chain may
+	// hold (a decimal integer ≥ 1; IR ClientValidation.verify_depth).
+	ImplicitVerifyDepthAnnotation = "implicit.coxswain/client-verify-depth"
+	// ImplicitCertificateHeaderAnnotation names the request header that carries the verified
+	// client certificate to the upstream (IR ClientValidation.certificate_header).
+	ImplicitCertificateHeaderAnnotation = "implicit.coxswain/client-certificate-header"
+)
+
 // ImplicitClassPrefix begins the name of every implicit GatewayClass ("implicit.coxswain/ingress");
 // the slash keeps it apart from any class an API server could hold.
 const ImplicitClassPrefix = "implicit.coxswain/"

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -147,13 +150,16 @@ func TestExamplesIngressClientTLS(t *testing.T) {
 		}
 		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	}
+	var body []byte
 	get := func(c *http.Client) (int, error) {
 		req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/", httpsPort), nil)
 		req.Host = "mtls.example.com"
+		req.Header.Set("ssl-client-cert", "forged")
 		res, err := c.Do(req)
 		if err != nil {
 			return 0, err
 		}
+		body, _ = io.ReadAll(res.Body)
 		_ = res.Body.Close()
 		return res.StatusCode, nil
 	}
@@ -163,6 +169,19 @@ func TestExamplesIngressClientTLS(t *testing.T) {
 		}
 		return nil
 	})
+	// auth-tls-pass-certificate-to-upstream: alice's certificate, not the client's forged copy.
+	alice, err := os.ReadFile(filepath.Join("..", "..", "examples", "mtls", "certs", "alice.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(alice)
+	var e echo
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("not an echo: %s", body)
+	}
+	if h := e.Headers["Ssl-Client-Cert"]; len(h) != 1 || h[0] != escapedPEM(block.Bytes) {
+		t.Errorf("ssl-client-cert %q, want alice's certificate", h)
+	}
 	for _, who := range []string{"", "mallory"} {
 		if code, err := get(client(who)); err == nil {
 			t.Errorf("client %q: status %d, want a failed handshake", who, code)

@@ -1047,8 +1047,15 @@ type ClientValidation struct {
 	// Request header that carries the verified client certificate's subject (RFC 2253) to the
 	// upstream; "" for none. Any copy the client sent is removed first, verified or not.
 	SubjectHeader string `protobuf:"bytes,3,opt,name=subject_header,json=subjectHeader,proto3" json:"subject_header,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The most intermediate certificates a client chain may hold between the client's certificate
+	// and the CA of ca_pem (as nginx's ssl_verify_depth counts); 0 for no limit. A longer chain
+	// is refused like an invalid one.
+	VerifyDepth uint32 `protobuf:"varint,4,opt,name=verify_depth,json=verifyDepth,proto3" json:"verify_depth,omitempty"`
+	// Request header that carries the verified client certificate itself (PEM, URL-encoded as
+	// ingress-nginx's ssl-client-cert) to the upstream; "" for none. Stripped like subject_header.
+	CertificateHeader string `protobuf:"bytes,5,opt,name=certificate_header,json=certificateHeader,proto3" json:"certificate_header,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ClientValidation) Reset() {
@@ -1098,6 +1105,20 @@ func (x *ClientValidation) GetMode() ClientValidation_Mode {
 func (x *ClientValidation) GetSubjectHeader() string {
 	if x != nil {
 		return x.SubjectHeader
+	}
+	return ""
+}
+
+func (x *ClientValidation) GetVerifyDepth() uint32 {
+	if x != nil {
+		return x.VerifyDepth
+	}
+	return 0
+}
+
+func (x *ClientValidation) GetCertificateHeader() string {
+	if x != nil {
+		return x.CertificateHeader
 	}
 	return ""
 }
@@ -2045,11 +2066,13 @@ const file_core_ir_v1_ir_proto_rawDesc = "" +
 	"\x11client_validation\x18\x03 \x01(\v2 .coxswain.ir.v1.ClientValidationR\x10clientValidation\"&\n" +
 	"\x04Mode\x12\r\n" +
 	"\tTERMINATE\x10\x00\x12\x0f\n" +
-	"\vPASSTHROUGH\x10\x01\"\xc6\x01\n" +
+	"\vPASSTHROUGH\x10\x01\"\x98\x02\n" +
 	"\x10ClientValidation\x12\x15\n" +
 	"\x06ca_pem\x18\x01 \x01(\fR\x05caPem\x129\n" +
 	"\x04mode\x18\x02 \x01(\x0e2%.coxswain.ir.v1.ClientValidation.ModeR\x04mode\x12%\n" +
-	"\x0esubject_header\x18\x03 \x01(\tR\rsubjectHeader\"9\n" +
+	"\x0esubject_header\x18\x03 \x01(\tR\rsubjectHeader\x12!\n" +
+	"\fverify_depth\x18\x04 \x01(\rR\vverifyDepth\x12-\n" +
+	"\x12certificate_header\x18\x05 \x01(\tR\x11certificateHeader\"9\n" +
 	"\x04Mode\x12\x14\n" +
 	"\x10ALLOW_VALID_ONLY\x10\x00\x12\x1b\n" +
 	"\x17ALLOW_INSECURE_FALLBACK\x10\x01\"X\n" +

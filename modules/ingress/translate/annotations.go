@@ -32,20 +32,19 @@ const coxswainGroup = "gateway.coxswain-labs.dev"
 var extensionAnnotations = []struct {
 	key, kind string
 	auth      bool // fails closed: a missing object answers 503
+	// alias is an older name of key, read when key is not set.
+	alias string
 }{
-	{"ip-access-control", "IpAccessControl", false},
-	{"rate-limit", "RateLimit", false},
-	{"ext-auth", "CoxswainExternalAuth", true},
-	{"auth-basic", "BasicAuth", true},
-	{"auth-jwt", "JwtAuth", true},
-	{"compression", "Compression", false},
+	{"ip-access-control", "IpAccessControl", false, ""},
+	{"rate-limit", "RateLimit", false, ""},
+	{"ext-auth", "CoxswainExternalAuth", true, ""},
+	{"auth-basic-secret", "BasicAuth", true, "auth-basic"},
+	{"auth-jwt", "JwtAuth", true, ""},
+	{"compression", "Compression", false, ""},
 }
 
-// unimplemented are annotations of docs/ingress.md this build reads but does not serve yet:
-// each is reported, never silently ignored.
-var unimplemented = []string{
-	"auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream",
-}
+// clientTLSCompanions tune auth-tls-secret (clienttls.go) and mean nothing without it.
+var clientTLSCompanions = []string{"auth-tls-verify-depth", "auth-tls-pass-certificate-to-upstream"}
 
 // annotations is what an Ingress's annotations ask of every one of its paths.
 type annotations struct {
@@ -161,7 +160,13 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string, exists f
 	out.retry = retryOf(get, bad)
 	out.mirror = mirrorOf(get, bad)
 	for _, e := range extensionAnnotations {
-		if v, ok := get(e.key); ok {
+		v, ok := get(e.key)
+		if !ok && e.alias != "" {
+			if v, ok = get(e.alias); ok {
+				e.key = e.alias // report under the name the Ingress wrote
+			}
+		}
+		if ok {
 			switch {
 			case v == "" && e.auth:
 				out.closed = fmt.Sprintf("annotation %s%s names no %s object", Prefix, e.key, e.kind)
@@ -176,9 +181,11 @@ func parseAnnotations(rc translation.RouteContext, a map[string]string, exists f
 			}
 		}
 	}
-	for _, k := range unimplemented {
-		if _, ok := get(k); ok {
-			rc.Warn("metadata.annotations["+Prefix+k+"]", "annotation not served by this build, ignored")
+	if _, ok := get("auth-tls-secret"); !ok {
+		for _, k := range clientTLSCompanions {
+			if _, set := get(k); set {
+				bad(k, "needs ingress.coxswain-labs.dev/auth-tls-secret")
+			}
 		}
 	}
 	return out

@@ -23,7 +23,11 @@ func build(rc translation.RouteContext, ing *networkingv1.Ingress, ctls clientTL
 	if why := clientTLSClosed(ctls, rc.Listener(), ann.sslRedirect); why != "" && ann.closed == "" {
 		ann.closed = why
 		if rc.Listener().Protocol != gwapiv1.HTTPProtocolType {
-			rc.Warn("metadata.annotations["+Prefix+"auth-tls-secret]", "%s: its paths there answer 503 (auth fails closed)", why)
+			field := ctls.field
+			if field == "" || ctls.closed == "" {
+				field = "auth-tls-secret"
+			}
+			rc.Warn("metadata.annotations["+Prefix+field+"]", "%s: its paths there answer 503 (auth fails closed)", why)
 		}
 	}
 	var out []*translation.Entry

@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -25,24 +26,69 @@ import (
 // caSecretKey is the key of the CA bundle in the auth-tls-secret Secret, as ingress-nginx reads it.
 const caSecretKey = "ca.crt"
 
+// certificateHeader is the request header auth-tls-pass-certificate-to-upstream fills, as
+// ingress-nginx names it.
+const certificateHeader = "ssl-client-cert"
+
 // caRef is an auth-tls-secret: the Secret holding the CA bundle.
 type caRef struct{ namespace, name string }
 
 func (c caRef) String() string { return c.namespace + "/" + c.name }
+
+// caGateway is what makes an implicit Gateway of client validation: Ingresses that share the
+// CA, the depth and the certificate header share one.
+type caGateway struct {
+	ref      caRef
+	depth    uint32 // auth-tls-verify-depth; 0 when not set (no limit)
+	passCert bool   // auth-tls-pass-certificate-to-upstream
+}
+
+func (g caGateway) less(o caGateway) bool {
+	if g.ref != o.ref {
+		return g.ref.String() < o.ref.String()
+	}
+	if g.depth != o.depth {
+		return g.depth < o.depth
+	}
+	return !g.passCert && o.passCert
+}
 
 // clientTLS is what auth-tls-secret makes of one Ingress.
 type clientTLS struct {
 	asked   bool   // the annotation is set
 	gateway string // the implicit Gateway of its CA; "" when the CA is unusable
 	closed  string // why its paths answer 503 everywhere ("" when the CA is usable)
+	// field is the annotation closed is about (auth-tls-secret unless a companion is invalid).
+	field string
+}
+
+// parseClientTLSOptions reads auth-tls-verify-depth and auth-tls-pass-certificate-to-upstream;
+// an invalid value names its annotation and why (the Ingress then fails closed, as for a bad CA).
+func parseClientTLSOptions(a map[string]string) (g caGateway, field, why string) {
+	if v, ok := a[Prefix+"auth-tls-verify-depth"]; ok {
+		d, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+		if err != nil || d < 1 {
+			return g, "auth-tls-verify-depth", fmt.Sprintf("auth-tls-verify-depth %q is not an integer of at least 1", v)
+		}
+		g.depth = uint32(d)
+	}
+	if v, ok := a[Prefix+"auth-tls-pass-certificate-to-upstream"]; ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return g, "auth-tls-pass-certificate-to-upstream", fmt.Sprintf("auth-tls-pass-certificate-to-upstream %q is not true or false", v)
+		}
+		g.passCert = b
+	}
+	return g, "", ""
 }
 
 // readClientTLS reads the auth-tls-secret of each Ingress (oldest first): a CA that parses makes
 // a Gateway of its own; a missing or bad one closes the Ingress.
-func readClientTLS(ings []*networkingv1.Ingress, w translation.ImplicitWorld) (map[types.NamespacedName]clientTLS, map[caRef]string) {
+func readClientTLS(ings []*networkingv1.Ingress, w translation.ImplicitWorld) (map[types.NamespacedName]clientTLS, map[caGateway]string) {
 	out := map[types.NamespacedName]clientTLS{}
-	var refs []caRef
-	seen := map[caRef]bool{}
+	of := map[types.NamespacedName]caGateway{}
+	var cgs []caGateway
+	seen := map[caGateway]bool{}
 	for _, ing := range ings {
 		v, ok := ing.Annotations[Prefix+"auth-tls-secret"]
 		if !ok {
@@ -52,36 +98,36 @@ func readClientTLS(ings []*networkingv1.Ingress, w translation.ImplicitWorld) (m
 		ref := caRef{ing.Namespace, strings.TrimSpace(v)}
 		if ns, name, found := strings.Cut(ref.name, "/"); found { // ingress-nginx writes namespace/name
 			if ns != ing.Namespace {
-				out[key] = clientTLS{asked: true, closed: fmt.Sprintf("auth-tls-secret %q is in another namespace; name a Secret in %s", v, ing.Namespace)}
+				out[key] = clientTLS{asked: true, field: "auth-tls-secret", closed: fmt.Sprintf("auth-tls-secret %q is in another namespace; name a Secret in %s", v, ing.Namespace)}
 				continue
 			}
 			ref.name = name
 		}
 		if why := caProblem(w, ref); why != "" {
-			out[key] = clientTLS{asked: true, closed: why}
+			out[key] = clientTLS{asked: true, field: "auth-tls-secret", closed: why}
 			continue
 		}
-		out[key] = clientTLS{asked: true}
-		if !seen[ref] {
-			seen[ref] = true
-			refs = append(refs, ref)
+		cg, field, why := parseClientTLSOptions(ing.Annotations)
+		if why != "" {
+			out[key] = clientTLS{asked: true, field: field, closed: why}
+			continue
+		}
+		cg.ref = ref
+		out[key], of[key] = clientTLS{asked: true, field: "auth-tls-secret"}, cg
+		if !seen[cg] {
+			seen[cg] = true
+			cgs = append(cgs, cg)
 		}
 	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
-	gateways := map[caRef]string{}
-	for i, ref := range refs {
-		gateways[ref] = fmt.Sprintf("%s-ca-%d", httpsGateway, i)
+	sort.Slice(cgs, func(i, j int) bool { return cgs[i].less(cgs[j]) })
+	gateways := map[caGateway]string{}
+	for i, cg := range cgs {
+		gateways[cg] = fmt.Sprintf("%s-ca-%d", httpsGateway, i)
 	}
-	for _, ing := range ings {
-		key := types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}
-		if c := out[key]; c.asked && c.closed == "" {
-			ref := caRef{ing.Namespace, strings.TrimSpace(ing.Annotations[Prefix+"auth-tls-secret"])}
-			if _, name, found := strings.Cut(ref.name, "/"); found {
-				ref.name = name
-			}
-			c.gateway = gateways[ref]
-			out[key] = c
-		}
+	for key, cg := range of {
+		c := out[key]
+		c.gateway = gateways[cg]
+		out[key] = c
 	}
 	return out, gateways
 }
@@ -106,6 +152,22 @@ func caProblem(w translation.ImplicitWorld, ref caRef) string {
 		}
 	}
 	return fmt.Sprintf("Secret %s of auth-tls-secret: %s holds no PEM certificate that parses", ref, caSecretKey)
+}
+
+// clientTLSAnnotations are the implicit Gateway's annotations for what the Gateway API's
+// frontend validation cannot say (translation.ImplicitVerifyDepthAnnotation and its sibling).
+func clientTLSAnnotations(cg caGateway) map[string]string {
+	a := map[string]string{}
+	if cg.depth > 0 {
+		a[translation.ImplicitVerifyDepthAnnotation] = strconv.FormatUint(uint64(cg.depth), 10)
+	}
+	if cg.passCert {
+		a[translation.ImplicitCertificateHeaderAnnotation] = certificateHeader
+	}
+	if len(a) == 0 {
+		return nil
+	}
+	return a
 }
 
 // frontendValidation is the spec.tls.frontend of the implicit Gateway of CA ref.

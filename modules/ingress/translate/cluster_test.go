@@ -135,3 +135,69 @@ func TestAuthTLSFailsClosed(t *testing.T) {
 		t.Fatalf("mtls.example.com has no client validation: %v", mtlsServer)
 	}
 }
+
+// TestAuthTLSVerifyDepthAndCertificate: auth-tls-verify-depth and
+// auth-tls-pass-certificate-to-upstream reach the IR client validation of the Ingress's TLS host
+// (an implicit Gateway of their own, apart from the same CA without them); an invalid value closes
+// the Ingress with a warning naming the annotation; either without auth-tls-secret is reported.
+func TestAuthTLSVerifyDepthAndCertificate(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "ingress", "client-tls.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing := func(name, ann string) string {
+		return "\n---\n" + ingressYAML(name, ann, `  ingressClassName: coxswain
+  tls: [{hosts: [`+name+`.example.com], secretName: mtls-tls}]
+  rules: [{host: `+name+`.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: api, port: {number: 80}}}}]}}]`)
+	}
+	const secret = `ingress.coxswain-labs.dev/auth-tls-secret: mtls-tls, `
+	res := translate(t, class+services("api")+string(b)+
+		ing("deep", secret+`ingress.coxswain-labs.dev/auth-tls-verify-depth: "2", ingress.coxswain-labs.dev/auth-tls-pass-certificate-to-upstream: "true"`)+
+		ing("zero", secret+`ingress.coxswain-labs.dev/auth-tls-verify-depth: "0"`)+
+		ing("word", secret+`ingress.coxswain-labs.dev/auth-tls-pass-certificate-to-upstream: "yes"`)+
+		ing("alone", `ingress.coxswain-labs.dev/auth-tls-verify-depth: "1"`)+
+		ing("plain", `ingress.coxswain-labs.dev/auth-tls-secret: mtls-tls`))
+	p := problems(res)
+	for _, want := range []string{
+		`Ingress default/zero: metadata.annotations[ingress.coxswain-labs.dev/auth-tls-verify-depth]: auth-tls-verify-depth "0" is not an integer of at least 1: its paths there answer 503`,
+		`Ingress default/word: metadata.annotations[ingress.coxswain-labs.dev/auth-tls-pass-certificate-to-upstream]: auth-tls-pass-certificate-to-upstream "yes" is not true or false: its paths there answer 503`,
+		`Ingress default/alone: metadata.annotations[ingress.coxswain-labs.dev/auth-tls-verify-depth]: invalid annotation, ignored: needs ingress.coxswain-labs.dev/auth-tls-secret`,
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("missing %q in:\n%s", want, p)
+		}
+	}
+	if strings.Contains(p, "Ingress default/deep") || strings.Contains(p, "Ingress default/mtls") || strings.Contains(p, "Ingress default/plain") {
+		t.Errorf("a valid one is warned about:\n%s", p)
+	}
+	servers := map[string]*irv1.Server{}
+	for _, l := range res.Snapshot.Listeners {
+		for _, s := range l.Servers {
+			servers[s.Hostname] = s
+			for _, vh := range s.VirtualHosts {
+				for _, r := range vh.Routes {
+					closed := len(r.Backends) == 1 && r.Backends[0].Cluster == "" || strings.Contains(filterIDs(r), `"closed"`)
+					bad := strings.HasPrefix(r.Name, "Ingress/default/zero/") || strings.HasPrefix(r.Name, "Ingress/default/word/")
+					if bad && !closed {
+						t.Errorf("%s on %s serves: %v", r.Name, l.Name, r)
+					}
+					if strings.HasPrefix(r.Name, "Ingress/default/deep/") && l.Protocol == "HTTPS" && closed {
+						t.Errorf("%s on %s is closed: %v", r.Name, l.Name, r)
+					}
+				}
+			}
+		}
+	}
+	deep := servers["deep.example.com"].GetTls().GetClientValidation()
+	if len(deep.GetCaPem()) == 0 || deep.GetVerifyDepth() != 2 || deep.GetCertificateHeader() != "ssl-client-cert" {
+		t.Errorf("deep.example.com validation: %v", deep)
+	}
+	mtls := servers["mtls.example.com"].GetTls().GetClientValidation() // the example: depth 1
+	if len(mtls.GetCaPem()) == 0 || mtls.GetVerifyDepth() != 1 || mtls.GetCertificateHeader() != "ssl-client-cert" {
+		t.Errorf("mtls.example.com validation: %v", mtls)
+	}
+	plain := servers["plain.example.com"].GetTls().GetClientValidation()
+	if len(plain.GetCaPem()) == 0 || plain.GetVerifyDepth() != 0 || plain.GetCertificateHeader() != "" {
+		t.Errorf("plain.example.com validation (same CA, no options): %v", plain)
+	}
+}

@@ -346,6 +346,12 @@ func (m *migrator) unexpressed(ing *networkingv1.Ingress, a *annotations) {
 	if _, ok := ing.Annotations[Prefix+"auth-tls-secret"]; ok {
 		m.note(ing, "auth-tls-secret: the Gateway's spec.tls.frontend validation (a ConfigMap with ca.crt), per port")
 	}
+	if _, ok := ing.Annotations[Prefix+"auth-tls-verify-depth"]; ok {
+		m.note(ing, "auth-tls-verify-depth has no Gateway API equivalent: left out (every chain to the CA is accepted)")
+	}
+	if _, ok := ing.Annotations[Prefix+"auth-tls-pass-certificate-to-upstream"]; ok {
+		m.note(ing, "auth-tls-pass-certificate-to-upstream has no Gateway API equivalent: left out (a ClientTrafficPolicy clientCertificate.subjectHeader passes the subject)")
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

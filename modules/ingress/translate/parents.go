@@ -62,7 +62,7 @@ func (k *Kind) ImplicitParents(w translation.ImplicitWorld) translation.Implicit
 		out.Gateways = append(out.Gateways, gw)
 	}
 	httpsAddr := setting(w.Settings, SettingHTTPSAddress, DefaultHTTPSAddress)
-	var cas map[caRef]string
+	var cas map[caGateway]string
 	k.clientTLS, cas = readClientTLS(ings, w)
 	k.httpsHosts = map[string][]string{}
 	byGateway, grants := tlsListeners(ings, httpsAddr, k.clientTLS, cas)
@@ -72,17 +72,18 @@ func (k *Kind) ImplicitParents(w translation.ImplicitWorld) translation.Implicit
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	refOf := map[string]caRef{}
-	for ref, name := range cas {
-		refOf[name] = ref
+	cgOf := map[string]caGateway{}
+	for cg, name := range cas {
+		cgOf[name] = cg
 	}
 	for _, name := range names {
 		gw := implicitGateway(name, httpsAddr, byGateway[name])
 		if gw == nil {
 			continue
 		}
-		if ref, ok := refOf[name]; ok {
-			gw.Spec.TLS = frontendValidation(ref)
+		if cg, ok := cgOf[name]; ok {
+			gw.Spec.TLS = frontendValidation(cg.ref)
+			gw.Annotations = clientTLSAnnotations(cg)
 		}
 		out.Gateways = append(out.Gateways, gw)
 		k.httpsGateways = append(k.httpsGateways, name)
@@ -100,7 +101,7 @@ func (k *Kind) ImplicitParents(w translation.ImplicitWorld) translation.Implicit
 // tlsListeners makes one HTTPS listener per TLS host, on the Gateway of the CA of the Ingress
 // that gives the host's certificate (the oldest naming it), else on ingress-https; and the
 // ReferenceGrants that let the implicit Gateways read each certificate and CA Secret.
-func tlsListeners(ings []*networkingv1.Ingress, addr string, ctls map[types.NamespacedName]clientTLS, cas map[caRef]string) (map[string][]gwapiv1.Listener, []*gwapiv1b1.ReferenceGrant) {
+func tlsListeners(ings []*networkingv1.Ingress, addr string, ctls map[types.NamespacedName]clientTLS, cas map[caGateway]string) (map[string][]gwapiv1.Listener, []*gwapiv1b1.ReferenceGrant) {
 	seen := map[string]bool{}
 	ls := map[string][]gwapiv1.Listener{}
 	n := 0
@@ -124,8 +125,8 @@ func tlsListeners(ings []*networkingv1.Ingress, addr string, ctls map[types.Name
 		}
 		g.Spec.To = append(g.Spec.To, gwapiv1b1.ReferenceGrantTo{Kind: "Secret", Name: &name})
 	}
-	for ref := range cas {
-		grant(ref.namespace, ref.name)
+	for cg := range cas {
+		grant(cg.ref.namespace, cg.ref.name)
 	}
 	for _, ing := range ings {
 		gateway := httpsGateway

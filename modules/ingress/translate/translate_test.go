@@ -440,7 +440,7 @@ spec:
 // TestAuthFailsClosed: an auth annotation naming an object that does not exist answers 503
 // (BasicAuth's closed config) instead of serving without authentication.
 func TestAuthFailsClosed(t *testing.T) {
-	for _, a := range []string{"auth-basic", "auth-jwt", "ext-auth"} {
+	for _, a := range []string{"auth-basic-secret", "auth-basic", "auth-jwt", "ext-auth"} {
 		t.Run(a, func(t *testing.T) {
 			res := translate(t, class+services("s")+ingressYAML("a", `ingress.coxswain-labs.dev/`+a+`: missing`, `  ingressClassName: coxswain
   rules: [{http: {paths: [{path: /p, pathType: Prefix, backend: {service: {name: s, port: {number: 80}}}}]}}]`))
