@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/coxswain-labs/coxswain/controller/discovery"
+	"github.com/coxswain-labs/coxswain/controller/discovery/discoverytest"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
@@ -140,37 +140,6 @@ func snapshotCodec(b *testing.B, n int) {
 	})
 }
 
-// decodeOnly is an engine that decodes nothing further and binds nothing: it isolates what the
-// protocol costs from what building a routing table costs. The agent still decodes every push.
-type decodeOnly struct {
-	mu      sync.Mutex
-	version string
-	bound   []proxy.BoundListener
-}
-
-func (d *decodeOnly) Apply(_ context.Context, snap *irv1.Snapshot) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.version = snap.GetVersion()
-	d.bound = d.bound[:0]
-	for _, l := range snap.GetListeners() {
-		d.bound = append(d.bound, proxy.BoundListener{Name: l.GetName(), Protocol: l.GetProtocol(), Address: "127.0.0.1:1"})
-	}
-	return nil
-}
-
-func (d *decodeOnly) Version() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.version
-}
-
-func (d *decodeOnly) Bound() []proxy.BoundListener {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.bound)
-}
-
 // BenchmarkPushLatency: from Publish to each proxy's acknowledgement (p50, p99 over every proxy
 // and push) and to the last one's ("all"), with 1 and 20 proxies connected over mTLS on
 // loopback, at 5,000 routes. engine=proxy proxies build and swap a real routing table per push;
@@ -193,7 +162,7 @@ func pushLatency(b *testing.B, base *irv1.Snapshot, engine string, n int) {
 	for i := range n {
 		o := proxyOpts{node: fmt.Sprintf("p%02d", i), token: "shared-token"}
 		if engine == "decode-only" {
-			o.engine = &decodeOnly{}
+			o.engine = &discoverytest.DecodeOnly{}
 		}
 		startProxy(b, s, o)
 	}

@@ -437,9 +437,3 @@ func headerFilter(name, value string) *irv1.ModuleConfig {
 	b, _ := json.Marshal(headers.Config{Set: []headers.Header{{Name: name, Value: value}}})
 	return &irv1.ModuleConfig{Id: headers.RequestModuleID, Json: b}
 }
-
-// decodeOnly (bench_test.go) binds nothing, so it never fails to bind and its listeners never
-// change outside Apply.
-func (d *decodeOnly) Failed() []proxy.ListenerFailure { return nil }
-
-func (d *decodeOnly) ListenersChanged() <-chan struct{} { return nil }

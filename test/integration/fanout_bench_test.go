@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,8 +17,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/coxswain-labs/coxswain/controller/discovery/discoverytest"
 	"github.com/coxswain-labs/coxswain/core"
-	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
 	"github.com/coxswain-labs/coxswain/core/proxy/agent"
 	_ "github.com/coxswain-labs/coxswain/modules/standard"
@@ -74,7 +73,7 @@ func measureFanout(b *testing.B, engine string, proxies, routes int) {
 			b.Cleanup(func() { _ = px.Close(context.Background()) })
 			eng = px
 		} else {
-			eng = &decodeOnlyEngine{}
+			eng = &discoverytest.DecodeOnly{}
 		}
 		ag, err := agent.New(agent.Options{Log: zap.NewNop(), Engine: eng, Modules: modules, Addresses: []string{ctl.addr},
 			TokenFile: tokenFile, TrustBundleFile: filepath.Join(dir, "ca.crt"), Node: fmt.Sprintf("p%03d", i),
@@ -170,37 +169,3 @@ func (p *fanoutProcess) ask(b *testing.B, cmd string) string {
 	}
 	return p.answer(b)
 }
-
-// decodeOnlyEngine takes every snapshot (the agent has decoded it) and binds nothing, saying
-// it bound every listener (the gate waits for binds).
-type decodeOnlyEngine struct {
-	mu      sync.Mutex
-	version string
-	bound   []proxy.BoundListener
-}
-
-func (d *decodeOnlyEngine) Apply(_ context.Context, snap *irv1.Snapshot) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.version = snap.GetVersion()
-	d.bound = d.bound[:0]
-	for _, l := range snap.GetListeners() {
-		d.bound = append(d.bound, proxy.BoundListener{Name: l.GetName(), Protocol: l.GetProtocol(), Address: "127.0.0.1:1"})
-	}
-	return nil
-}
-
-func (d *decodeOnlyEngine) Version() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.version
-}
-
-func (d *decodeOnlyEngine) Bound() []proxy.BoundListener {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.bound)
-}
-
-func (d *decodeOnlyEngine) Failed() []proxy.ListenerFailure   { return nil }
-func (d *decodeOnlyEngine) ListenersChanged() <-chan struct{} { return nil }
