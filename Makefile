@@ -220,7 +220,7 @@ FUZZTIME ?= 1m
 FUZZ_ARGS ?=
 FUZZ_TARGETS := \
 	core/proxy:FuzzH1Request core/proxy:FuzzH1Head core/proxy:FuzzH1ChunkedBody core/proxy:FuzzParseField \
-	core/proxy:FuzzProxyProtocolHeader core/proxy/listener:FuzzPeekClientHello \
+	core/proxy:FuzzProxyProtocolHeader core/proxy/listener/internal/clienthello:FuzzPeekClientHello \
 	controller/standalone:FuzzLoadManifest controller/standalone:FuzzSnapshot \
 	modules/httproute:FuzzPathRegex modules/httproute:FuzzFirstQueryValue modules/httproute:FuzzQueryUnescapedEqual \
 	modules/httproute:FuzzPrefixMatch modules/httproute/translate:FuzzParseDuration \

@@ -15,6 +15,7 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
+	"github.com/coxswain-labs/coxswain/core/proxy/listener/internal/clienthello"
 )
 
 // HTTPSModuleID is the TLS-terminating HTTP listener.
@@ -68,8 +69,8 @@ func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	cfg.NextProtos = []string{"h2", "http/1.1"}
 	// A Server that validates client certificates answers its handshakes with a config of its own.
 	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-		if !validServerName(hello.ServerName) {
-			return nil, errBadServerName
+		if !clienthello.ValidServerName(hello.ServerName) {
+			return nil, clienthello.ErrBadServerName
 		}
 		if ls := sc.State(); ls != nil {
 			if acme := ls.ACMEConfigForClient(hello); acme != nil {

@@ -2,8 +2,6 @@ package listener
 
 import (
 	"crypto/tls"
-	"errors"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -77,81 +75,4 @@ func clientHello(t testing.TB, sni string) []byte {
 	}
 	_ = b.Close()
 	return buf[:n]
-}
-
-// peek runs peekClientHello on a connection that delivers input and then EOF.
-func peek(input []byte) (string, []byte, error) {
-	a, b := net.Pipe()
-	go func() {
-		_, _ = a.Write(input)
-		_ = a.Close()
-	}()
-	defer b.Close()
-	_ = b.SetDeadline(time.Now().Add(5 * time.Second))
-	return peekClientHello(b)
-}
-
-func TestPeekClientHello(t *testing.T) {
-	hello := clientHello(t, "a.example.com")
-	noSNI := clientHello(t, "")
-	cases := []struct {
-		name    string
-		input   []byte
-		wantSNI string
-		wantErr bool
-	}{
-		{"a ClientHello", hello, "a.example.com", false},
-		{"no SNI", noSNI, "", false},
-		{"truncated", hello[:len(hello)-10], "", true},
-		{"only the record header", hello[:5], "", true},
-		{"plain HTTP", []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), "", true},
-		{"nothing", nil, "", true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			sni, read, err := peek(tc.input)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("error %v, want error %v", err, tc.wantErr)
-			}
-			if err != nil {
-				return
-			}
-			if sni != tc.wantSNI {
-				t.Errorf("SNI %q, want %q", sni, tc.wantSNI)
-			}
-			if string(read) != string(tc.input) {
-				t.Errorf("recorded %d bytes, want the %d sent (to replay them)", len(read), len(tc.input))
-			}
-		})
-	}
-}
-
-// FuzzPeekClientHello: whatever the first flight, the peek returns (no panic, no hang) and what
-// it records is a prefix of what was sent.
-func FuzzPeekClientHello(f *testing.F) {
-	f.Add(clientHello(f, "a.example.com"))
-	f.Add([]byte{0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00})
-	f.Add([]byte("\x16\x03\x01\xff\xff"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		_, read, err := peek(in)
-		if err != nil && !errors.Is(err, io.EOF) && read != nil {
-			t.Fatalf("error %v with recorded bytes", err)
-		}
-		if len(read) > len(in) || string(read) != string(in[:len(read)]) {
-			t.Fatalf("recorded bytes are not a prefix of the input")
-		}
-	})
-}
-
-func TestValidServerName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"": true, "a": true, "example.com": true, "A-b_c.example.com": true, "xn--bcher-kva.example": true,
-		"a\x00b": false, "a b": false, "a\xffb": false, "a\r\nb": false, "a/b": false, "...": false,
-		".a": false, "a..b": false, "a.": false, "*.example.com": false,
-		strings.Repeat("a", 64) + ".com": false, strings.Repeat("a.", 127) + "aa": false,
-	} {
-		if got := validServerName(name); got != want {
-			t.Errorf("validServerName(%q) = %v, want %v", name, got, want)
-		}
-	}
 }

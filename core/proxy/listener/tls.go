@@ -10,6 +10,7 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
+	"github.com/coxswain-labs/coxswain/core/proxy/listener/internal/clienthello"
 )
 
 // TLSModuleID is the TLS listener of TLSRoutes.
@@ -82,13 +83,13 @@ func (t *tlsServer) handle(ctx context.Context, c net.Conn, ls *proxy.ListenerSt
 	if t.timeout > 0 {
 		_ = c.SetReadDeadline(time.Now().Add(t.timeout))
 	}
-	sni, hello, err := peekClientHello(c)
+	sni, hello, err := clienthello.Peek(c)
 	if err != nil {
 		t.srv.drop(c, "no TLS ClientHello", err)
 		return
 	}
-	if !validServerName(sni) {
-		t.srv.drop(c, "invalid SNI", errBadServerName)
+	if !clienthello.ValidServerName(sni) {
+		t.srv.drop(c, "invalid SNI", clienthello.ErrBadServerName)
 		return
 	}
 	target, ok := ls.StreamRoute(sni)

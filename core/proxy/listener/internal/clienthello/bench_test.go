@@ -1,4 +1,4 @@
-package listener
+package clienthello
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func BenchmarkPeekClientHello(b *testing.B) {
 	var c memConn
 	for range b.N {
 		c.r.Reset(hello)
-		sni, _, err := peekClientHello(&c)
+		sni, _, err := Peek(&c)
 		if err != nil || sni != "a.example.com" {
 			b.Fatal(sni, err)
 		}
