@@ -52,6 +52,9 @@ func (c Conflict) Error() string {
 type Rejected struct {
 	Key ObjectKey
 	Err error
+	// Fresh: refused by this Apply (not a refusal remembered from an earlier one), for a caller
+	// that reports each refusal once.
+	Fresh bool
 }
 
 func (r Rejected) Error() string {
@@ -141,7 +144,7 @@ func (a *Applier) Apply(ctx context.Context, owner *gwapiv1.Gateway, desired []c
 			res.Conflicts = append(res.Conflicts, *conflict)
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			// Sending it again cannot help; a Forbidden (RBAC still being installed) can.
-			res.Rejected = append(res.Rejected, Rejected{Key: key, Err: err})
+			res.Rejected = append(res.Rejected, Rejected{Key: key, Err: err, Fresh: true})
 			next[key] = record{rejected: hash, why: err.Error()}
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
