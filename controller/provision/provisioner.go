@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -37,6 +39,11 @@ type Options struct {
 	// Deployments are the dedicated mode's Deployments (labelled managed-by=coxswain); nil: a
 	// Deployment's drift is repaired only when its desired content changes.
 	Deployments appslisters.DeploymentLister
+	// ConfigMaps, HPAs and PDBs are the rest of the dedicated mode's objects (labelled
+	// managed-by=coxswain); nil: one's drift is repaired only when its desired content changes.
+	ConfigMaps corelisters.ConfigMapLister
+	HPAs       autoscalinglisters.HorizontalPodAutoscalerLister
+	PDBs       policylisters.PodDisruptionBudgetLister
 	// ServiceType is the VIP Service's type when the GatewayClass sets none (LoadBalancer when empty).
 	ServiceType corev1.ServiceType
 	// ProxySelector selects the shared pool's pods (DefaultProxySelector when nil).
@@ -407,6 +414,14 @@ func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
 		d, err := p.opts.Deployments.Deployments(k.Namespace).Get(k.Name)
 		return d, err == nil, true
 	}
+	if k.GVK.Group == "autoscaling" && k.GVK.Kind == "HorizontalPodAutoscaler" && p.opts.HPAs != nil {
+		h, err := p.opts.HPAs.HorizontalPodAutoscalers(k.Namespace).Get(k.Name)
+		return h, err == nil, true
+	}
+	if k.GVK.Group == "policy" && k.GVK.Kind == "PodDisruptionBudget" && p.opts.PDBs != nil {
+		b, err := p.opts.PDBs.PodDisruptionBudgets(k.Namespace).Get(k.Name)
+		return b, err == nil, true
+	}
 	if k.GVK.Group == discoveryv1.GroupName && k.GVK.Kind == "EndpointSlice" && p.opts.EndpointSlices != nil {
 		es, err := p.opts.EndpointSlices.EndpointSlices(k.Namespace).Get(k.Name)
 		return es, err == nil, true
@@ -424,6 +439,12 @@ func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
 		}
 		s, err := p.opts.ServiceAccounts.ServiceAccounts(k.Namespace).Get(k.Name)
 		return s, err == nil, true
+	case "ConfigMap":
+		if p.opts.ConfigMaps == nil {
+			return nil, false, false
+		}
+		c, err := p.opts.ConfigMaps.ConfigMaps(k.Namespace).Get(k.Name)
+		return c, err == nil, true
 	}
 	return nil, false, false
 }
