@@ -54,7 +54,7 @@ type dedicatedRenderer struct {
 
 var _ provision.DedicatedRenderer = (*dedicatedRenderer)(nil)
 
-func (r *dedicatedRenderer) Objects(gw *gwapiv1.Gateway, class *gwapiv1.GatewayClass) ([]client.Object, bool, error) {
+func (r *dedicatedRenderer) Objects(gw *gwapiv1.Gateway, class *gwapiv1.GatewayClass, sockets []provision.PortKey) ([]client.Object, bool, error) {
 	p, err := dedicated.ResolveGateway(gw, class, r.params)
 	if err != nil {
 		// The translator reports the same error as the Gateway's Accepted=False InvalidParameters.
@@ -68,7 +68,12 @@ func (r *dedicatedRenderer) Objects(gw *gwapiv1.Gateway, class *gwapiv1.GatewayC
 		return nil, true, fmt.Errorf("dedicated proxies of Gateway %s/%s must run as a ServiceAccount of namespace %s, not of its own", gw.Namespace, gw.Name, ns)
 	}
 	md := provision.InfrastructureMetadata(gw, dedicated.Component)
+	socks := make([]dedicated.Socket, 0, len(sockets))
+	for _, k := range sockets {
+		socks = append(socks, dedicated.Socket{Port: k.Port, Protocol: k.Protocol})
+	}
 	return dedicated.Render(dedicated.Input{
+		Sockets: socks,
 		Gateway: gw, Params: p, Image: r.opts.Image, DiscoveryAddress: r.opts.DiscoveryAddress,
 		TrustBundle: string(r.opts.TrustBundle()), ServiceAccount: sa,
 		Meta:        dedicated.Meta{Labels: md.Labels, Annotations: md.Annotations},

@@ -16,8 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -80,6 +82,12 @@ type ownedWatch struct {
 	// deployments are the dedicated mode's proxy Deployments, so that an edited or deleted one is
 	// repaired at once.
 	deployments appslisters.DeploymentLister
+	// configMaps, hpas and pdbs are the rest of a dedicated pool (the trust-bundle copy, the
+	// optional HorizontalPodAutoscaler and PodDisruptionBudget), cached for the same reason; nil
+	// without the dedicated mode.
+	configMaps corelisters.ConfigMapLister
+	hpas       autoscalinglisters.HorizontalPodAutoscalerLister
+	pdbs       policylisters.PodDisruptionBudgetLister
 	// pods is the shared pool's namespace, filtered by the pool's selector: a pod that starts,
 	// gets Ready or terminates changes every VIP Service's endpoints.
 	podFactory informers.SharedInformerFactory
@@ -120,9 +128,27 @@ func newOwnedWatch(kube kubernetes.Interface, pv *Provisioning, ev events) (*own
 	if _, err := pods.Informer().AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged)); err != nil {
 		return nil, fmt.Errorf("adding event handler: %w", err)
 	}
-	return &ownedWatch{factory: f, accounts: inf.Lister(), deployments: deps.Lister(), slices: eps.Lister(),
+	w := &ownedWatch{factory: f, accounts: inf.Lister(), deployments: deps.Lister(), slices: eps.Lister(),
 		podFactory: pf, pods: pods.Lister(),
-		informers: []cache.SharedIndexInformer{inf.Informer(), deps.Informer(), eps.Informer(), pods.Informer()}}, nil
+		informers: []cache.SharedIndexInformer{inf.Informer(), deps.Informer(), eps.Informer(), pods.Informer()}}
+	if pv.Dedicated != nil {
+		cms := f.Core().V1().ConfigMaps()
+		hpas := f.Autoscaling().V2().HorizontalPodAutoscalers()
+		pdbs := f.Policy().V1().PodDisruptionBudgets()
+		// ConfigMaps have no status; an HPA's and a PDB's status churn (the HPA controller writes
+		// it every sync), so only their spec, labels and annotations count.
+		for _, h := range []struct {
+			inf     cache.SharedIndexInformer
+			changed func(old, cur any) bool
+		}{{cms.Informer(), resourceVersionChanged}, {hpas.Informer(), generationChanged}, {pdbs.Informer(), generationChanged}} {
+			if _, err := h.inf.AddEventHandler(changeHandler(changeConfig, ev, h.changed)); err != nil {
+				return nil, fmt.Errorf("adding event handler: %w", err)
+			}
+			w.informers = append(w.informers, h.inf)
+		}
+		w.configMaps, w.hpas, w.pdbs = cms.Lister(), hpas.Lister(), pdbs.Lister()
+	}
+	return w, nil
 }
 
 // provisionScheme knows every kind a provisioned object can be: client-go's built-in kinds
@@ -153,6 +179,7 @@ func (c *Controller) newProvisioner() *provision.Provisioner {
 			p, err = provision.New(provision.Options{
 				Log: c.log.Named("provision"), Client: c.manifests.wrap(cl), Services: c.watch.services, ServiceAccounts: c.owned.accounts, Deployments: c.owned.deployments,
 				EndpointSlices: c.owned.slices, ProxyPods: c.owned.pods,
+				ConfigMaps: c.owned.configMaps, HPAs: c.owned.hpas, PDBs: c.owned.pdbs,
 				ServiceType: pv.ServiceType, ProxySelector: pv.ProxySelector, Ports: pv.Ports,
 				StatusAddresses: c.opts.StatusAddresses, Dedicated: c.dedicatedRenderer(),
 			})
@@ -170,7 +197,7 @@ func (c *Controller) newProvisioner() *provision.Provisioner {
 // translator needs of them. A transient failure is retried after retry.
 func (c *Controller) provision(ctx context.Context, p *provision.Provisioner, store *translator.Store, retry func()) map[types.NamespacedName]*translator.Provisioned {
 	ours := c.ourClasses(store)
-	in := provision.Input{Classes: map[string]*gwapiv1.GatewayClass{}, ListenerSets: store.ListenerSets}
+	in := provision.Input{Classes: map[string]*gwapiv1.GatewayClass{}, ListenerSets: store.ListenerSets, ClientTrafficPolicies: store.ClientTrafficPolicies}
 	for _, gc := range store.GatewayClasses {
 		if ours[gc.Name] {
 			in.Classes[gc.Name] = gc

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -52,6 +54,9 @@ func (c Conflict) Error() string {
 type Rejected struct {
 	Key ObjectKey
 	Err error
+	// Fresh: refused by this Apply (not a refusal remembered from an earlier one), for a caller
+	// that reports each refusal once.
+	Fresh bool
 }
 
 func (r Rejected) Error() string {
@@ -141,7 +146,7 @@ func (a *Applier) Apply(ctx context.Context, owner *gwapiv1.Gateway, desired []c
 			res.Conflicts = append(res.Conflicts, *conflict)
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			// Sending it again cannot help; a Forbidden (RBAC still being installed) can.
-			res.Rejected = append(res.Rejected, Rejected{Key: key, Err: err})
+			res.Rejected = append(res.Rejected, Rejected{Key: key, Err: err, Fresh: true})
 			next[key] = record{rejected: hash, why: err.Error()}
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
@@ -263,7 +268,11 @@ func (a *Applier) applyOne(ctx context.Context, owner *gwapiv1.Gateway, key Obje
 		return nil, err
 	}
 	if cur == nil {
-		return u, a.c.Create(ctx, u, client.FieldOwner(FieldManager))
+		if err := a.c.Create(ctx, u, client.FieldOwner(FieldManager)); err != nil {
+			return u, err
+		}
+		_, err := a.ownAsApplier(ctx, u)
+		return u, err
 	}
 	if !ownedBy(cur, owner.UID) {
 		return nil, &Conflict{Key: key, Owner: controllerOf(cur)}
@@ -273,7 +282,11 @@ func (a *Applier) applyOne(ctx context.Context, owner *gwapiv1.Gateway, key Obje
 		if err := a.c.Delete(ctx, u.DeepCopy(), client.Preconditions{UID: ptr.To(cur.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
-		return u, a.c.Create(ctx, u, client.FieldOwner(FieldManager))
+		if err := a.c.Create(ctx, u, client.FieldOwner(FieldManager)); err != nil {
+			return u, err
+		}
+		_, err := a.ownAsApplier(ctx, u)
+		return u, err
 	}
 	if strayServiceSelector(key, cur, u) {
 		// An apply repairs the fields it sets, and a selector-less Service sets none: a selector
@@ -284,10 +297,37 @@ func (a *Applier) applyOne(ctx context.Context, owner *gwapiv1.Gateway, key Obje
 			return nil, err
 		}
 	}
+	sent := u.DeepCopy()
+	if err := a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	if moved, err := a.ownAsApplier(ctx, u); err != nil || !moved {
+		return u, err
+	}
+	// An object made by an earlier controller, whose created fields were not the applier's until
+	// now: apply again, which drops the ones no longer desired.
+	u = sent
 	if err := a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return nil, err
 	}
 	return u, nil
+}
+
+// ownAsApplier moves the fields a create gave field manager "coxswain" (as an Update) to its
+// server-side apply entry (client-go's csaupgrade). Without it a later apply that leaves a field
+// out — a Service port whose listener went, the UDP port of HTTP/3 turned off — does not remove
+// it: server-side apply removes only the fields the applier owns, and a create's are another
+// entry's. live is the object as the API server returned it (with its managedFields); it is
+// updated with the patch's result. moved says whether there was anything to move.
+func (a *Applier) ownAsApplier(ctx context.Context, live *unstructured.Unstructured) (bool, error) {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(FieldManager), FieldManager)
+	if err != nil || patch == nil {
+		return false, err
+	}
+	if err := a.c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return false, fmt.Errorf("taking over the fields %s was created with: %w", live.GetName(), err)
+	}
+	return true, nil
 }
 
 // strayServiceSelector reports whether u is a Service without a selector (a VIP Service, whose

@@ -28,7 +28,10 @@ import (
 // was is pruned) and the error is logged; the translator reports the condition
 // (Accepted=False InvalidParameters) from the same parameters.
 type DedicatedRenderer interface {
-	Objects(gw *gwapiv1.Gateway, class *gwapiv1.GatewayClass) (objs []client.Object, handled bool, err error)
+	//
+	// sockets are the Gateway's listener sockets (its own listeners, its ListenerSets', the UDP
+	// sockets of HTTP/3), each a Service port whose targetPort is the same number.
+	Objects(gw *gwapiv1.Gateway, class *gwapiv1.GatewayClass, sockets []PortKey) (objs []client.Object, handled bool, err error)
 }
 
 var (

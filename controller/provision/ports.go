@@ -52,8 +52,13 @@ func newPortAllocator(r PortRange) *portAllocator {
 // seed records what a Gateway's live VIP Service says. A targetPort outside the range, or held by
 // another Gateway already (two Services claiming one port: only an edit by hand does that), is
 // ignored: the listener gets a fresh port and the Service is repaired.
+//
+// TCP ports are read first: a UDP port targeting the internal port of the same Gateway's TCP
+// socket is HTTP/3's (Sockets.HTTP3), which shares that number and holds none of its own.
 func (a *portAllocator) seed(gw types.NamespacedName, svc *corev1.Service) {
-	for _, sp := range svc.Spec.Ports {
+	ports := append([]corev1.ServicePort(nil), svc.Spec.Ports...)
+	sort.SliceStable(ports, func(i, j int) bool { return protocolOf(ports[i].Protocol) < protocolOf(ports[j].Protocol) })
+	for _, sp := range ports {
 		tp := sp.TargetPort.IntVal
 		if sp.TargetPort.Type != 0 || !a.r.contains(tp) {
 			continue
@@ -62,7 +67,7 @@ func (a *portAllocator) seed(gw types.NamespacedName, svc *corev1.Service) {
 		if _, ok := a.byKey[gw][k]; ok {
 			continue
 		}
-		if h, taken := a.holder[tp]; taken && h != gw {
+		if _, taken := a.holder[tp]; taken {
 			continue
 		}
 		a.set(gw, k, tp)

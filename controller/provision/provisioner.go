@@ -14,12 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
+	policyv1a1 "github.com/coxswain-labs/coxswain/modules/api/policy/v1alpha1"
 )
 
 // DefaultProxySelector selects the shared proxy pool's pods as deploy/ and the chart label them.
@@ -36,6 +39,11 @@ type Options struct {
 	// Deployments are the dedicated mode's Deployments (labelled managed-by=coxswain); nil: a
 	// Deployment's drift is repaired only when its desired content changes.
 	Deployments appslisters.DeploymentLister
+	// ConfigMaps, HPAs and PDBs are the rest of the dedicated mode's objects (labelled
+	// managed-by=coxswain); nil: one's drift is repaired only when its desired content changes.
+	ConfigMaps corelisters.ConfigMapLister
+	HPAs       autoscalinglisters.HorizontalPodAutoscalerLister
+	PDBs       policylisters.PodDisruptionBudgetLister
 	// ServiceType is the VIP Service's type when the GatewayClass sets none (LoadBalancer when empty).
 	ServiceType corev1.ServiceType
 	// ProxySelector selects the shared pool's pods (DefaultProxySelector when nil).
@@ -101,6 +109,9 @@ type Input struct {
 	Gateways     []*gwapiv1.Gateway
 	Classes      map[string]*gwapiv1.GatewayClass
 	ListenerSets []*gwapiv1.ListenerSet
+	// ClientTrafficPolicies say which HTTPS listeners serve HTTP/3, whose UDP sockets the
+	// Services expose too.
+	ClientTrafficPolicies []*policyv1a1.ClientTrafficPolicy
 }
 
 // Reconcile provisions every Gateway of in and returns, for the shared ones, what the translator
@@ -131,23 +142,24 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 		}
 		p.last[nn] = gw
 		class := in.Classes[string(gw.Spec.GatewayClassName)]
+		sockets := gatewaySockets(gw, in.ListenerSets, in.ClientTrafficPolicies)
 		if r := p.dedicated(); r != nil {
-			objs, handled, err := r.Objects(gw, class)
+			objs, handled, err := r.Objects(gw, class, sockets.All())
 			if handled {
 				p.ports.release(nn)
 				if err != nil {
 					p.log.Warn("dedicated Gateway not provisioned", zap.String("gateway", nn.String()), zap.Error(err))
 					objs = nil
 				}
-				res := p.applier.Apply(ctx, gw, objs)
-				if res.Err != nil {
-					errs = append(errs, res.Err)
+				prov, err := p.dedicatedPool(ctx, gw, objs)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("Gateway %s: %w", nn, err))
 				}
-				out[nn] = p.dedicatedStatus(gw, objs, res)
+				out[nn] = prov
 				continue
 			}
 		}
-		prov, err := p.shared(ctx, gw, class, in.ListenerSets)
+		prov, err := p.shared(ctx, gw, class, sockets)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("Gateway %s: %w", nn, err))
 		}
@@ -218,7 +230,7 @@ func (p *Provisioner) seed(gws []*gwapiv1.Gateway) {
 }
 
 // shared provisions gw on the shared pool: its VIP Service and identity ServiceAccount.
-func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gwapiv1.GatewayClass, sets []*gwapiv1.ListenerSet) (*translator.Provisioned, error) {
+func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gwapiv1.GatewayClass, sockets Sockets) (*translator.Provisioned, error) {
 	nn := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	prov := &translator.Provisioned{InternalPorts: map[translator.PortTransport]uint32{}}
 	pin, ok := pinnedAddress(gw)
@@ -228,7 +240,7 @@ func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gw
 		res := p.applier.Apply(ctx, gw, nil)
 		return prov, res.Err
 	}
-	ports, err := p.ports.allocate(nn, listenerKeys(gw, sets))
+	ports, err := p.ports.allocate(nn, sockets.Keys)
 	if err != nil {
 		prov.AddressReason, prov.AddressMessage = gwapiv1.GatewayReasonNoResources, err.Error()
 		return prov, nil
@@ -237,38 +249,48 @@ func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gw
 		prov.InternalPorts[translator.PortTransport{Port: k.Port, Transport: strings.ToLower(string(k.Protocol))}] = uint32(v)
 	}
 	md := InfrastructureMetadata(gw, ComponentGateway)
-	if msg := md.DroppedMessage(); msg != "" {
-		prov.Notes = append(prov.Notes, msg)
-		if p.warned[gw.UID] != msg {
-			p.warned[gw.UID] = msg
-			p.log.Warn("reserved infrastructure keys dropped", zap.String("gateway", nn.String()), zap.Strings("keys", md.Dropped))
-		}
-	}
+	p.noteDropped(gw, prov, md)
 	typ := p.opts.ServiceType
 	if t, ok := classServiceType(class); ok && t != "" {
 		typ = corev1.ServiceType(t)
 	}
-	svc := vipService(gw, md, typ, ports, pin)
+	svc := vipService(gw, md, typ, ports, sockets.HTTP3, pin)
 	sa := identity(gw, md)
 	res := p.applier.Apply(ctx, gw, append([]client.Object{svc, sa}, vipEndpointSlices(svc, p.proxyPods())...))
+	p.settle(gw, prov, svc, pin, res)
+	return prov, res.Err
+}
+
+// settle fills prov from what applying gw's objects did: a conflict or a refused object is the
+// reason nothing is published (AddressNotUsable when the refused object is the Service pinned to
+// a static address, NoResources otherwise), else the addresses of svc as it is live.
+func (p *Provisioner) settle(gw *gwapiv1.Gateway, prov *translator.Provisioned, svc *corev1.Service, pin string, res Result) {
 	var why []string
 	for _, c := range res.Conflicts {
 		why = append(why, c.Error())
 	}
 	for _, r := range res.Rejected {
+		msg := r.Error()
 		if r.Key.Kind() == "Service" && pin != "" {
 			prov.AddressReason = gwapiv1.GatewayReasonAddressNotUsable
-			why = append(why, fmt.Sprintf("the API server does not accept %s as the cluster IP of Service %s: %v", pin, r.Key.Name, r.Err))
-			continue
+			msg = fmt.Sprintf("the API server does not accept %s as the cluster IP of Service %s: %v", pin, r.Key.Name, r.Err)
 		}
-		why = append(why, r.Error())
+		why = append(why, msg)
+		if r.Fresh {
+			// Once per refusal: the applier does not send the object again until it changes.
+			p.log.Warn("the API server refused a provisioned object", zap.String("gateway", gw.Namespace+"/"+gw.Name),
+				zap.String("object", r.Key.String()), zap.Error(r.Err))
+		}
 	}
 	if len(why) > 0 {
 		if prov.AddressReason == "" {
 			prov.AddressReason = gwapiv1.GatewayReasonNoResources
 		}
 		prov.AddressMessage = strings.Join(why, "; ")
-		return prov, res.Err
+		return
+	}
+	if svc == nil {
+		return
 	}
 	if live, err := p.opts.Services.Services(svc.Namespace).Get(svc.Name); err == nil && ownedBy(live, gw.UID) {
 		prov.Addresses = p.addresses(gw, live)
@@ -280,7 +302,6 @@ func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gw
 			prov.ClusterAddresses = append(prov.ClusterAddresses, specHostnames(gw)...)
 		}
 	}
-	return prov, res.Err
 }
 
 // proxyPods are the shared pool's pods, which every VIP Service's EndpointSlices list.
@@ -393,6 +414,14 @@ func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
 		d, err := p.opts.Deployments.Deployments(k.Namespace).Get(k.Name)
 		return d, err == nil, true
 	}
+	if k.GVK.Group == "autoscaling" && k.GVK.Kind == "HorizontalPodAutoscaler" && p.opts.HPAs != nil {
+		h, err := p.opts.HPAs.HorizontalPodAutoscalers(k.Namespace).Get(k.Name)
+		return h, err == nil, true
+	}
+	if k.GVK.Group == "policy" && k.GVK.Kind == "PodDisruptionBudget" && p.opts.PDBs != nil {
+		b, err := p.opts.PDBs.PodDisruptionBudgets(k.Namespace).Get(k.Name)
+		return b, err == nil, true
+	}
 	if k.GVK.Group == discoveryv1.GroupName && k.GVK.Kind == "EndpointSlice" && p.opts.EndpointSlices != nil {
 		es, err := p.opts.EndpointSlices.EndpointSlices(k.Namespace).Get(k.Name)
 		return es, err == nil, true
@@ -410,6 +439,12 @@ func (p *Provisioner) live(k ObjectKey) (client.Object, bool, bool) {
 		}
 		s, err := p.opts.ServiceAccounts.ServiceAccounts(k.Namespace).Get(k.Name)
 		return s, err == nil, true
+	case "ConfigMap":
+		if p.opts.ConfigMaps == nil {
+			return nil, false, false
+		}
+		c, err := p.opts.ConfigMaps.ConfigMaps(k.Namespace).Get(k.Name)
+		return c, err == nil, true
 	}
 	return nil, false, false
 }
@@ -422,27 +457,61 @@ func (p *Provisioner) dedicated() DedicatedRenderer {
 	return dedicated()
 }
 
-// dedicatedStatus is what the translator needs of a dedicated Gateway: its listeners bind their
-// own ports on its own proxies, and its addresses are its Service's.
-func (p *Provisioner) dedicatedStatus(gw *gwapiv1.Gateway, objs []client.Object, res Result) *translator.Provisioned {
+// dedicatedPool applies a dedicated Gateway's objects and says what the translator needs: its
+// listeners bind their own ports on its own proxies, and its addresses are its Service's. The
+// static addresses are the shared mode's: an IPAddress pins the Service's cluster IP, which makes
+// it a ClusterIP Service whatever the parameters' service.type says (the issue's "provisions the
+// VIP Service as a ClusterIP pinned to it"; a load balancer's address is the cloud's to give); an
+// unsupported address type provisions nothing (the Gateway is not accepted).
+func (p *Provisioner) dedicatedPool(ctx context.Context, gw *gwapiv1.Gateway, objs []client.Object) (*translator.Provisioned, error) {
 	prov := &translator.Provisioned{Dedicated: true}
-	var why []string
-	for _, c := range res.Conflicts {
-		why = append(why, c.Error())
+	pin, ok := pinnedAddress(gw)
+	if !ok {
+		objs = nil
 	}
-	for _, r := range res.Rejected {
-		why = append(why, r.Error())
+	if len(objs) > 0 {
+		p.noteDropped(gw, prov, InfrastructureMetadata(gw, ComponentGateway))
 	}
-	if len(why) > 0 {
-		prov.AddressReason, prov.AddressMessage = gwapiv1.GatewayReasonNoResources, strings.Join(why, "; ")
-		return prov
-	}
-	for _, o := range objs {
-		if svc, ok := o.(*corev1.Service); ok {
-			if live, err := p.opts.Services.Services(svc.Namespace).Get(svc.Name); err == nil && ownedBy(live, gw.UID) {
-				prov.Addresses = p.addresses(gw, live)
-			}
+	var svc *corev1.Service
+	for i, o := range objs {
+		s, isSvc := o.(*corev1.Service)
+		if !isSvc {
+			continue
 		}
+		if pin != "" {
+			s = s.DeepCopy()
+			if s.Spec.Type != corev1.ServiceTypeClusterIP && s.Spec.Type != "" {
+				prov.Notes = append(prov.Notes, fmt.Sprintf("spec.addresses pins %s, so Service %s is a ClusterIP Service, not %s", pin, s.Name, s.Spec.Type))
+			}
+			pinService(s, pin)
+			objs[i] = s
+		}
+		svc = s
 	}
-	return prov
+	res := p.applier.Apply(ctx, gw, objs)
+	p.settle(gw, prov, svc, pin, res)
+	return prov, res.Err
+}
+
+// noteDropped puts the reserved infrastructure keys gw set, which md dropped, in its Accepted
+// message, and logs them at WARN once.
+func (p *Provisioner) noteDropped(gw *gwapiv1.Gateway, prov *translator.Provisioned, md Metadata) {
+	msg := md.DroppedMessage()
+	if msg == "" {
+		return
+	}
+	prov.Notes = append(prov.Notes, msg)
+	if p.warned[gw.UID] != msg {
+		p.warned[gw.UID] = msg
+		p.log.Warn("reserved infrastructure keys dropped", zap.String("gateway", gw.Namespace+"/"+gw.Name), zap.Strings("keys", md.Dropped))
+	}
+}
+
+// pinService makes svc a ClusterIP Service on ip, dropping what only other types may set.
+func pinService(svc *corev1.Service, ip string) {
+	svc.Spec.Type = corev1.ServiceTypeClusterIP
+	svc.Spec.ClusterIP = ip
+	svc.Spec.ExternalTrafficPolicy = ""
+	svc.Spec.LoadBalancerClass = nil
+	svc.Spec.LoadBalancerSourceRanges = nil
 }

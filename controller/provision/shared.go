@@ -27,51 +27,13 @@ func ServiceName(gw *gwapiv1.Gateway) string {
 	return name + suffix
 }
 
-// listenerKeys are the sockets of gw: its listeners' and those of the ListenerSets naming it as
-// their parent, by port and transport.
-func listenerKeys(gw *gwapiv1.Gateway, sets []*gwapiv1.ListenerSet) []PortKey {
-	seen := map[PortKey]bool{}
-	add := func(port gwapiv1.PortNumber, proto gwapiv1.ProtocolType) {
-		k := PortKey{Port: int32(port), Protocol: corev1.ProtocolTCP}
-		if proto == gwapiv1.UDPProtocolType {
-			k.Protocol = corev1.ProtocolUDP
-		}
-		seen[k] = true
-	}
-	for _, l := range gw.Spec.Listeners {
-		add(l.Port, l.Protocol)
-	}
-	for _, s := range sets {
-		if !setOf(s, gw) {
-			continue
-		}
-		for _, l := range s.Spec.Listeners {
-			add(l.Port, l.Protocol)
-		}
-	}
-	out := make([]PortKey, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return keyLess(out[i], out[j]) })
-	return out
-}
-
-func setOf(s *gwapiv1.ListenerSet, gw *gwapiv1.Gateway) bool {
-	ref := s.Spec.ParentRef
-	ns := s.Namespace
-	if ref.Namespace != nil {
-		ns = string(*ref.Namespace)
-	}
-	return ns == gw.Namespace && string(ref.Name) == gw.Name &&
-		(ref.Kind == nil || *ref.Kind == "Gateway") && (ref.Group == nil || *ref.Group == gwapiv1.GroupName)
-}
-
 // vipService is the shared mode's Service for gw: its ports are the listener ports, its
 // targetPorts the internal ports the shared pool binds for them. It has no selector: its
 // endpoints are the controller's (vipEndpointSlices), since the pool runs in another namespace
 // than the Service and a selector only selects pods of its own. clusterIP pins the Service to a static address ("" lets the API server pick).
-func vipService(gw *gwapiv1.Gateway, md Metadata, typ corev1.ServiceType, ports map[PortKey]int32, clusterIP string) *corev1.Service {
+// http3 are the listener ports whose HTTPS socket also serves HTTP/3 on UDP (the same internal
+// port number, UDP): each gets a UDP Service port targeting the TCP socket's internal port.
+func vipService(gw *gwapiv1.Gateway, md Metadata, typ corev1.ServiceType, ports map[PortKey]int32, http3 []int32, clusterIP string) *corev1.Service {
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -99,6 +61,16 @@ func vipService(gw *gwapiv1.Gateway, md Metadata, typ corev1.ServiceType, ports 
 			TargetPort: intstr.FromInt32(ports[k]),
 		})
 	}
+	for _, p := range http3 {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name: fmt.Sprintf("udp-%d", p), Protocol: corev1.ProtocolUDP, Port: p,
+			TargetPort: intstr.FromInt32(ports[PortKey{Port: p, Protocol: corev1.ProtocolTCP}]),
+		})
+	}
+	sort.SliceStable(svc.Spec.Ports, func(i, j int) bool {
+		a, b := svc.Spec.Ports[i], svc.Spec.Ports[j]
+		return keyLess(PortKey{a.Port, a.Protocol}, PortKey{b.Port, b.Protocol})
+	})
 	return svc
 }
 

@@ -37,6 +37,11 @@ func (t *session) http3Conflicts(ls []*irv1.Listener, members map[irListenerKey]
 		k := irListenerKey{il.Address, il.Port, il.Protocol}
 		udp := udpHolder(ls, il)
 		for _, l := range members[k] {
+			if udp == nil {
+				udp = sameGatewayUDP(ls, members, l)
+			}
+		}
+		for _, l := range members[k] {
 			if !l.clientSettings().http3 {
 				continue
 			}
@@ -65,6 +70,24 @@ func udpHolder(ls []*irv1.Listener, il *irv1.Listener) *irv1.Listener {
 	for _, o := range ls {
 		if o.Protocol == "UDP" && o.Port == il.Port && (o.Address == il.Address || o.Address == "" || il.Address == "") {
 			return o
+		}
+	}
+	return nil
+}
+
+// sameGatewayUDP is the UDP IR listener of a UDP listener of l's Gateway on l's listener port.
+// Without provisioning that is udpHolder's (the same port); a provisioned shared Gateway binds
+// the two at different internal ports, but its VIP Service has one UDP port for the listener port,
+// which the UDP listener keeps (provision.Sockets), so the HTTPS listener cannot have it either.
+func sameGatewayUDP(ls []*irv1.Listener, members map[irListenerKey][]*listenerState, l *listenerState) *irv1.Listener {
+	for _, o := range ls {
+		if o.Protocol != "UDP" {
+			continue
+		}
+		for _, m := range members[irListenerKey{o.Address, o.Port, o.Protocol}] {
+			if m.gw == l.gw && m.spec.Port == l.spec.Port && m.spec.Protocol == gwapiv1.UDPProtocolType {
+				return o
+			}
 		}
 	}
 	return nil

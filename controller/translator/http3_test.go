@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/core"
@@ -123,6 +124,29 @@ func TestClientTrafficPolicyHTTP3(t *testing.T) {
 		}
 		if udp == nil || udp.GetPort() != 443 {
 			t.Errorf("UDP listener %v: want it serving port 443", udp)
+		}
+	})
+
+	t.Run("shared mode: the Gateway's UDP listener keeps the listener port", func(t *testing.T) {
+		// Provisioned, the HTTPS and the UDP listener on 443 bind different internal ports, but
+		// the VIP Service has one UDP 443, which the UDP listener keeps.
+		store := http3Store(t, false, gwapiv1.Listener{Name: "quic", Port: 443, Protocol: gwapiv1.UDPProtocolType})
+		ip := gwapiv1.IPAddressType
+		prov := map[types.NamespacedName]*Provisioned{nn("db", "gw"): {InternalPorts: map[PortTransport]uint32{
+			{Port: 443, Transport: "tcp"}: 20000, {Port: 80, Transport: "tcp"}: 20001, {Port: 443, Transport: "udp"}: 20002},
+			Addresses: []gwapiv1.GatewayStatusAddress{{Type: &ip, Value: "10.96.0.10"}}}}
+		res := Translate(context.Background(), store, Options{Registry: reg, Provisioned: prov})
+		https := listenerByPort(res.Snapshot, 20000)
+		if https == nil || https.GetHttp3() != nil {
+			t.Errorf("HTTPS listener %v: want served on internal port 20000, without http3", https)
+		}
+		if c := listenerCondition(t, res, "https", ListenerConditionHTTP3); c == nil || c.Reason != string(ListenerReasonUDPPortConflict) {
+			t.Errorf("HTTP3 condition %+v, want False UDPPortConflict", c)
+		}
+		// Without the UDP listener, HTTP/3 is served on the internal port and advertised as 443.
+		res = Translate(context.Background(), http3Store(t, false), Options{Registry: reg, Provisioned: prov})
+		if h3 := listenerByPort(res.Snapshot, 20000).GetHttp3(); h3 == nil || h3.GetAdvertisedPort() != 443 {
+			t.Errorf("http3 %v, want served on the internal port, advertised as 443", h3)
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,6 +83,8 @@ type controllerOpts struct {
 	kindSettings map[string]string
 	// ingressStatusService is --ingress-status-service.
 	ingressStatusService types.NamespacedName
+	// logs, when set, also receives the controller's log (a test that checks what it logged).
+	logs zapcore.Core
 }
 
 // publishedSnapshots keeps the latest snapshot a controller's in-process proxy applied: what a
@@ -157,6 +160,9 @@ func startController(t testing.TB, e *env.Env, o controllerOpts) *runningControl
 		o.lease = fmt.Sprintf("coxswain-test-%d", leaseSeq.Add(1))
 	}
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).Named(o.identity)
+	if o.logs != nil {
+		log = zap.New(zapcore.NewTee(log.Core(), o.logs)).Named(o.identity)
+	}
 	newPub := inprocess.New(inprocess.Options{Log: log.Named("proxy"), Registry: registry})
 	if o.published != nil {
 		newPub = o.published.wrap(newPub)

@@ -150,7 +150,8 @@ func gateway() *gwapiv1.Gateway {
 func render(spec infrav1a1.CoxswainGatewayParametersSpec) map[string]client.Object {
 	objs := Render(Input{Gateway: gateway(), Params: params("apps", "p", spec), Image: "ghcr.io/coxswain-labs/coxswain:v1",
 		DiscoveryAddress: "coxswain-discovery.coxswain-system.svc:50051", TrustBundle: "PEM", ServiceAccount: "coxswain-edge",
-		Meta: Meta{Labels: map[string]string{"team": "edge"}, Annotations: map[string]string{"owner": "sre"}}})
+		Meta:    Meta{Labels: map[string]string{"team": "edge"}, Annotations: map[string]string{"owner": "sre"}},
+		Sockets: []Socket{{53, corev1.ProtocolUDP}, {80, corev1.ProtocolTCP}, {443, corev1.ProtocolTCP}, {443, corev1.ProtocolUDP}}})
 	out := map[string]client.Object{}
 	for _, o := range objs {
 		out[o.GetObjectKind().GroupVersionKind().Kind] = o
@@ -212,7 +213,7 @@ func TestRenderDefaults(t *testing.T) {
 	for _, p := range svc.Spec.Ports {
 		ports = append(ports, p.Name+"="+p.TargetPort.String())
 	}
-	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !slices.Equal(ports, []string{"udp-53=53", "tcp-80=80", "tcp-443=443"}) {
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !slices.Equal(ports, []string{"udp-53=53", "tcp-80=80", "tcp-443=443", "udp-443=443"}) {
 		t.Errorf("Service %s ports %v", svc.Spec.Type, ports)
 	}
 	for k, v := range svc.Spec.Selector {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
-	"sort"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,6 +59,10 @@ type Input struct {
 	// ServiceType is the Service's type when spec.service.type is unset (the controller's
 	// --gateway-service-type); LoadBalancer when empty.
 	ServiceType corev1.ServiceType
+	// Sockets are the Gateway's listener sockets, the Service's ports: its own listeners', its
+	// ListenerSets', and the UDP socket of each HTTPS port serving HTTP/3 (the provisioner's
+	// provision.Sockets).
+	Sockets []Socket
 }
 
 // Meta are labels and annotations.
@@ -163,35 +166,21 @@ func serviceAnnotations(spec *infrav1a1.CoxswainGatewayParametersSpec) map[strin
 	return spec.Service.Annotations
 }
 
-// listenerPorts are the Gateway's distinct listener sockets, by port then protocol. A dedicated
-// proxy binds each listener at its own port, so a Service port's targetPort is the same number.
-func listenerPorts(gw *gwapiv1.Gateway) []corev1.ServicePort {
-	type key struct {
-		port  int32
-		proto corev1.Protocol
-	}
-	seen := map[key]bool{}
+// Socket is one listener socket of the Gateway: a port and its transport.
+type Socket struct {
+	Port     int32
+	Protocol corev1.Protocol
+}
+
+// servicePorts are the Service's ports, one per socket in order: a dedicated proxy binds each
+// listener at its own port, so a port's targetPort is the same number.
+func servicePorts(sockets []Socket) []corev1.ServicePort {
 	var out []corev1.ServicePort
-	for _, l := range gw.Spec.Listeners {
-		proto := corev1.ProtocolTCP
-		if l.Protocol == gwapiv1.UDPProtocolType {
-			proto = corev1.ProtocolUDP
-		}
-		k := key{int32(l.Port), proto}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
+	for _, k := range sockets {
 		out = append(out, corev1.ServicePort{
-			Name: portName(k.port, proto), Protocol: proto, Port: k.port, TargetPort: intstr.FromInt32(k.port),
+			Name: portName(k.Port, k.Protocol), Protocol: k.Protocol, Port: k.Port, TargetPort: intstr.FromInt32(k.Port),
 		})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Port != out[j].Port {
-			return out[i].Port < out[j].Port
-		}
-		return out[i].Protocol < out[j].Protocol
-	})
 	return out
 }
 
@@ -210,7 +199,7 @@ func service(in Input, om metav1.ObjectMeta) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeLoadBalancer,
 			Selector: selector(in.Gateway),
-			Ports:    listenerPorts(in.Gateway),
+			Ports:    servicePorts(in.Sockets),
 		},
 	}
 	if in.ServiceType != "" {
@@ -348,7 +337,7 @@ func container(in Input, pod *infrav1a1.PodSettings) corev1.Container {
 	}
 	args = append(args, spec.ExtraArgs...)
 	ports := []corev1.ContainerPort{{Name: "admin", ContainerPort: adminPort, Protocol: corev1.ProtocolTCP}}
-	for _, p := range listenerPorts(in.Gateway) {
+	for _, p := range servicePorts(in.Sockets) {
 		if p.Port == adminPort {
 			continue
 		}
