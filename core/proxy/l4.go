@@ -161,6 +161,9 @@ type l4Upstream struct {
 	sched    *wrr.Schedule
 	backends []l4Backend
 	network  string
+	// obs counts the route's failed connects in coxswain_proxy_upstream_errors_total (set by
+	// observeStream; nil when request metrics are off).
+	obs *routeObs
 }
 
 // l4Backend is one weighted backend: a cluster and the dialer of its connect timeout, or the
@@ -210,6 +213,9 @@ func (u *l4Upstream) Dial(ctx context.Context, client net.Addr) (net.Conn, func(
 	}
 	if err != nil {
 		ep.Active.Add(-1)
+		if o := u.obs; o != nil && ctx.Err() == nil { // not a client or listener that went away
+			o.backend(be.cluster).upstreamError(o.series, connectErrorOf(err))
+		}
 		return nil, nil, fmt.Errorf("cluster %s: %w", be.cluster.name, err)
 	}
 	return c, func() { ep.Active.Add(-1) }, nil

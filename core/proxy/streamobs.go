@@ -98,6 +98,16 @@ func (b *builder) observeStream(rt *route, r *irv1.Route) error {
 	if err != nil {
 		return err
 	}
-	rt.l4obs = s.streamObsOf(b.holdSeries(s), b.gateway, routeObject(rt.name), rt.dgram != nil)
+	held := b.holdSeries(s)
+	rt.l4obs = s.streamObsOf(held, b.gateway, routeObject(rt.name), rt.dgram != nil)
+	if up := rt.up; up != nil {
+		// Failed connects, in the HTTP routes' upstream error series: same labels, made by the
+		// first failure (lazyseries.go).
+		clusters := make([]*cluster, 0, len(up.backends))
+		for _, be := range up.backends {
+			clusters = append(clusters, be.cluster)
+		}
+		up.obs = s.routeObsOf(held, b.gateway, routeObject(rt.name), clusters)
+	}
 	return nil
 }

@@ -46,6 +46,16 @@ func upstreamErrorOf(err error, status int) upstreamError {
 	return errReset
 }
 
+// connectErrorOf classifies err, the failure of a layer-4 route's connect (the dial, then the
+// upstream TLS handshake of a TLSRoute with a BackendTLSPolicy): always one of the connect_
+// reasons, since a stream has no answer to wait for.
+func connectErrorOf(err error) upstreamError {
+	if e := upstreamErrorOf(err, 0); e <= errConnectOther {
+		return e
+	}
+	return errConnectOther
+}
+
 // countUpstreamError counts a failed exchange of the request w answers under its route and
 // backend, when request metrics are on. Called by the forwarders before a retry may absorb the
 // failure, so retried tries count too.
