@@ -59,13 +59,23 @@ func (t *session) snapshot() *irv1.Snapshot {
 		}
 	}
 	used := map[string]bool{}
+	clusterNames := map[string]bool{}
+	for n := range t.filterClusters {
+		clusterNames[n] = true
+	}
+	last := ""
+	useCluster := func(name string) {
+		if name != last { // consecutive virtual hosts mostly name the same ones
+			clusterNames[name], last = true, name
+		}
+	}
 	for k, servers := range listeners {
 		il := &irv1.Listener{
 			Name:    net.JoinHostPort(k.address, strconv.Itoa(int(k.port))) + "/" + k.protocol,
 			Address: k.address, Port: k.port, Protocol: k.protocol,
 		}
 		for _, sb := range servers {
-			il.Servers = append(il.Servers, t.finishServer(il.Name, sb, used))
+			il.Servers = append(il.Servers, t.finishServer(il.Name, sb, used, useCluster))
 		}
 		sort.Slice(il.Servers, func(i, j int) bool { return hostnameLess(il.Servers[i].Hostname, il.Servers[j].Hostname) })
 		t.socketSettings(il, members[k])
@@ -82,7 +92,7 @@ func (t *session) snapshot() *irv1.Snapshot {
 		}
 		return a.Protocol < b.Protocol
 	})
-	snap.Clusters = t.usedClusters(snap)
+	snap.Clusters = t.usedClusters(clusterNames)
 	for _, c := range snap.Clusters {
 		if name := c.GetTls().GetClientCertificate(); name != "" {
 			used[name] = true // the client certificate a Gateway presents to TLS backends
@@ -135,7 +145,7 @@ func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState)
 	}
 }
 
-func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map[string]bool) *irv1.Server {
+func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map[string]bool, useCluster func(string)) *irv1.Server {
 	s := sb.server
 	sort.Strings(s.Sources)
 	if s.Tls != nil {
@@ -143,10 +153,11 @@ func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map
 			usedSecrets[c] = true
 		}
 	}
+	b := t.vhosts.server(serverKey{listener: listener, server: s.Hostname}, len(sb.vhosts))
+	vhs := make([]*irv1.VirtualHost, 0, len(sb.vhosts))
 	for h, ps := range sb.vhosts {
-		key := vhostKey{listener: listener, server: s.Hostname, vhost: h}
-		if vh := t.vhosts.reuse(key, ps); vh != nil {
-			s.VirtualHosts = append(s.VirtualHosts, vh)
+		if vh := b.reuse(h, ps); vh != nil {
+			vhs = append(vhs, vh)
 			continue
 		}
 		in := slices.Clone(ps) // the order placed in, which the record is compared by
@@ -172,10 +183,10 @@ func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map
 			seen[p.entry.Route.Name] = true
 			vh.Routes = append(vh.Routes, p.entry.Route)
 		}
-		t.vhosts.record(key, in, vh, shadows)
-		s.VirtualHosts = append(s.VirtualHosts, vh)
+		b.record(h, in, vh, shadows)
+		vhs = append(vhs, vh)
 	}
-	sort.Slice(s.VirtualHosts, func(i, j int) bool { return hostnameLess(s.VirtualHosts[i].Hostname, s.VirtualHosts[j].Hostname) })
+	s.VirtualHosts = b.finish(vhs, useCluster)
 	return s
 }
 
@@ -243,25 +254,8 @@ func comparePrecedence(a, b []int) int {
 	return 0
 }
 
-// usedClusters returns the clusters the snapshot's routes name, sorted by name.
-func (t *session) usedClusters(snap *irv1.Snapshot) []*irv1.Cluster {
-	names := map[string]bool{}
-	for n := range t.filterClusters {
-		names[n] = true
-	}
-	for _, l := range snap.Listeners {
-		for _, s := range l.Servers {
-			for _, vh := range s.VirtualHosts {
-				for _, r := range vh.Routes {
-					for _, b := range r.Backends {
-						if b.Cluster != "" {
-							names[b.Cluster] = true
-						}
-					}
-				}
-			}
-		}
-	}
+// usedClusters returns the named clusters, sorted by name.
+func (t *session) usedClusters(names map[string]bool) []*irv1.Cluster {
 	out := make([]*irv1.Cluster, 0, len(names))
 	for n := range names {
 		out = append(out, t.clusters[n])

@@ -37,6 +37,8 @@ type routeState struct {
 	implemented int
 
 	parents []*parentStatus
+	// placedOn are the listeners the route is placed on (a route is on a few, so a slice).
+	placedOn []*listenerState
 	// problems wait until the route turns out to have one of our parents: a route of another
 	// controller is none of our business.
 	problems []*Problem
@@ -310,15 +312,12 @@ func (t *session) attachParent(st *routeState, ps *parentStatus, listeners []*li
 // listener is programmed.
 func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, hosts []string) {
 	if pr := t.placing; pr != nil {
-		pr.places = append(pr.places, placeRecord{listener: placeKeyOf(l), hosts: hosts})
+		pr.places = append(pr.places, placeRecord{listener: l.placeKey(), hosts: hosts})
 	}
-	if l.placed[st] {
-		return
+	if slices.Contains(st.placedOn, l) {
+		return // placed there already, by another parentRef
 	}
-	if l.placed == nil {
-		l.placed = map[*routeState]bool{}
-	}
-	l.placed[st] = true
+	st.placedOn = append(st.placedOn, l)
 	l.attached++
 	ps.listeners++
 	a := &attachment{route: st, parent: ps, hostnames: hosts}
@@ -329,8 +328,8 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 	var rec *buildRecord
 	var k placeKey
 	if st.memo != nil {
-		k = placeKeyOf(l)
-		if rec = st.memo.places[k]; rec != nil {
+		k = l.placeKey()
+		if rec = st.memo.placeRecordOf(k); rec != nil {
 			t.memo.reused++
 			_, a.entries = t.replay(st, rec)
 			return
@@ -351,7 +350,7 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 		return false
 	})
 	if st.memo != nil && rec != nil {
-		st.memo.places[k] = rec
+		st.memo.setPlaceRecord(k, rec)
 	}
 }
 

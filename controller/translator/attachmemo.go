@@ -56,7 +56,7 @@ func (t *session) replayAttach(st *routeState, rec *attachRecord) bool {
 		t.listenersByKey = map[placeKey]*listenerState{}
 		for _, g := range t.gateways {
 			for _, l := range g.listeners {
-				t.listenersByKey[placeKeyOf(l)] = l
+				t.listenersByKey[l.placeKey()] = l
 			}
 		}
 	}

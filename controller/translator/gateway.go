@@ -78,7 +78,9 @@ type listenerState struct {
 	// attached counts the accepted routes attached; routes are what to place in the snapshot.
 	attached int32
 	routes   []*attachment
-	placed   map[*routeState]bool
+	// pkey names the listener across translations (placeKey), computed on first use.
+	pkey    placeKey
+	pkeySet bool
 	// selector caches allowedRoutes.namespaces.selector; selectorErr when it does not parse.
 	selector    labels.Selector
 	selectorErr bool

@@ -47,8 +47,9 @@ import (
 type Incremental struct {
 	seed  maphash.Seed
 	world worldKey
-	// routes are the records of the previous translation, by route.
-	routes map[routeID]*routeMemo
+	// routes are the records of the previous translation, by route and by object address
+	// (memos.go).
+	routes memoIndex
 	// keep holds the Store the records were made from, so its objects' addresses stay taken.
 	keep   *Store
 	sealer sealer
@@ -64,19 +65,20 @@ func NewIncremental() *Incremental { return &Incremental{seed: maphash.MakeSeed(
 func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Options) *Result {
 	t := newSession(ctx, store, opts)
 	w := inc.worldOf(store, t.opts, t.kinds)
-	if w != inc.world {
-		inc.routes = nil // the world changed: nothing recorded holds any more
+	fresh := w != inc.world || inc.routes.byID == nil
+	if fresh {
+		inc.routes = newMemoIndex() // the world changed: nothing recorded holds any more
+		inc.vhosts = vhostMemo{}    // their entries are of records of a world that is gone
 	}
 	inc.world = w
-	t.memo = &memoSet{prev: inc.routes, next: make(map[routeID]*routeMemo, len(inc.routes))}
+	inc.routes.epoch++
+	t.memo = &memoSet{memoIndex: &inc.routes}
 	t.sealer = &inc.sealer
-	if inc.routes == nil {
-		inc.vhosts = vhostMemo{} // their entries are of records of a world that is gone
-	}
 	inc.vhosts.start()
 	t.vhosts = &inc.vhosts
 	res := t.run()
-	inc.routes, inc.keep = t.memo.next, store
+	inc.routes.sweep()
+	inc.keep = store
 	inc.reused, inc.built = t.memo.reused, t.memo.built
 	return res
 }
@@ -89,7 +91,7 @@ func (inc *Incremental) Built() int  { return inc.built }
 // memoSet is one session's view of the records: those of the previous translation, and those
 // this one keeps for the next.
 type memoSet struct {
-	prev, next    map[routeID]*routeMemo
+	*memoIndex
 	reused, built int
 }
 
@@ -100,8 +102,35 @@ type routeMemo struct {
 	validate *buildRecord
 	hosts    *memoHosts
 	attach   *attachRecord
-	// places are the builds for listeners, by listener.
-	places map[placeKey]*buildRecord
+	// places are the builds for listeners, by listener (a route is on a few: a slice).
+	places []placeBuild
+	// seen is the epoch of the latest translation that used the record (memos.go).
+	seen uint64
+}
+
+type placeBuild struct {
+	key placeKey
+	rec *buildRecord
+}
+
+// placeRecordOf returns the build recorded for listener k.
+func (rm *routeMemo) placeRecordOf(k placeKey) *buildRecord {
+	for i := range rm.places {
+		if rm.places[i].key == k {
+			return rm.places[i].rec
+		}
+	}
+	return nil
+}
+
+func (rm *routeMemo) setPlaceRecord(k placeKey, rec *buildRecord) {
+	for i := range rm.places {
+		if rm.places[i].key == k {
+			rm.places[i].rec = rec
+			return
+		}
+	}
+	rm.places = append(rm.places, placeBuild{key: k, rec: rec})
 }
 
 // memoHosts is the outcome of a route's hostname validation.
@@ -119,12 +148,16 @@ type placeKey struct {
 	hostname string
 }
 
-func placeKeyOf(l *listenerState) placeKey {
-	k := placeKey{listener: l.name, hostname: l.hostname}
-	if l.owner != nil {
-		k.owner = l.owner.key.String()
+// placeKey is computed once per listener: replays look it up for every route placed on it.
+func (l *listenerState) placeKey() placeKey {
+	if !l.pkeySet {
+		l.pkey = placeKey{listener: l.name, hostname: l.hostname}
+		if l.owner != nil {
+			l.pkey.owner = l.owner.key.String()
+		}
+		l.pkeySet = true
 	}
-	return k
+	return l.pkey
 }
 
 // buildRecord is one Build call: what it reported, in order, and what it added to the session.
@@ -159,21 +192,6 @@ type buildEffect struct {
 	field  string
 	reason gwapiv1.RouteConditionReason
 	msg    string
-}
-
-// memoOf returns the record of st's object from the previous translation, when it still holds.
-func (m *memoSet) memoOf(st *routeState) *routeMemo {
-	obj := st.route.Object()
-	id := routeIDOf(st.key, obj)
-	if rm, ok := m.next[id]; ok {
-		return rm
-	}
-	rm := m.prev[id]
-	if rm == nil || !sameObject(rm.obj, obj) {
-		rm = &routeMemo{obj: obj, places: map[placeKey]*buildRecord{}}
-	}
-	m.next[id] = rm
-	return rm
 }
 
 // routeID keys a route's record: by name when the object has a generation (the API server's
@@ -232,7 +250,7 @@ func (t *session) build(rc *routeContext, rec **buildRecord, place func(*transla
 	if t.memo != nil {
 		t.memo.built++
 		if r.uncacheable {
-			delete(t.memo.next, routeIDOf(st.key, st.route.Object()))
+			t.memo.forget(st)
 		} else {
 			*rec = r
 		}

@@ -1,21 +1,35 @@
 package translator
 
 import (
+	"slices"
+
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
-// vhostMemo remembers, for an Incremental, the virtual hosts of the previous snapshot with what
-// they were made of, so that a virtual host whose entries are the very same (the same replayed
-// build records, hence the same route objects in the same world) is not sorted and built again:
-// its IR message is shared with the previous snapshot, which also lets the sealer reuse its
-// encoding. A nil *vhostMemo (Translate) remembers nothing.
+// vhostMemo remembers, for an Incremental, the servers of the previous snapshot: each virtual
+// host with what it was made of, and the order of the server's virtual hosts. A virtual host
+// whose entries are the very same (the same replayed build records, hence the same route objects
+// in the same world) is not sorted and built again: its IR message is shared with the previous
+// snapshot, which also lets the sealer reuse its encoding. And the server's virtual hosts are
+// not sorted again either: the previous order is kept, the virtual hosts that went are left out
+// and the new ones merged in (hostnameLess is a total order on distinct hostnames, so this is
+// the order sorting would give). Precedence sorting thus runs only within the virtual hosts a
+// change touched. A nil *vhostMemo (Translate) remembers nothing.
 type vhostMemo struct {
-	prev, next map[vhostKey]*vhostRecord
+	prev, next map[serverKey]*serverRecord
+	// epoch counts translations (vhostRecord.succ).
+	epoch uint64
 }
 
-// vhostKey names a virtual host: its IR listener, server and hostname.
-type vhostKey struct{ listener, server, vhost string }
+// serverKey names a server: its IR listener and hostname.
+type serverKey struct{ listener, server string }
+
+type serverRecord struct {
+	vhosts map[string]*vhostRecord
+	// order are the virtual hosts in the server's order.
+	order []*vhostRecord
+}
 
 type vhostRecord struct {
 	// entries and origins are the placed entries in the order they were placed; precedence
@@ -24,6 +38,12 @@ type vhostRecord struct {
 	vh      *irv1.VirtualHost
 	// shadows are the ExclusiveKind routes another one shadowed, by index into entries.
 	shadows []vhostShadow
+	// clusters are the clusters the virtual host's routes name, each once.
+	clusters []string
+	// succ is what stands in this record's place in the translation of epoch succEpoch: itself
+	// when reused, the rebuilt virtual host of the same hostname otherwise.
+	succ      *vhostRecord
+	succEpoch uint64
 }
 
 type placedEntry struct {
@@ -36,13 +56,33 @@ type vhostShadow struct {
 	msg    string
 }
 
-// reuse returns the remembered virtual host for ps, replaying its shadowing onto ps's parents,
-// or nil when ps is not what it was made of.
-func (m *vhostMemo) reuse(key vhostKey, ps []*placed) *irv1.VirtualHost {
+// serverBuilder assembles the virtual hosts of one server for one translation.
+type serverBuilder struct {
+	m     *vhostMemo
+	prev  *serverRecord
+	next  *serverRecord
+	added []*vhostRecord // hostnames the previous translation did not have
+}
+
+// server starts the virtual hosts of one server.
+func (m *vhostMemo) server(key serverKey, n int) *serverBuilder {
+	b := &serverBuilder{m: m}
 	if m == nil {
+		return b
+	}
+	b.prev = m.prev[key]
+	b.next = &serverRecord{vhosts: make(map[string]*vhostRecord, n)}
+	m.next[key] = b.next
+	return b
+}
+
+// reuse returns the remembered virtual host of hostname h, replaying its shadowing onto ps's
+// parents, or nil when ps is not what it was made of.
+func (b *serverBuilder) reuse(h string, ps []*placed) *irv1.VirtualHost {
+	if b.prev == nil {
 		return nil
 	}
-	r := m.prev[key]
+	r := b.prev.vhosts[h]
 	if r == nil || len(r.entries) != len(ps) {
 		return nil
 	}
@@ -54,22 +94,105 @@ func (m *vhostMemo) reuse(key vhostKey, ps []*placed) *irv1.VirtualHost {
 	for _, s := range r.shadows {
 		ps[s.placed].parent.shadow(s.msg)
 	}
-	m.next[key] = r
+	r.succ, r.succEpoch = r, b.m.epoch
+	b.next.vhosts[h] = r
 	return r.vh
 }
 
-func (m *vhostMemo) record(key vhostKey, in []*placed, vh *irv1.VirtualHost, shadows []vhostShadow) {
-	if m == nil {
+// record remembers a virtual host built afresh.
+func (b *serverBuilder) record(h string, in []*placed, vh *irv1.VirtualHost, shadows []vhostShadow) {
+	if b.m == nil {
 		return
 	}
-	r := &vhostRecord{entries: make([]placedEntry, len(in)), vh: vh, shadows: shadows}
+	r := &vhostRecord{entries: make([]placedEntry, len(in)), vh: vh, shadows: shadows, clusters: clustersOf(vh)}
 	for i, p := range in {
 		r.entries[i] = placedEntry{entry: p.entry, origin: p.origin}
 	}
-	m.next[key] = r
+	b.next.vhosts[h] = r
+	if old := b.prevRecord(h); old != nil {
+		old.succ, old.succEpoch = r, b.m.epoch
+	} else {
+		b.added = append(b.added, r)
+	}
+}
+
+func (b *serverBuilder) prevRecord(h string) *vhostRecord {
+	if b.prev == nil {
+		return nil
+	}
+	return b.prev.vhosts[h]
+}
+
+// finish returns the server's virtual hosts in order, and calls used with the clusters they
+// name. Without a memo it sorts vhs; with one it keeps the previous order (see vhostMemo).
+func (b *serverBuilder) finish(vhs []*irv1.VirtualHost, used func(cluster string)) []*irv1.VirtualHost {
+	if b.m == nil {
+		slices.SortFunc(vhs, compareVirtualHosts)
+		for _, vh := range vhs {
+			for _, c := range clustersOf(vh) {
+				used(c)
+			}
+		}
+		return vhs
+	}
+	slices.SortFunc(b.added, func(x, y *vhostRecord) int { return compareVirtualHosts(x.vh, y.vh) })
+	order := make([]*vhostRecord, 0, len(b.next.vhosts))
+	var kept []*vhostRecord
+	if b.prev != nil {
+		kept = make([]*vhostRecord, 0, len(b.prev.order))
+		for _, r := range b.prev.order {
+			if r.succEpoch == b.m.epoch {
+				kept = append(kept, r.succ)
+			}
+		}
+	}
+	// Merge the kept order with the added virtual hosts, both sorted.
+	i, j := 0, 0
+	for i < len(kept) || j < len(b.added) {
+		if j == len(b.added) || (i < len(kept) && hostnameLess(kept[i].vh.Hostname, b.added[j].vh.Hostname)) {
+			order = append(order, kept[i])
+			i++
+		} else {
+			order = append(order, b.added[j])
+			j++
+		}
+	}
+	b.next.order = order
+	out := vhs[:0]
+	for _, r := range order {
+		out = append(out, r.vh)
+		for _, c := range r.clusters {
+			used(c)
+		}
+	}
+	return out
+}
+
+func compareVirtualHosts(a, b *irv1.VirtualHost) int {
+	switch {
+	case hostnameLess(a.Hostname, b.Hostname):
+		return -1
+	case hostnameLess(b.Hostname, a.Hostname):
+		return 1
+	}
+	return 0
+}
+
+// clustersOf lists the clusters vh's routes name, each once.
+func clustersOf(vh *irv1.VirtualHost) []string {
+	var out []string
+	for _, r := range vh.Routes {
+		for _, be := range r.Backends {
+			if be.Cluster != "" && !slices.Contains(out, be.Cluster) {
+				out = append(out, be.Cluster)
+			}
+		}
+	}
+	return out
 }
 
 // start begins a translation: what the previous one recorded is what this one may reuse.
 func (m *vhostMemo) start() {
-	m.prev, m.next = m.next, make(map[vhostKey]*vhostRecord, len(m.next))
+	m.epoch++
+	m.prev, m.next = m.next, make(map[serverKey]*serverRecord, len(m.next))
 }
