@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -184,6 +185,11 @@ func (s *Server) Stream(stream discv1.DiscoveryService_StreamServer) error {
 		return status.Error(codes.FailedPrecondition, "leadership ended: connect to the leader")
 	}
 	defer t.remove(sess)
+	// Tell the proxy it reached the leader now, not with the first Push: there is none when it
+	// already serves the current snapshot (a failover, a reconnect after an outage).
+	if err := stream.SendHeader(metadata.Pairs(discv1.LeaderHeader, "1")); err != nil {
+		return err
+	}
 	return sess.run(stream)
 }
 

@@ -52,13 +52,18 @@ type fleetController struct {
 // environment does not run.
 func startFleetController(t testing.TB, e *env.Env, name, ns string, extra ...string) *fleetController {
 	t.Helper()
+	return startFleetControllerAt(t, e, name, ns, net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), extra...)
+}
+
+// startFleetControllerAt is startFleetController on given discovery and admin addresses (a
+// restarted controller takes its predecessor's).
+func startFleetControllerAt(t testing.TB, e *env.Env, name, ns, discoveryAddr, adminAddr string, extra ...string) *fleetController {
+	t.Helper()
 	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--gateway-provisioning") }) {
 		extra = append([]string{"--gateway-provisioning=none"}, extra...)
 	}
-	c := &fleetController{
-		discovery: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
-		admin:     net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
-	}
+	c := &fleetController{discovery: discoveryAddr, admin: adminAddr}
 	args := append([]string{"--in-process-proxy=false", "--namespace", ns, "--trust-domain", "integration.test",
 		"--discovery-address", c.discovery, "--admin-address", c.admin, "--discovery-server-name", "127.0.0.1"}, extra...)
 	c.process = startProcess(t, e, name, args...)

@@ -89,6 +89,11 @@ type Agent struct {
 
 	ready     atomic.Bool
 	connected atomic.Bool
+	// lastSync and disconnectedAt are unix nanoseconds (0: never; connected); streamsEnded counts
+	// the streams that ended or failed to open, as the reconnects metric does.
+	lastSync       atomic.Int64
+	disconnectedAt atomic.Int64
+	streamsEnded   atomic.Int64
 
 	mu      sync.Mutex
 	addrs   []string // resolved addresses of the current round
@@ -117,6 +122,7 @@ func New(opts Options) (*Agent, error) {
 		opts.MaxBackoff = 5 * time.Second
 	}
 	a := &Agent{opts: opts, log: opts.Log, metrics: newMetrics(opts.Metrics)}
+	a.disconnectedAt.Store(time.Now().UnixNano())
 	if opts.Gateway != "" {
 		ns, name, ok := strings.Cut(opts.Gateway, "/")
 		if !ok || ns == "" || name == "" {
@@ -141,13 +147,30 @@ type Status struct {
 	SPIFFEID   string    `json:"spiffeID,omitempty"`
 	CertUntil  time.Time `json:"certificateNotAfter,omitzero"`
 	LastError  string    `json:"lastError,omitempty"`
+	// DisconnectedSince is when the last stream to the leader ended (or the agent started), while
+	// no stream is open: the proxy serves its last snapshot meanwhile.
+	DisconnectedSince time.Time `json:"disconnectedSince,omitzero"`
+	// LastSync is when the last snapshot the leader pushed was applied; a reconnect that resynced
+	// moves it (the leader pushes its current snapshot on every new stream).
+	LastSync           time.Time `json:"lastSync,omitzero"`
+	LastSyncAgeSeconds float64   `json:"lastSyncAgeSeconds,omitempty"`
+	// Reconnects counts the streams that ended or failed to open.
+	Reconnects int64 `json:"reconnects"`
 	// FailedListeners are the snapshot's listeners the engine could not bind (and retries).
 	FailedListeners []proxy.ListenerFailure `json:"failedListeners,omitempty"`
 }
 
 // Status returns the agent's current state.
 func (a *Agent) Status() Status {
-	st := Status{Connected: a.connected.Load(), Version: a.opts.Engine.Version(), FailedListeners: a.opts.Engine.Failed()}
+	st := Status{Connected: a.connected.Load(), Version: a.opts.Engine.Version(), FailedListeners: a.opts.Engine.Failed(),
+		Reconnects: a.streamsEnded.Load()}
+	if at := a.disconnectedAt.Load(); at != 0 && !st.Connected {
+		st.DisconnectedSince = time.Unix(0, at)
+	}
+	if at := a.lastSync.Load(); at != 0 {
+		st.LastSync = time.Unix(0, at)
+		st.LastSyncAgeSeconds = time.Since(st.LastSync).Seconds()
+	}
 	if c, id := a.id.current(); c != nil {
 		st.SPIFFEID, st.CertUntil = id.String(), c.Leaf.NotAfter
 	}
@@ -175,6 +198,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.recordError(addr, err)
 		a.metrics.reconnects.Inc()
+		a.streamsEnded.Add(1)
 		if status.Code(err) == codes.FailedPrecondition {
 			a.log.Info("controller is a standby; trying the next address", zap.String("address", addr))
 		} else {
@@ -297,16 +321,27 @@ func (a *Agent) session(ctx context.Context, addr string) (progressed bool, err 
 		return false, recvErr(stream, err)
 	}
 	go a.reportChanges(ctx, out, changed)
-	first := true
+	leading := false
+	defer func() {
+		if leading {
+			a.setLeader("")
+		}
+	}()
+	// The leader's header says the stream is accepted before any Push (there is none when this
+	// proxy already serves the current snapshot); a controller of an older build sends its
+	// headers with the first Push, and a standby none before ending the stream.
+	if md, err := stream.Header(); err == nil && len(md.Get(discv1.LeaderHeader)) > 0 {
+		leading = true
+		a.setLeader(addr)
+	}
 	for {
 		msg, err := stream.Recv()
 		if err != nil {
 			return progressed, err
 		}
-		if first {
-			first = false
+		if !leading {
+			leading = true
 			a.setLeader(addr)
-			defer a.setLeader("")
 		}
 		push := msg.GetPush()
 		if push == nil {
@@ -416,10 +451,14 @@ func (a *Agent) setLeader(addr string) {
 	a.mu.Unlock()
 	a.connected.Store(addr != "")
 	if addr != "" {
+		a.disconnectedAt.Store(0)
 		a.metrics.connected.Set(1)
 		a.log.Info("connected to the discovery leader", zap.String("address", addr))
 	} else {
+		a.disconnectedAt.Store(time.Now().UnixNano())
 		a.metrics.connected.Set(0)
+		a.log.Warn("disconnected from the discovery leader; serving the last snapshot until a stream is back",
+			zap.String("version", a.opts.Engine.Version()))
 	}
 }
 
@@ -478,6 +517,9 @@ func (a *Agent) apply(ctx context.Context, push *discv1.Push) *discv1.StreamRequ
 	a.metrics.applied.Inc()
 	a.metrics.applySeconds.Observe(time.Since(start).Seconds())
 	a.metrics.snapshotBytes.Set(float64(len(push.GetSnapshot())))
+	now := time.Now()
+	a.lastSync.Store(now.UnixNano())
+	a.metrics.lastSync.Set(float64(now.UnixNano()) / 1e9)
 	a.ready.Store(true)
 	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Ack{Ack: &discv1.Ack{Version: snap.GetVersion()}}}
 }

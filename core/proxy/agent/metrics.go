@@ -3,11 +3,15 @@ package agent
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	applied       prometheus.Counter
-	rejected      prometheus.Counter
-	applySeconds  prometheus.Histogram
-	connected     prometheus.Gauge
-	reconnects    prometheus.Counter
+	applied      prometheus.Counter
+	rejected     prometheus.Counter
+	applySeconds prometheus.Histogram
+	connected    prometheus.Gauge
+	reconnects   prometheus.Counter
+	// lastSync is when the last snapshot was applied; with connected and reconnects it tells an
+	// operator that a proxy lost its controller, how long ago it last heard of a change, and that
+	// it resynced after reconnecting.
+	lastSync      prometheus.Gauge
 	svidExpiry    prometheus.Gauge
 	snapshotBytes prometheus.Gauge
 	// listenersFailed counts the listeners of the snapshot serving now that could not be bound.
@@ -26,6 +30,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 while a discovery stream to the leader is open."}),
 		reconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_proxy_discovery_reconnects_total",
 			Help: "Discovery streams that ended or failed to open."}),
+		lastSync: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_discovery_last_sync_timestamp_seconds",
+			Help: "When the last snapshot pushed by the leader was applied (unix seconds); 0 before the first."}),
 		svidExpiry: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_svid_expiry_timestamp_seconds",
 			Help: "When the current SVID expires (unix seconds)."}),
 		snapshotBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_snapshot_bytes",
@@ -34,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Listeners of the snapshot serving now that could not be bound (port taken, address not local); retried with backoff."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.applied, m.rejected, m.applySeconds, m.connected, m.reconnects, m.svidExpiry, m.snapshotBytes, m.listenersFailed)
+		reg.MustRegister(m.applied, m.rejected, m.applySeconds, m.connected, m.reconnects, m.lastSync, m.svidExpiry, m.snapshotBytes, m.listenersFailed)
 	}
 	return m
 }

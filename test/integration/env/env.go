@@ -51,6 +51,8 @@ type Env struct {
 	CRDs []string
 	// Repo is the repository root, which InstallCRDs resolves relative paths in.
 	Repo string
+	// out keeps the control plane's output (tail), for RestartAPIServer's process too.
+	out *tail
 }
 
 type options struct {
@@ -129,6 +131,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 	if err != nil {
 		t.Fatalf("integration env: clients: %v", err)
 	}
+	e.out = out
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	crdStart := time.Now()
