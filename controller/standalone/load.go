@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,8 +132,25 @@ func isManifestName(name string) bool {
 	return false
 }
 
+// readManifest reads a file of at most MaxFileBytes.
+func readManifest(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("the file is over the %s a manifest file may be; not read", mib(MaxFileBytes))
+	}
+	return data, nil
+}
+
 func (r *Result) loadFile(file string) {
-	data, err := os.ReadFile(file)
+	data, err := readManifest(file)
 	if err != nil {
 		r.Errors = append(r.Errors, &Error{Source: Source{File: file}, Reason: ReasonReadError, Message: err.Error()})
 		return
@@ -156,10 +174,19 @@ func (r *Result) loadFile(file string) {
 }
 
 func (r *Result) loadDocument(src Source, d document) {
+	if len(d.body) > MaxDocumentBytes {
+		r.Errors = append(r.Errors, &Error{Source: src, Reason: ReasonTooLarge, Message: fmt.Sprintf(
+			"the document is %s, over the %s a document may be (the Kubernetes API server refuses an object this large too)",
+			mib(len(d.body)), mib(MaxDocumentBytes))})
+		return
+	}
 	js, err := yaml.YAMLToJSONStrict(d.body)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		r.Errors = append(r.Errors, &Error{Source: src, Reason: ReasonInvalidYAML, Message: fileLines(msg, d.line)})
+		msg := fileLines(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), d.line)
+		if l := yamlErrorLine(msg, d.body, d.line); l > 0 {
+			src.Line = l
+		}
+		r.Errors = append(r.Errors, &Error{Source: src, Reason: ReasonInvalidYAML, Message: msg})
 		return
 	}
 	if s := strings.TrimSpace(string(js)); s == "null" || s == "" {
@@ -175,8 +202,25 @@ func (r *Result) loadDocument(src Source, d document) {
 		r.loadList(src, js)
 		return
 	}
+	first := len(r.Errors)
 	r.loadObject(src, js, h)
+	// Point an error at the line of its field rather than the document's first line.
+	for _, e := range r.Errors[first:] {
+		if l := fieldLine(d.body, d.line, e.Field); l > 0 {
+			e.Source.Line = l
+		}
+	}
 }
+
+// MaxDocumentBytes bounds one YAML or JSON document: 3 MiB, the largest request body the
+// Kubernetes API server takes, so nothing a cluster could hold is refused. A bigger document is
+// reported and left out rather than parsed (YAML parsing costs many times the input in memory).
+const MaxDocumentBytes = 3 << 20
+
+// MaxFileBytes bounds one manifest file; beyond it the file is not read at all.
+const MaxFileBytes = 64 << 20
+
+func mib(n int) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // loadList loads the items of a `kind: List` document, as `kubectl get -o yaml` writes them.
 func (r *Result) loadList(src Source, js []byte) {
