@@ -149,7 +149,7 @@ func companionKind(c translation.CompanionAPI) kind {
 	gv, gk := c.GVK.GroupVersion().String(), c.GVK.GroupKind()
 	return kind{apiVersion: gv, stored: gv, kind: gk.Kind, namespaced: c.Namespaced,
 		decode: func(data []byte) (object, []error, error) { return decodeInto(data, c.New()) },
-		add: func(s *translator.Store, o object) { s.Add(gk, o) }}
+		add:    func(s *translator.Store, o object) { s.Add(gk, o) }}
 }
 
 // extensionKind is the resource an ExtensionRef filter module declares, read as an unstructured

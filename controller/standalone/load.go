@@ -36,6 +36,10 @@ type Result struct {
 	Files []string
 	// Digest is a hash of every file's path and content: equal digests mean nothing changed.
 	Digest string
+	// Kept are the objects taken from the previous load because their documents broke (LoadOver).
+	Kept []Kept
+
+	objects map[ObjectRef]loadedObject
 
 	hash  hash.Hash
 	kinds kindSet
@@ -56,6 +60,12 @@ const namespaceLabel = "kubernetes.io/metadata.name"
 // skips the "..data" indirection of a mounted ConfigMap). It fails only when path itself cannot be
 // read; a bad document becomes an Error in the result and the rest still loads.
 func Load(ctx context.Context, path string, reg *core.Registry) (*Result, error) {
+	return LoadOver(ctx, path, reg, nil)
+}
+
+// LoadOver is Load after prev, the load serving now: an object whose document broke since keeps
+// its version from prev (see keepLastGood), listed in Kept. prev nil is Load.
+func LoadOver(ctx context.Context, path string, reg *core.Registry, prev *Result) (*Result, error) {
 	files, err := ListFiles(path)
 	if err != nil {
 		return nil, err
@@ -63,13 +73,15 @@ func Load(ctx context.Context, path string, reg *core.Registry) (*Result, error)
 	if reg == nil {
 		reg = core.Freeze()
 	}
-	res := &Result{Store: &translator.Store{}, Sources: map[ObjectRef]Source{}, Files: files, hash: sha256.New(), kinds: kindsOf(reg)}
+	res := &Result{Store: &translator.Store{}, Sources: map[ObjectRef]Source{}, Files: files, hash: sha256.New(), kinds: kindsOf(reg),
+		objects: map[ObjectRef]loadedObject{}}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		res.loadFile(f)
 	}
+	res.keepLastGood(prev)
 	res.addImplicitNamespaces()
 	res.Digest = hex.EncodeToString(res.hash.Sum(nil))
 	return res, nil
@@ -279,6 +291,7 @@ func (r *Result) loadObject(src Source, js []byte, h header) {
 	}
 	k.add(r.Store, obj)
 	r.Sources[ref] = src
+	r.objects[ref] = loadedObject{kind: k, obj: obj}
 }
 
 // normalizeMeta sets the metadata the API server would: the namespace, generation 1, and the
