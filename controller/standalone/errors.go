@@ -64,6 +64,7 @@ const (
 	ReasonInvalidValue = "InvalidValue"
 	ReasonMissingName  = "MissingName"
 	ReasonDuplicate    = "Duplicate"
+	ReasonTooLarge     = "TooLarge"
 )
 
 // Error is one document the loader left out, and why. It names the file and document, the object

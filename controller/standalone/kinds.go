@@ -133,14 +133,7 @@ func kindsOf(reg *core.Registry) kindSet {
 func routeKinds(api translation.RouteAPI) []kind {
 	gv := api.GVK.GroupVersion()
 	gk := api.GVK.GroupKind()
-	decode := func(data []byte) (object, []error, error) {
-		o := api.New()
-		strict, err := k8sjson.UnmarshalStrict(data, o)
-		if err != nil {
-			return nil, nil, err
-		}
-		return o, strict, nil
-	}
+	decode := func(data []byte) (object, []error, error) { return decodeInto(data, api.New()) }
 	k := kind{apiVersion: gv.String(), stored: gv.String(), kind: gk.Kind, namespaced: true, decode: decode,
 		add: func(s *translator.Store, o object) { s.Add(gk, o) }, defaults: api.Default}
 	out := []kind{k}
@@ -155,15 +148,8 @@ func routeKinds(api translation.RouteAPI) []kind {
 func companionKind(c translation.CompanionAPI) kind {
 	gv, gk := c.GVK.GroupVersion().String(), c.GVK.GroupKind()
 	return kind{apiVersion: gv, stored: gv, kind: gk.Kind, namespaced: c.Namespaced,
-		decode: func(data []byte) (object, []error, error) {
-			o := c.New()
-			strict, err := k8sjson.UnmarshalStrict(data, o)
-			if err != nil {
-				return nil, nil, err
-			}
-			return o, strict, nil
-		},
-		add: func(s *translator.Store, o object) { s.Add(gk, o) }}
+		decode: func(data []byte) (object, []error, error) { return decodeInto(data, c.New()) },
+		add:    func(s *translator.Store, o object) { s.Add(gk, o) }}
 }
 
 // extensionKind is the resource an ExtensionRef filter module declares, read as an unstructured
@@ -210,13 +196,26 @@ func decodeAs[T any, PT interface {
 	*T
 	object
 }](data []byte) (object, []error, error) {
-	var v T
-	strict, err := k8sjson.UnmarshalStrict(data, &v)
-	if err != nil {
-		return nil, nil, err
-	}
-	return PT(&v), strict, nil
+	return decodeInto(data, PT(new(T)))
 }
+
+// decodeInto decodes data into o strictly.
+func decodeInto(data []byte, o object) (object, []error, error) {
+	strict, err := k8sjson.UnmarshalStrict(data, o)
+	if err != nil {
+		return nil, nil, &decodeError{err: err, path: typeErrorPath(data, o.DeepCopyObject())}
+	}
+	return o, strict, nil
+}
+
+// decodeError is a hard decode error with the JSON path of the value it is about, when known.
+type decodeError struct {
+	err  error
+	path string
+}
+
+func (e *decodeError) Error() string { return e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
 
 // header is what the loader reads from a document before it knows the kind: enough to name it.
 type header struct {
@@ -253,14 +252,47 @@ func fieldErrors(src Source, ref ObjectRef, strict []error) []*Error {
 	return out
 }
 
-var typeErrorRE = regexp.MustCompile(`Go struct field [^ .]+\.([^ ]+) of type (\S+)`)
+var (
+	typeErrorRE = regexp.MustCompile(`Go struct field [^ .]+\.([^ ]+) of type (\S+)`)
+	gotTypeRE   = regexp.MustCompile(`cannot unmarshal (\S+) into`)
+)
+
+// goTypeName says a Go type the way a schema would.
+func goTypeName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), strings.Contains(t, "."):
+		return "an object (" + t + ")"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "bool":
+		return "a boolean"
+	case t == "string":
+		return "a string"
+	}
+	return t
+}
 
 // valueError turns a hard decode error (wrong type, bad base64, bad timestamp) into a loader error,
 // naming the field when the message does.
 func valueError(src Source, ref ObjectRef, err error) *Error {
 	le := &Error{Source: src, Object: ref, Reason: ReasonInvalidValue, Message: err.Error()}
+	var de *decodeError
 	if m := typeErrorRE.FindStringSubmatch(le.Message); m != nil {
 		le.Field = m[1]
+		// "json: cannot unmarshal string into Go struct field HTTPBackendRef.spec.rules.backendRefs
+		// .BackendRef.BackendObjectReference.port of type int32": say it as the operator wrote it.
+		got := "a value"
+		if g := gotTypeRE.FindStringSubmatch(le.Message); g != nil {
+			got = "a " + g[1]
+		}
+		le.Message = fmt.Sprintf("wrong type: %s where the %s schema wants %s", got, ref.Kind, goTypeName(m[2]))
+	}
+	if errors.As(err, &de) && de.path != "" {
+		le.Field = de.path
 	}
 	return le
 }

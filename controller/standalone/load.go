@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,6 +36,10 @@ type Result struct {
 	Files []string
 	// Digest is a hash of every file's path and content: equal digests mean nothing changed.
 	Digest string
+	// Kept are the objects taken from the previous load because their documents broke (LoadOver).
+	Kept []Kept
+
+	objects map[ObjectRef]loadedObject
 
 	hash  hash.Hash
 	kinds kindSet
@@ -55,6 +60,12 @@ const namespaceLabel = "kubernetes.io/metadata.name"
 // skips the "..data" indirection of a mounted ConfigMap). It fails only when path itself cannot be
 // read; a bad document becomes an Error in the result and the rest still loads.
 func Load(ctx context.Context, path string, reg *core.Registry) (*Result, error) {
+	return LoadOver(ctx, path, reg, nil)
+}
+
+// LoadOver is Load after prev, the load serving now: an object whose document broke since keeps
+// its version from prev (see keepLastGood), listed in Kept. prev nil is Load.
+func LoadOver(ctx context.Context, path string, reg *core.Registry, prev *Result) (*Result, error) {
 	files, err := ListFiles(path)
 	if err != nil {
 		return nil, err
@@ -62,13 +73,15 @@ func Load(ctx context.Context, path string, reg *core.Registry) (*Result, error)
 	if reg == nil {
 		reg = core.Freeze()
 	}
-	res := &Result{Store: &translator.Store{}, Sources: map[ObjectRef]Source{}, Files: files, hash: sha256.New(), kinds: kindsOf(reg)}
+	res := &Result{Store: &translator.Store{}, Sources: map[ObjectRef]Source{}, Files: files, hash: sha256.New(), kinds: kindsOf(reg),
+		objects: map[ObjectRef]loadedObject{}}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		res.loadFile(f)
 	}
+	res.keepLastGood(prev)
 	res.addImplicitNamespaces()
 	res.Digest = hex.EncodeToString(res.hash.Sum(nil))
 	return res, nil
@@ -131,8 +144,25 @@ func isManifestName(name string) bool {
 	return false
 }
 
+// readManifest reads a file of at most MaxFileBytes.
+func readManifest(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("the file is over the %s a manifest file may be; not read", mib(MaxFileBytes))
+	}
+	return data, nil
+}
+
 func (r *Result) loadFile(file string) {
-	data, err := os.ReadFile(file)
+	data, err := readManifest(file)
 	if err != nil {
 		r.Errors = append(r.Errors, &Error{Source: Source{File: file}, Reason: ReasonReadError, Message: err.Error()})
 		return
@@ -156,10 +186,19 @@ func (r *Result) loadFile(file string) {
 }
 
 func (r *Result) loadDocument(src Source, d document) {
+	if len(d.body) > MaxDocumentBytes {
+		r.Errors = append(r.Errors, &Error{Source: src, Reason: ReasonTooLarge, Message: fmt.Sprintf(
+			"the document is %s, over the %s a document may be (the Kubernetes API server refuses an object this large too)",
+			mib(len(d.body)), mib(MaxDocumentBytes))})
+		return
+	}
 	js, err := yaml.YAMLToJSONStrict(d.body)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		r.Errors = append(r.Errors, &Error{Source: src, Reason: ReasonInvalidYAML, Message: fileLines(msg, d.line)})
+		msg := fileLines(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), d.line)
+		if l := yamlErrorLine(msg, d.body, d.line); l > 0 {
+			src.Line = l
+		}
+		r.Errors = append(r.Errors, &Error{Source: src, Reason: ReasonInvalidYAML, Message: msg})
 		return
 	}
 	if s := strings.TrimSpace(string(js)); s == "null" || s == "" {
@@ -175,8 +214,25 @@ func (r *Result) loadDocument(src Source, d document) {
 		r.loadList(src, js)
 		return
 	}
+	first := len(r.Errors)
 	r.loadObject(src, js, h)
+	// Point an error at the line of its field rather than the document's first line.
+	for _, e := range r.Errors[first:] {
+		if l := fieldLine(d.body, d.line, e.Field); l > 0 {
+			e.Source.Line = l
+		}
+	}
 }
+
+// MaxDocumentBytes bounds one YAML or JSON document: 3 MiB, the largest request body the
+// Kubernetes API server takes, so nothing a cluster could hold is refused. A bigger document is
+// reported and left out rather than parsed (YAML parsing costs many times the input in memory).
+const MaxDocumentBytes = 3 << 20
+
+// MaxFileBytes bounds one manifest file; beyond it the file is not read at all.
+const MaxFileBytes = 64 << 20
+
+func mib(n int) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // loadList loads the items of a `kind: List` document, as `kubectl get -o yaml` writes them.
 func (r *Result) loadList(src Source, js []byte) {
@@ -235,6 +291,7 @@ func (r *Result) loadObject(src Source, js []byte, h header) {
 	}
 	k.add(r.Store, obj)
 	r.Sources[ref] = src
+	r.objects[ref] = loadedObject{kind: k, obj: obj}
 }
 
 // normalizeMeta sets the metadata the API server would: the namespace, generation 1, and the

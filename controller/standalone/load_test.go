@@ -150,7 +150,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "unknown field",
 			content: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec:\n  portz: []\n",
-			want:    []string{"bad.yaml:1", "Service default/s", `unknown field "spec.portz"`},
+			want:    []string{"bad.yaml:5", "Service default/s", `unknown field "spec.portz"`},
 			reason:  ReasonUnknownField,
 			field:   "spec.portz",
 		},
@@ -163,15 +163,15 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "bad yaml names the file line",
 			content: "# one\n# two\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: [oops\n",
-			want:    []string{"bad.yaml:4", "line 7"},
+			want:    []string{"bad.yaml:7 (document 2)", "line 7"},
 			reason:  ReasonInvalidYAML,
 		},
 		{
 			name:    "wrong type names the field",
 			content: "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec:\n  gatewayClassName: c\n  listeners:\n  - {name: h, port: eighty, protocol: HTTP}\n",
-			want:    []string{"Gateway default/g", "field spec.listeners.port"},
+			want:    []string{"bad.yaml:7", "Gateway default/g", "field spec.listeners[0].port", "a string where the Gateway schema wants an integer"},
 			reason:  ReasonInvalidValue,
-			field:   "spec.listeners.port",
+			field:   "spec.listeners[0].port",
 		},
 		{
 			name:    "missing name",
@@ -183,7 +183,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "duplicate key",
 			content: "apiVersion: v1\nkind: Namespace\nkind: Namespace\nmetadata: {name: a}\n",
-			want:    []string{"bad.yaml:1", "already set"},
+			want:    []string{"bad.yaml:3", "already set"},
 			reason:  ReasonInvalidYAML,
 		},
 		{

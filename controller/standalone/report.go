@@ -30,6 +30,9 @@ type Report struct {
 	// Warnings are what was accepted but is not served as written (not errors).
 	Warnings   []ReportProblem `json:"warnings,omitempty"`
 	LoadErrors []*Error        `json:"loadErrors,omitempty"`
+	// Kept are the objects whose documents broke since the last applied load and whose last good
+	// version keeps serving.
+	Kept []Kept `json:"kept,omitempty"`
 	// Notes are hints about objects that are valid but ignored (e.g. another controller's class).
 	Notes []string `json:"notes,omitempty"`
 	// Failures lists the False Accepted/ResolvedRefs conditions, one line each.
@@ -65,7 +68,7 @@ func (r *Report) HasErrors() bool {
 // BuildReport assembles the report of one load and its translation. tr may be nil when nothing
 // was translated.
 func BuildReport(res *Result, tr *translator.Result, controllerName string) *Report {
-	rep := &Report{LoadErrors: res.Errors}
+	rep := &Report{LoadErrors: res.Errors, Kept: res.Kept}
 	if tr == nil {
 		return rep
 	}

@@ -73,6 +73,7 @@ type Runner struct {
 	mu         sync.Mutex // serializes reloads
 	lastDigest string     // files of the last applied reload
 	lastReport *Report    // and its report
+	lastLoad   *Result    // and its load, whose objects a broken document keeps
 
 	state atomic.Pointer[State]
 	ready chan struct{}
@@ -228,7 +229,7 @@ func (r *Runner) Reload(ctx context.Context) error { return r.reload(ctx, false)
 func (r *Runner) reload(ctx context.Context, force bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res, err := Load(ctx, r.opts.Path, r.opts.Translate.Registry)
+	res, err := LoadOver(ctx, r.opts.Path, r.opts.Translate.Registry, r.lastLoad)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err // shutting down
@@ -262,7 +263,7 @@ func (r *Runner) reload(ctx context.Context, force bool) error {
 		r.state.Store(&State{Version: r.State().Version, Report: rep, ApplyError: err.Error(), Time: time.Now(), snap: r.State().snap})
 		return err
 	}
-	r.lastDigest, r.lastReport = res.Digest, rep
+	r.lastDigest, r.lastReport, r.lastLoad = res.Digest, rep, res
 	r.latest.Store(adminTranslation(res, tr))
 	prev := r.State().Version
 	r.state.Store(&State{Version: tr.Snapshot.GetVersion(), Report: rep, Time: time.Now(), snap: tr.Snapshot})
@@ -300,6 +301,9 @@ func (r *Runner) apply(ctx context.Context, snap *irv1.Snapshot) (err error) {
 func (r *Runner) translate(ctx context.Context, res *Result) (*translator.Result, *Report) {
 	for _, e := range res.Errors {
 		r.log.Warn("manifest left out", loadErrorFields(e)...)
+	}
+	for _, k := range res.Kept {
+		r.log.Warn("a broken manifest's last good version keeps serving", keptFields(k)...)
 	}
 	tr := translator.Translate(ctx, res.Store, r.opts.Translate)
 	if r.docs != nil {
