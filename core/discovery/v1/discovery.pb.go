@@ -23,6 +23,7 @@
 package discv1
 
 import (
+	v1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -135,6 +136,55 @@ func (Mode) EnumDescriptor() ([]byte, []int) {
 	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{1}
 }
 
+type NackReason int32
+
+const (
+	// The snapshot itself was rejected: the same version is not sent again.
+	NackReason_NACK_REASON_UNSPECIFIED NackReason = 0
+	// A delta did not reconstruct the snapshot (no such base, a mismatch, another version): the
+	// proxy keeps serving its last good snapshot and wants this version in full.
+	NackReason_NACK_REASON_DELTA_MISMATCH NackReason = 1
+)
+
+// Enum value maps for NackReason.
+var (
+	NackReason_name = map[int32]string{
+		0: "NACK_REASON_UNSPECIFIED",
+		1: "NACK_REASON_DELTA_MISMATCH",
+	}
+	NackReason_value = map[string]int32{
+		"NACK_REASON_UNSPECIFIED":    0,
+		"NACK_REASON_DELTA_MISMATCH": 1,
+	}
+)
+
+func (x NackReason) Enum() *NackReason {
+	p := new(NackReason)
+	*p = x
+	return p
+}
+
+func (x NackReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NackReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_core_discovery_v1_discovery_proto_enumTypes[2].Descriptor()
+}
+
+func (NackReason) Type() protoreflect.EnumType {
+	return &file_core_discovery_v1_discovery_proto_enumTypes[2]
+}
+
+func (x NackReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NackReason.Descriptor instead.
+func (NackReason) EnumDescriptor() ([]byte, []int) {
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{2}
+}
+
 // BindFailureReason classifies a bind error.
 type BindFailureReason int32
 
@@ -175,11 +225,11 @@ func (x BindFailureReason) String() string {
 }
 
 func (BindFailureReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_core_discovery_v1_discovery_proto_enumTypes[2].Descriptor()
+	return file_core_discovery_v1_discovery_proto_enumTypes[3].Descriptor()
 }
 
 func (BindFailureReason) Type() protoreflect.EnumType {
-	return &file_core_discovery_v1_discovery_proto_enumTypes[2]
+	return &file_core_discovery_v1_discovery_proto_enumTypes[3]
 }
 
 func (x BindFailureReason) Number() protoreflect.EnumNumber {
@@ -188,7 +238,7 @@ func (x BindFailureReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BindFailureReason.Descriptor instead.
 func (BindFailureReason) EnumDescriptor() ([]byte, []int) {
-	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{2}
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{3}
 }
 
 type IssueCertificateRequest struct {
@@ -559,7 +609,10 @@ type Hello struct {
 	// it equals what the controller would send, nothing is sent and it counts as acknowledged.
 	Version string `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
 	// The proxy binary's build version, for the fleet view.
-	Build         string `protobuf:"bytes,7,opt,name=build,proto3" json:"build,omitempty"`
+	Build string `protobuf:"bytes,7,opt,name=build,proto3" json:"build,omitempty"`
+	// The proxy applies Push.delta: changes against the snapshot it acknowledged last. Without it
+	// (an older proxy) every push is a full snapshot.
+	Deltas        bool `protobuf:"varint,8,opt,name=deltas,proto3" json:"deltas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -643,15 +696,25 @@ func (x *Hello) GetBuild() string {
 	return ""
 }
 
-// Push carries a full snapshot.
+func (x *Hello) GetDeltas() bool {
+	if x != nil {
+		return x.Deltas
+	}
+	return false
+}
+
+// Push carries a snapshot: in full (snapshot), or as changes to the one the proxy acknowledged
+// last (delta, only to a proxy whose Hello said deltas).
 type Push struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// An encoded coxswain.ir.v1.Snapshot. It travels as bytes so the controller encodes a snapshot
-	// once and hands the same bytes to every proxy that gets it.
+	// once and hands the same bytes to every proxy that gets it. Empty when delta is set.
 	Snapshot []byte `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// The snapshot's version (its content hash), repeated here so a proxy can answer a snapshot it
-	// cannot even decode.
-	Version       string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// cannot even decode. With a delta, the version the reconstructed snapshot must seal to.
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// An encoded Delta. Bytes for the same reason as snapshot: proxies at the same base share it.
+	Delta         []byte `protobuf:"bytes,3,opt,name=delta,proto3" json:"delta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -700,6 +763,337 @@ func (x *Push) GetVersion() string {
 	return ""
 }
 
+func (x *Push) GetDelta() []byte {
+	if x != nil {
+		return x.Delta
+	}
+	return nil
+}
+
+// Delta is a snapshot described as changes to the snapshot base_version. Every list of the
+// snapshot (listeners, a listener's servers, a server's virtual hosts, clusters, secrets,
+// Gateway generations) changes the same way: the elements named in removed_* are dropped, so are
+// the base elements of the same name as a changed one, the rest keep their order, and each changed
+// element is inserted at its index (ascending) in the new list. Names: a listener's name, a
+// server's hostname, a virtual host's hostname, a cluster's and a secret's name, a Gateway's
+// "namespace/name". The proxy reseals the result and compares it with Push.version; anything that
+// does not fit (an unknown base, a name that is not there, an index out of range, another version)
+// is a Nack with reason NACK_REASON_DELTA_MISMATCH, and the controller sends the full snapshot.
+type Delta struct {
+	state            protoimpl.MessageState  `protogen:"open.v1"`
+	BaseVersion      string                  `protobuf:"bytes,1,opt,name=base_version,json=baseVersion,proto3" json:"base_version,omitempty"`
+	Listeners        []*ListenerChange       `protobuf:"bytes,2,rep,name=listeners,proto3" json:"listeners,omitempty"`
+	RemovedListeners []string                `protobuf:"bytes,3,rep,name=removed_listeners,json=removedListeners,proto3" json:"removed_listeners,omitempty"`
+	Clusters         []*v1.Cluster           `protobuf:"bytes,4,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	ClusterIndexes   []uint32                `protobuf:"varint,5,rep,packed,name=cluster_indexes,json=clusterIndexes,proto3" json:"cluster_indexes,omitempty"`
+	RemovedClusters  []string                `protobuf:"bytes,6,rep,name=removed_clusters,json=removedClusters,proto3" json:"removed_clusters,omitempty"`
+	Secrets          []*v1.Secret            `protobuf:"bytes,7,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	SecretIndexes    []uint32                `protobuf:"varint,8,rep,packed,name=secret_indexes,json=secretIndexes,proto3" json:"secret_indexes,omitempty"`
+	RemovedSecrets   []string                `protobuf:"bytes,9,rep,name=removed_secrets,json=removedSecrets,proto3" json:"removed_secrets,omitempty"`
+	Gateways         []*v1.GatewayGeneration `protobuf:"bytes,10,rep,name=gateways,proto3" json:"gateways,omitempty"`
+	GatewayIndexes   []uint32                `protobuf:"varint,11,rep,packed,name=gateway_indexes,json=gatewayIndexes,proto3" json:"gateway_indexes,omitempty"`
+	RemovedGateways  []string                `protobuf:"bytes,12,rep,name=removed_gateways,json=removedGateways,proto3" json:"removed_gateways,omitempty"`
+	// Set: the ACME challenges are acme_challenges (all of them); unset: the base's.
+	AcmeChanged    bool                `protobuf:"varint,13,opt,name=acme_changed,json=acmeChanged,proto3" json:"acme_changed,omitempty"`
+	AcmeChallenges []*v1.ACMEChallenge `protobuf:"bytes,14,rep,name=acme_challenges,json=acmeChallenges,proto3" json:"acme_challenges,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Delta) Reset() {
+	*x = Delta{}
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Delta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Delta) ProtoMessage() {}
+
+func (x *Delta) ProtoReflect() protoreflect.Message {
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Delta.ProtoReflect.Descriptor instead.
+func (*Delta) Descriptor() ([]byte, []int) {
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Delta) GetBaseVersion() string {
+	if x != nil {
+		return x.BaseVersion
+	}
+	return ""
+}
+
+func (x *Delta) GetListeners() []*ListenerChange {
+	if x != nil {
+		return x.Listeners
+	}
+	return nil
+}
+
+func (x *Delta) GetRemovedListeners() []string {
+	if x != nil {
+		return x.RemovedListeners
+	}
+	return nil
+}
+
+func (x *Delta) GetClusters() []*v1.Cluster {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
+func (x *Delta) GetClusterIndexes() []uint32 {
+	if x != nil {
+		return x.ClusterIndexes
+	}
+	return nil
+}
+
+func (x *Delta) GetRemovedClusters() []string {
+	if x != nil {
+		return x.RemovedClusters
+	}
+	return nil
+}
+
+func (x *Delta) GetSecrets() []*v1.Secret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *Delta) GetSecretIndexes() []uint32 {
+	if x != nil {
+		return x.SecretIndexes
+	}
+	return nil
+}
+
+func (x *Delta) GetRemovedSecrets() []string {
+	if x != nil {
+		return x.RemovedSecrets
+	}
+	return nil
+}
+
+func (x *Delta) GetGateways() []*v1.GatewayGeneration {
+	if x != nil {
+		return x.Gateways
+	}
+	return nil
+}
+
+func (x *Delta) GetGatewayIndexes() []uint32 {
+	if x != nil {
+		return x.GatewayIndexes
+	}
+	return nil
+}
+
+func (x *Delta) GetRemovedGateways() []string {
+	if x != nil {
+		return x.RemovedGateways
+	}
+	return nil
+}
+
+func (x *Delta) GetAcmeChanged() bool {
+	if x != nil {
+		return x.AcmeChanged
+	}
+	return false
+}
+
+func (x *Delta) GetAcmeChallenges() []*v1.ACMEChallenge {
+	if x != nil {
+		return x.AcmeChallenges
+	}
+	return nil
+}
+
+// ListenerChange is a listener added or changed, at index in the new list.
+type ListenerChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The listener in full; when patched, without its servers: they are the base listener's (of the
+	// same name) changed by the fields below.
+	Listener       *v1.Listener    `protobuf:"bytes,2,opt,name=listener,proto3" json:"listener,omitempty"`
+	Patched        bool            `protobuf:"varint,3,opt,name=patched,proto3" json:"patched,omitempty"`
+	Servers        []*ServerChange `protobuf:"bytes,4,rep,name=servers,proto3" json:"servers,omitempty"`
+	RemovedServers []string        `protobuf:"bytes,5,rep,name=removed_servers,json=removedServers,proto3" json:"removed_servers,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListenerChange) Reset() {
+	*x = ListenerChange{}
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListenerChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListenerChange) ProtoMessage() {}
+
+func (x *ListenerChange) ProtoReflect() protoreflect.Message {
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListenerChange.ProtoReflect.Descriptor instead.
+func (*ListenerChange) Descriptor() ([]byte, []int) {
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListenerChange) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ListenerChange) GetListener() *v1.Listener {
+	if x != nil {
+		return x.Listener
+	}
+	return nil
+}
+
+func (x *ListenerChange) GetPatched() bool {
+	if x != nil {
+		return x.Patched
+	}
+	return false
+}
+
+func (x *ListenerChange) GetServers() []*ServerChange {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *ListenerChange) GetRemovedServers() []string {
+	if x != nil {
+		return x.RemovedServers
+	}
+	return nil
+}
+
+// ServerChange is a server added or changed, at index in its listener's new list.
+type ServerChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The server in full; when patched, without its virtual hosts: they are the base server's (of
+	// the same hostname) changed by the fields below.
+	Server              *v1.Server        `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	Patched             bool              `protobuf:"varint,3,opt,name=patched,proto3" json:"patched,omitempty"`
+	VirtualHosts        []*v1.VirtualHost `protobuf:"bytes,4,rep,name=virtual_hosts,json=virtualHosts,proto3" json:"virtual_hosts,omitempty"`
+	VirtualHostIndexes  []uint32          `protobuf:"varint,5,rep,packed,name=virtual_host_indexes,json=virtualHostIndexes,proto3" json:"virtual_host_indexes,omitempty"`
+	RemovedVirtualHosts []string          `protobuf:"bytes,6,rep,name=removed_virtual_hosts,json=removedVirtualHosts,proto3" json:"removed_virtual_hosts,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ServerChange) Reset() {
+	*x = ServerChange{}
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerChange) ProtoMessage() {}
+
+func (x *ServerChange) ProtoReflect() protoreflect.Message {
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerChange.ProtoReflect.Descriptor instead.
+func (*ServerChange) Descriptor() ([]byte, []int) {
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ServerChange) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ServerChange) GetServer() *v1.Server {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+func (x *ServerChange) GetPatched() bool {
+	if x != nil {
+		return x.Patched
+	}
+	return false
+}
+
+func (x *ServerChange) GetVirtualHosts() []*v1.VirtualHost {
+	if x != nil {
+		return x.VirtualHosts
+	}
+	return nil
+}
+
+func (x *ServerChange) GetVirtualHostIndexes() []uint32 {
+	if x != nil {
+		return x.VirtualHostIndexes
+	}
+	return nil
+}
+
+func (x *ServerChange) GetRemovedVirtualHosts() []string {
+	if x != nil {
+		return x.RemovedVirtualHosts
+	}
+	return nil
+}
+
 // Ack says the proxy applied the snapshot: its table serves it, and every listener it could bind
 // is bound. A listener it could not bind does not turn an Ack into a Nack: it is reported in
 // NodeStatus.failed_listeners (sent before the Ack), and the proxy keeps retrying it.
@@ -712,7 +1106,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[7]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +1118,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[7]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +1131,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{7}
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Ack) GetVersion() string {
@@ -753,13 +1147,14 @@ type Nack struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
 	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Reason        NackReason             `protobuf:"varint,3,opt,name=reason,proto3,enum=coxswain.discovery.v1.NackReason" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Nack) Reset() {
 	*x = Nack{}
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[8]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +1166,7 @@ func (x *Nack) String() string {
 func (*Nack) ProtoMessage() {}
 
 func (x *Nack) ProtoReflect() protoreflect.Message {
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[8]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +1179,7 @@ func (x *Nack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nack.ProtoReflect.Descriptor instead.
 func (*Nack) Descriptor() ([]byte, []int) {
-	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{8}
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Nack) GetVersion() string {
@@ -799,6 +1194,13 @@ func (x *Nack) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *Nack) GetReason() NackReason {
+	if x != nil {
+		return x.Reason
+	}
+	return NackReason_NACK_REASON_UNSPECIFIED
 }
 
 // NodeStatus lists the listener sockets the proxy has bound, and those of its snapshot it could
@@ -816,7 +1218,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[9]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +1230,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[9]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +1243,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{9}
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NodeStatus) GetListeners() []*BoundListener {
@@ -874,7 +1276,7 @@ type ListenerFailure struct {
 
 func (x *ListenerFailure) Reset() {
 	*x = ListenerFailure{}
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[10]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1288,7 @@ func (x *ListenerFailure) String() string {
 func (*ListenerFailure) ProtoMessage() {}
 
 func (x *ListenerFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[10]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1301,7 @@ func (x *ListenerFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListenerFailure.ProtoReflect.Descriptor instead.
 func (*ListenerFailure) Descriptor() ([]byte, []int) {
-	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{10}
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListenerFailure) GetName() string {
@@ -943,7 +1345,7 @@ type BoundListener struct {
 
 func (x *BoundListener) Reset() {
 	*x = BoundListener{}
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[11]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1357,7 @@ func (x *BoundListener) String() string {
 func (*BoundListener) ProtoMessage() {}
 
 func (x *BoundListener) ProtoReflect() protoreflect.Message {
-	mi := &file_core_discovery_v1_discovery_proto_msgTypes[11]
+	mi := &file_core_discovery_v1_discovery_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1370,7 @@ func (x *BoundListener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BoundListener.ProtoReflect.Descriptor instead.
 func (*BoundListener) Descriptor() ([]byte, []int) {
-	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{11}
+	return file_core_discovery_v1_discovery_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BoundListener) GetName() string {
@@ -996,7 +1398,7 @@ var File_core_discovery_v1_discovery_proto protoreflect.FileDescriptor
 
 const file_core_discovery_v1_discovery_proto_rawDesc = "" +
 	"\n" +
-	"!core/discovery/v1/discovery.proto\x12\x15coxswain.discovery.v1\"A\n" +
+	"!core/discovery/v1/discovery.proto\x12\x15coxswain.discovery.v1\x1a\x13core/ir/v1/ir.proto\"A\n" +
 	"\x17IssueCertificateRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x10\n" +
 	"\x03csr\x18\x02 \x01(\fR\x03csr\"\x87\x01\n" +
@@ -1017,7 +1419,7 @@ const file_core_discovery_v1_discovery_proto_rawDesc = "" +
 	"\n" +
 	"GatewayRef\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x9a\x02\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xb2\x02\n" +
 	"\x05Hello\x12E\n" +
 	"\fwire_version\x18\x01 \x01(\x0e2\".coxswain.discovery.v1.WireVersionR\vwireVersion\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12/\n" +
@@ -1025,15 +1427,47 @@ const file_core_discovery_v1_discovery_proto_rawDesc = "" +
 	"\agateway\x18\x04 \x01(\v2!.coxswain.discovery.v1.GatewayRefR\agateway\x12\x18\n" +
 	"\amodules\x18\x05 \x03(\tR\amodules\x12\x18\n" +
 	"\aversion\x18\x06 \x01(\tR\aversion\x12\x14\n" +
-	"\x05build\x18\a \x01(\tR\x05build\"<\n" +
+	"\x05build\x18\a \x01(\tR\x05build\x12\x16\n" +
+	"\x06deltas\x18\b \x01(\bR\x06deltas\"R\n" +
 	"\x04Push\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\fR\bsnapshot\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\tR\aversion\"\x1f\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x14\n" +
+	"\x05delta\x18\x03 \x01(\fR\x05delta\"\xa5\x05\n" +
+	"\x05Delta\x12!\n" +
+	"\fbase_version\x18\x01 \x01(\tR\vbaseVersion\x12C\n" +
+	"\tlisteners\x18\x02 \x03(\v2%.coxswain.discovery.v1.ListenerChangeR\tlisteners\x12+\n" +
+	"\x11removed_listeners\x18\x03 \x03(\tR\x10removedListeners\x123\n" +
+	"\bclusters\x18\x04 \x03(\v2\x17.coxswain.ir.v1.ClusterR\bclusters\x12'\n" +
+	"\x0fcluster_indexes\x18\x05 \x03(\rR\x0eclusterIndexes\x12)\n" +
+	"\x10removed_clusters\x18\x06 \x03(\tR\x0fremovedClusters\x120\n" +
+	"\asecrets\x18\a \x03(\v2\x16.coxswain.ir.v1.SecretR\asecrets\x12%\n" +
+	"\x0esecret_indexes\x18\b \x03(\rR\rsecretIndexes\x12'\n" +
+	"\x0fremoved_secrets\x18\t \x03(\tR\x0eremovedSecrets\x12=\n" +
+	"\bgateways\x18\n" +
+	" \x03(\v2!.coxswain.ir.v1.GatewayGenerationR\bgateways\x12'\n" +
+	"\x0fgateway_indexes\x18\v \x03(\rR\x0egatewayIndexes\x12)\n" +
+	"\x10removed_gateways\x18\f \x03(\tR\x0fremovedGateways\x12!\n" +
+	"\facme_changed\x18\r \x01(\bR\vacmeChanged\x12F\n" +
+	"\x0facme_challenges\x18\x0e \x03(\v2\x1d.coxswain.ir.v1.ACMEChallengeR\x0eacmeChallenges\"\xde\x01\n" +
+	"\x0eListenerChange\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x124\n" +
+	"\blistener\x18\x02 \x01(\v2\x18.coxswain.ir.v1.ListenerR\blistener\x12\x18\n" +
+	"\apatched\x18\x03 \x01(\bR\apatched\x12=\n" +
+	"\aservers\x18\x04 \x03(\v2#.coxswain.discovery.v1.ServerChangeR\aservers\x12'\n" +
+	"\x0fremoved_servers\x18\x05 \x03(\tR\x0eremovedServers\"\x96\x02\n" +
+	"\fServerChange\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12.\n" +
+	"\x06server\x18\x02 \x01(\v2\x16.coxswain.ir.v1.ServerR\x06server\x12\x18\n" +
+	"\apatched\x18\x03 \x01(\bR\apatched\x12@\n" +
+	"\rvirtual_hosts\x18\x04 \x03(\v2\x1b.coxswain.ir.v1.VirtualHostR\fvirtualHosts\x120\n" +
+	"\x14virtual_host_indexes\x18\x05 \x03(\rR\x12virtualHostIndexes\x122\n" +
+	"\x15removed_virtual_hosts\x18\x06 \x03(\tR\x13removedVirtualHosts\"\x1f\n" +
 	"\x03Ack\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\tR\aversion\"6\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\"q\n" +
 	"\x04Nack\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xa3\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x129\n" +
+	"\x06reason\x18\x03 \x01(\x0e2!.coxswain.discovery.v1.NackReasonR\x06reason\"\xa3\x01\n" +
 	"\n" +
 	"NodeStatus\x12B\n" +
 	"\tlisteners\x18\x01 \x03(\v2$.coxswain.discovery.v1.BoundListenerR\tlisteners\x12Q\n" +
@@ -1053,7 +1487,11 @@ const file_core_discovery_v1_discovery_proto_rawDesc = "" +
 	"\x04Mode\x12\x14\n" +
 	"\x10MODE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vMODE_SHARED\x10\x01\x12\x12\n" +
-	"\x0eMODE_DEDICATED\x10\x02*\xba\x01\n" +
+	"\x0eMODE_DEDICATED\x10\x02*I\n" +
+	"\n" +
+	"NackReason\x12\x1b\n" +
+	"\x17NACK_REASON_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aNACK_REASON_DELTA_MISMATCH\x10\x01*\xba\x01\n" +
 	"\x11BindFailureReason\x12#\n" +
 	"\x1fBIND_FAILURE_REASON_UNSPECIFIED\x10\x00\x12&\n" +
 	"\"BIND_FAILURE_REASON_ADDRESS_IN_USE\x10\x01\x12-\n" +
@@ -1076,46 +1514,67 @@ func file_core_discovery_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_core_discovery_v1_discovery_proto_rawDescData
 }
 
-var file_core_discovery_v1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_core_discovery_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_core_discovery_v1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_core_discovery_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_core_discovery_v1_discovery_proto_goTypes = []any{
 	(WireVersion)(0),                 // 0: coxswain.discovery.v1.WireVersion
 	(Mode)(0),                        // 1: coxswain.discovery.v1.Mode
-	(BindFailureReason)(0),           // 2: coxswain.discovery.v1.BindFailureReason
-	(*IssueCertificateRequest)(nil),  // 3: coxswain.discovery.v1.IssueCertificateRequest
-	(*IssueCertificateResponse)(nil), // 4: coxswain.discovery.v1.IssueCertificateResponse
-	(*StreamRequest)(nil),            // 5: coxswain.discovery.v1.StreamRequest
-	(*StreamResponse)(nil),           // 6: coxswain.discovery.v1.StreamResponse
-	(*GatewayRef)(nil),               // 7: coxswain.discovery.v1.GatewayRef
-	(*Hello)(nil),                    // 8: coxswain.discovery.v1.Hello
-	(*Push)(nil),                     // 9: coxswain.discovery.v1.Push
-	(*Ack)(nil),                      // 10: coxswain.discovery.v1.Ack
-	(*Nack)(nil),                     // 11: coxswain.discovery.v1.Nack
-	(*NodeStatus)(nil),               // 12: coxswain.discovery.v1.NodeStatus
-	(*ListenerFailure)(nil),          // 13: coxswain.discovery.v1.ListenerFailure
-	(*BoundListener)(nil),            // 14: coxswain.discovery.v1.BoundListener
+	(NackReason)(0),                  // 2: coxswain.discovery.v1.NackReason
+	(BindFailureReason)(0),           // 3: coxswain.discovery.v1.BindFailureReason
+	(*IssueCertificateRequest)(nil),  // 4: coxswain.discovery.v1.IssueCertificateRequest
+	(*IssueCertificateResponse)(nil), // 5: coxswain.discovery.v1.IssueCertificateResponse
+	(*StreamRequest)(nil),            // 6: coxswain.discovery.v1.StreamRequest
+	(*StreamResponse)(nil),           // 7: coxswain.discovery.v1.StreamResponse
+	(*GatewayRef)(nil),               // 8: coxswain.discovery.v1.GatewayRef
+	(*Hello)(nil),                    // 9: coxswain.discovery.v1.Hello
+	(*Push)(nil),                     // 10: coxswain.discovery.v1.Push
+	(*Delta)(nil),                    // 11: coxswain.discovery.v1.Delta
+	(*ListenerChange)(nil),           // 12: coxswain.discovery.v1.ListenerChange
+	(*ServerChange)(nil),             // 13: coxswain.discovery.v1.ServerChange
+	(*Ack)(nil),                      // 14: coxswain.discovery.v1.Ack
+	(*Nack)(nil),                     // 15: coxswain.discovery.v1.Nack
+	(*NodeStatus)(nil),               // 16: coxswain.discovery.v1.NodeStatus
+	(*ListenerFailure)(nil),          // 17: coxswain.discovery.v1.ListenerFailure
+	(*BoundListener)(nil),            // 18: coxswain.discovery.v1.BoundListener
+	(*v1.Cluster)(nil),               // 19: coxswain.ir.v1.Cluster
+	(*v1.Secret)(nil),                // 20: coxswain.ir.v1.Secret
+	(*v1.GatewayGeneration)(nil),     // 21: coxswain.ir.v1.GatewayGeneration
+	(*v1.ACMEChallenge)(nil),         // 22: coxswain.ir.v1.ACMEChallenge
+	(*v1.Listener)(nil),              // 23: coxswain.ir.v1.Listener
+	(*v1.Server)(nil),                // 24: coxswain.ir.v1.Server
+	(*v1.VirtualHost)(nil),           // 25: coxswain.ir.v1.VirtualHost
 }
 var file_core_discovery_v1_discovery_proto_depIdxs = []int32{
-	8,  // 0: coxswain.discovery.v1.StreamRequest.hello:type_name -> coxswain.discovery.v1.Hello
-	10, // 1: coxswain.discovery.v1.StreamRequest.ack:type_name -> coxswain.discovery.v1.Ack
-	11, // 2: coxswain.discovery.v1.StreamRequest.nack:type_name -> coxswain.discovery.v1.Nack
-	12, // 3: coxswain.discovery.v1.StreamRequest.node_status:type_name -> coxswain.discovery.v1.NodeStatus
-	9,  // 4: coxswain.discovery.v1.StreamResponse.push:type_name -> coxswain.discovery.v1.Push
+	9,  // 0: coxswain.discovery.v1.StreamRequest.hello:type_name -> coxswain.discovery.v1.Hello
+	14, // 1: coxswain.discovery.v1.StreamRequest.ack:type_name -> coxswain.discovery.v1.Ack
+	15, // 2: coxswain.discovery.v1.StreamRequest.nack:type_name -> coxswain.discovery.v1.Nack
+	16, // 3: coxswain.discovery.v1.StreamRequest.node_status:type_name -> coxswain.discovery.v1.NodeStatus
+	10, // 4: coxswain.discovery.v1.StreamResponse.push:type_name -> coxswain.discovery.v1.Push
 	0,  // 5: coxswain.discovery.v1.Hello.wire_version:type_name -> coxswain.discovery.v1.WireVersion
 	1,  // 6: coxswain.discovery.v1.Hello.mode:type_name -> coxswain.discovery.v1.Mode
-	7,  // 7: coxswain.discovery.v1.Hello.gateway:type_name -> coxswain.discovery.v1.GatewayRef
-	14, // 8: coxswain.discovery.v1.NodeStatus.listeners:type_name -> coxswain.discovery.v1.BoundListener
-	13, // 9: coxswain.discovery.v1.NodeStatus.failed_listeners:type_name -> coxswain.discovery.v1.ListenerFailure
-	2,  // 10: coxswain.discovery.v1.ListenerFailure.reason:type_name -> coxswain.discovery.v1.BindFailureReason
-	3,  // 11: coxswain.discovery.v1.BootstrapService.IssueCertificate:input_type -> coxswain.discovery.v1.IssueCertificateRequest
-	5,  // 12: coxswain.discovery.v1.DiscoveryService.Stream:input_type -> coxswain.discovery.v1.StreamRequest
-	4,  // 13: coxswain.discovery.v1.BootstrapService.IssueCertificate:output_type -> coxswain.discovery.v1.IssueCertificateResponse
-	6,  // 14: coxswain.discovery.v1.DiscoveryService.Stream:output_type -> coxswain.discovery.v1.StreamResponse
-	13, // [13:15] is the sub-list for method output_type
-	11, // [11:13] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	8,  // 7: coxswain.discovery.v1.Hello.gateway:type_name -> coxswain.discovery.v1.GatewayRef
+	12, // 8: coxswain.discovery.v1.Delta.listeners:type_name -> coxswain.discovery.v1.ListenerChange
+	19, // 9: coxswain.discovery.v1.Delta.clusters:type_name -> coxswain.ir.v1.Cluster
+	20, // 10: coxswain.discovery.v1.Delta.secrets:type_name -> coxswain.ir.v1.Secret
+	21, // 11: coxswain.discovery.v1.Delta.gateways:type_name -> coxswain.ir.v1.GatewayGeneration
+	22, // 12: coxswain.discovery.v1.Delta.acme_challenges:type_name -> coxswain.ir.v1.ACMEChallenge
+	23, // 13: coxswain.discovery.v1.ListenerChange.listener:type_name -> coxswain.ir.v1.Listener
+	13, // 14: coxswain.discovery.v1.ListenerChange.servers:type_name -> coxswain.discovery.v1.ServerChange
+	24, // 15: coxswain.discovery.v1.ServerChange.server:type_name -> coxswain.ir.v1.Server
+	25, // 16: coxswain.discovery.v1.ServerChange.virtual_hosts:type_name -> coxswain.ir.v1.VirtualHost
+	2,  // 17: coxswain.discovery.v1.Nack.reason:type_name -> coxswain.discovery.v1.NackReason
+	18, // 18: coxswain.discovery.v1.NodeStatus.listeners:type_name -> coxswain.discovery.v1.BoundListener
+	17, // 19: coxswain.discovery.v1.NodeStatus.failed_listeners:type_name -> coxswain.discovery.v1.ListenerFailure
+	3,  // 20: coxswain.discovery.v1.ListenerFailure.reason:type_name -> coxswain.discovery.v1.BindFailureReason
+	4,  // 21: coxswain.discovery.v1.BootstrapService.IssueCertificate:input_type -> coxswain.discovery.v1.IssueCertificateRequest
+	6,  // 22: coxswain.discovery.v1.DiscoveryService.Stream:input_type -> coxswain.discovery.v1.StreamRequest
+	5,  // 23: coxswain.discovery.v1.BootstrapService.IssueCertificate:output_type -> coxswain.discovery.v1.IssueCertificateResponse
+	7,  // 24: coxswain.discovery.v1.DiscoveryService.Stream:output_type -> coxswain.discovery.v1.StreamResponse
+	23, // [23:25] is the sub-list for method output_type
+	21, // [21:23] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_core_discovery_v1_discovery_proto_init() }
@@ -1137,8 +1596,8 @@ func file_core_discovery_v1_discovery_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_core_discovery_v1_discovery_proto_rawDesc), len(file_core_discovery_v1_discovery_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   12,
+			NumEnums:      4,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
