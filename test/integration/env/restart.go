@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// RestartAPIServer stops the kube-apiserver (SIGTERM, as a rolling update of the control plane
-// would) and starts it again with the very same command line: flags, serving certificates, client
+// RestartAPIServer kills the kube-apiserver (SIGKILL, as a crash or an OOM kill would: its
+// graceful SIGTERM shutdown waits up to a minute for requests to drain) and starts it again with
+// the very same command line: flags, serving certificates, client
 // CA and etcd stay, so every client's config stays valid and every object is still there. It
 // returns once the new process answers /readyz, and how long the API was unreachable.
 //
@@ -27,13 +28,13 @@ func (e *Env) RestartAPIServer(t testing.TB) time.Duration {
 		t.Fatalf("integration env: %v", err)
 	}
 	stopped := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatalf("integration env: stopping kube-apiserver: %v", err)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("integration env: killing kube-apiserver: %v", err)
 	}
 	deadline := time.Now().Add(startTimeout)
 	for syscall.Kill(pid, 0) == nil { // envtest's Wait reaps it
 		if time.Now().After(deadline) {
-			t.Fatalf("integration env: kube-apiserver %d still running %s after SIGTERM", pid, startTimeout)
+			t.Fatalf("integration env: kube-apiserver %d still running %s after SIGKILL", pid, startTimeout)
 		}
 		time.Sleep(50 * time.Millisecond) // polling a pid: there is nothing to wait on for another's child
 	}
