@@ -369,7 +369,7 @@ func echoWebSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	defer c.CloseNow()
+	defer func() { _ = c.CloseNow() }()
 	for {
 		typ, msg, err := c.Read(r.Context())
 		if err != nil {

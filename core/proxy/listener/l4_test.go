@@ -1,11 +1,8 @@
 package listener
 
 import (
-	"crypto/tls"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
@@ -59,20 +56,4 @@ func TestL4RouteAPIs(t *testing.T) {
 	if _, ok := proxy.StreamListener(&TCP{}).(proxy.PacketListener); ok {
 		t.Error("listener.tcp is a PacketListener")
 	}
-}
-
-// clientHello is the first flight of a crypto/tls client for sni.
-func clientHello(t testing.TB, sni string) []byte {
-	t.Helper()
-	a, b := net.Pipe()
-	defer a.Close()
-	go func() { _ = tls.Client(a, &tls.Config{ServerName: sni, InsecureSkipVerify: true}).Handshake() }()
-	_ = b.SetDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 64<<10)
-	n, err := b.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = b.Close()
-	return buf[:n]
 }
