@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
@@ -75,9 +74,9 @@ func digestOf(snap *irv1.Snapshot) *digest {
 	}
 	d.routes = make([]sum, 0, n)
 	for _, l := range snap.GetListeners() {
-		add(1, without(l, listenerServers))
+		add(1, irv1.ListenerHead(l))
 		for _, s := range l.GetServers() {
-			add(5, without(s, serverVirtualHosts))
+			add(5, irv1.ServerHead(s))
 			for _, vh := range s.GetVirtualHosts() {
 				// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
 				h.writeString(6, vh.GetHostname())
@@ -107,26 +106,6 @@ func digestOf(snap *irv1.Snapshot) *digest {
 	}
 	d.shape = shape(h.sum())
 	return d
-}
-
-// The fields that hold a message's children, left out of its head (without).
-const (
-	listenerServers    protoreflect.FieldNumber = 5
-	serverVirtualHosts protoreflect.FieldNumber = 4
-)
-
-// without is a shallow copy of m without the field numbered skip: its head, to hash apart from
-// its children. It copies by reflection, so a field added to the message is hashed too.
-func without(m proto.Message, skip protoreflect.FieldNumber) proto.Message {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Number() != skip {
-			dst.Set(fd, v)
-		}
-		return true
-	})
-	return dst.Interface()
 }
 
 // shapeBufs are the marshalling buffers of digestOf, reused by snapshots applied in a row; an

@@ -15,7 +15,6 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	discv1 "github.com/coxswain-labs/coxswain/core/discovery/v1"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
@@ -73,7 +72,7 @@ func gatewayName(g *irv1.GatewayGeneration) string { return g.GetNamespace() + "
 // diffListener compares two listeners of one name: equal, or the patch turning b into n (nil
 // when n must go whole: its servers' names are not unique).
 func diffListener(b, n *irv1.Listener) (*discv1.ListenerChange, bool) {
-	headSame := same(without(b, listenerServers), without(n, listenerServers))
+	headSame := same(irv1.ListenerHead(b), irv1.ListenerHead(n))
 	var patches map[int]*discv1.ServerChange
 	lc, ok := diffList(b.GetServers(), n.GetServers(), (*irv1.Server).GetHostname, func(i int, bs, ns *irv1.Server) bool {
 		ch, equal := diffServer(bs, ns)
@@ -91,7 +90,7 @@ func diffListener(b, n *irv1.Listener) (*discv1.ListenerChange, bool) {
 	if headSame && len(lc.changed) == 0 && len(lc.removed) == 0 {
 		return nil, true
 	}
-	ch := &discv1.ListenerChange{Listener: without(n, listenerServers).(*irv1.Listener), Patched: true, RemovedServers: lc.removed}
+	ch := &discv1.ListenerChange{Listener: irv1.ListenerHead(n), Patched: true, RemovedServers: lc.removed}
 	for _, i := range lc.changed {
 		sc := patches[i]
 		if sc == nil {
@@ -104,7 +103,7 @@ func diffListener(b, n *irv1.Listener) (*discv1.ListenerChange, bool) {
 }
 
 func diffServer(b, n *irv1.Server) (*discv1.ServerChange, bool) {
-	headSame := same(without(b, serverVirtualHosts), without(n, serverVirtualHosts))
+	headSame := same(irv1.ServerHead(b), irv1.ServerHead(n))
 	vhs, idx, removed, ok := diffLeaves(b.GetVirtualHosts(), n.GetVirtualHosts(), (*irv1.VirtualHost).GetHostname)
 	if !ok {
 		return nil, false
@@ -112,7 +111,7 @@ func diffServer(b, n *irv1.Server) (*discv1.ServerChange, bool) {
 	if headSame && len(vhs) == 0 && len(removed) == 0 {
 		return nil, true
 	}
-	return &discv1.ServerChange{Server: without(n, serverVirtualHosts).(*irv1.Server), Patched: true,
+	return &discv1.ServerChange{Server: irv1.ServerHead(n), Patched: true,
 		VirtualHosts: vhs, VirtualHostIndexes: idx, RemovedVirtualHosts: removed}, false
 }
 
@@ -195,24 +194,4 @@ func sameLists[T proto.Message](a, b []T) bool {
 		}
 	}
 	return true
-}
-
-// The fields that hold a container's children, left out of its head.
-const (
-	listenerServers    protoreflect.FieldNumber = 5
-	serverVirtualHosts protoreflect.FieldNumber = 4
-)
-
-// without is a shallow copy of m without the field numbered skip: its head. It copies by
-// reflection, so a field added to the message travels in the head too.
-func without(m proto.Message, skip protoreflect.FieldNumber) proto.Message {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Number() != skip {
-			dst.Set(fd, v)
-		}
-		return true
-	})
-	return dst.Interface()
 }
