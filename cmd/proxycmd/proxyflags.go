@@ -24,6 +24,7 @@ type ProxyFlags struct {
 	maxHeaderBytes    int
 	maxHeaderFields   int
 	tlsHandshake      time.Duration
+	http2Server       http2ServerFlag
 	settings          ModuleSettings
 	observe           ObserveFlags
 }
@@ -53,6 +54,9 @@ func (p *ProxyFlags) Register(fs *flag.FlagSet) {
 		"most fields of an HTTP/1.1 request header; more are answered 431")
 	fs.DurationVar(&p.tlsHandshake, "proxy-tls-handshake-timeout", d.TLSHandshakeTimeout,
 		"how long a downstream TLS handshake (ClientHello included) may take")
+	p.http2Server = http2ServerFlag(d.HTTP2Server)
+	fs.Var(&p.http2Server, "proxy-http2-server",
+		"inbound HTTP/2 server (HTTPS with ALPN h2, and h2c): \"own\" (the engine's, on x/net's framer) or \"stdlib\" (net/http's)")
 	p.observe.Register(fs)
 	fs.Var(&p.settings, "module-setting",
 		"NAME=VALUE handed to the modules a snapshot loads (repeatable), for what is configured once per proxy rather than per route: ratelimit.redis.address=HOST:PORT (see docs/filters.md)")
@@ -116,5 +120,19 @@ func (p *ProxyFlags) Limits() proxy.Limits {
 		MaxHeaderBytes:             p.maxHeaderBytes,
 		MaxHeaderFields:            p.maxHeaderFields,
 		TLSHandshakeTimeout:        p.tlsHandshake,
+		HTTP2Server:                string(p.http2Server),
 	}
+}
+
+// http2ServerFlag is --proxy-http2-server: one of proxy.HTTP2Own, proxy.HTTP2Stdlib.
+type http2ServerFlag string
+
+func (f *http2ServerFlag) String() string { return string(*f) }
+
+func (f *http2ServerFlag) Set(v string) error {
+	if v != proxy.HTTP2Own && v != proxy.HTTP2Stdlib {
+		return fmt.Errorf("want %q or %q, got %q", proxy.HTTP2Own, proxy.HTTP2Stdlib, v)
+	}
+	*f = http2ServerFlag(v)
+	return nil
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h2server"
 )
 
 // NewHTTP1Server returns the engine's own HTTP/1.1 server, which a listener module may use instead
@@ -50,6 +52,11 @@ func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
 	if s.maxFields <= 0 {
 		s.maxFields = DefaultLimits.MaxHeaderFields
 	}
+	if h2 != nil && sc.Limits.HTTP2Server == HTTP2Own {
+		s.h2own = newOwnHTTP2(sc)
+		h2 = nil
+		s.h2 = nil
+	}
 	if h2 != nil {
 		s.h2ln = newChanListener(nil)
 	}
@@ -70,6 +77,7 @@ func (s *h1Server) abortServer() *http.Server {
 type h1Server struct {
 	sc         ServeContext
 	h2         *http.Server
+	h2own      *h2server.Server // the engine's own HTTP/2 server, instead of h2 (Limits.HTTP2Server)
 	h2ln       *chanListener
 	maxHeader  int
 	maxFields  int
@@ -138,6 +146,9 @@ func (s *h1Server) Stats() map[string]int64 {
 	s.mu.Lock()
 	active := len(s.conns)
 	s.mu.Unlock()
+	if s.h2own != nil {
+		active += s.h2own.Active()
+	}
 	return map[string]int64{"http_connections_active": int64(active), "http_connections_accepted": s.accepted.Load()}
 }
 
@@ -156,6 +167,10 @@ func (s *h1Server) Shutdown(ctx context.Context) error {
 	if s.h2 != nil {
 		h2err = make(chan error, 1)
 		go func() { h2err <- s.h2.Shutdown(ctx) }()
+	}
+	if s.h2own != nil {
+		h2err = make(chan error, 1)
+		go func() { h2err <- s.h2own.Shutdown(ctx) }()
 	}
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
@@ -192,6 +207,9 @@ func (s *h1Server) Close() error {
 		_ = c.nc.Close()
 	}
 	s.mu.Unlock()
+	if s.h2own != nil {
+		return s.h2own.Close()
+	}
 	if s.h2 != nil {
 		return s.h2.Close()
 	}
@@ -277,13 +295,13 @@ func (c *h1sConn) start() {
 	}
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		st := tc.ConnectionState()
-		if st.NegotiatedProtocol == "h2" && s.h2 != nil {
+		if st.NegotiatedProtocol == "h2" && s.hasH2() {
 			c.releaseBuffers()
 			c.handToH2(tc)
 			return
 		}
 		c.tls = &st
-	} else if s.h2 != nil && c.isH2Preface() {
+	} else if s.hasH2() && c.isH2Preface() {
 		c.handToH2(&replayConn{Conn: c.nc, r: c.br})
 		return
 	}
@@ -331,6 +349,10 @@ func (c *h1sConn) handToH2(nc net.Conn) {
 		c.bw.Reset(nil)
 		writers.Put(c.bw)
 		c.bw = nil
+	}
+	if s.h2own != nil {
+		c.serveOwnH2(nc)
+		return
 	}
 	if !s.h2ln.deliver(nc) {
 		_ = c.nc.Close()

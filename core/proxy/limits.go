@@ -24,6 +24,9 @@ type Limits struct {
 	MaxHeaderFields int
 	// MaxConcurrentStreams caps the streams of one HTTP/2 connection. Default 250.
 	MaxConcurrentStreams int
+	// HTTP2Server selects the inbound HTTP/2 server: HTTP2Own (the engine's own, on x/net's
+	// framer) or HTTP2Stdlib (net/http's). Default HTTP2Stdlib.
+	HTTP2Server string
 	// TLSHandshakeTimeout bounds a downstream TLS handshake. Default 10s.
 	TLSHandshakeTimeout time.Duration
 	// ProxyProtocolHeaderTimeout bounds the wait for the PROXY protocol header of a connection to a
@@ -73,6 +76,7 @@ var DefaultLimits = Limits{
 	MaxHeaderBytes:                64 << 10,
 	MaxHeaderFields:               200,
 	MaxConcurrentStreams:          250,
+	HTTP2Server:                   HTTP2Stdlib,
 	TLSHandshakeTimeout:           10 * time.Second,
 	ProxyProtocolHeaderTimeout:    5 * time.Second,
 	DrainTimeout:                  30 * time.Second,
@@ -117,6 +121,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxHeaderBytes == 0 {
 		l.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	if l.HTTP2Server == "" {
+		l.HTTP2Server = d.HTTP2Server
 	}
 	if l.MaxConcurrentStreams == 0 {
 		l.MaxConcurrentStreams = d.MaxConcurrentStreams

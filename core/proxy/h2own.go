@@ -1,0 +1,50 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"net/http"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h2server"
+)
+
+// The inbound HTTP/2 servers Limits.HTTP2Server selects.
+const (
+	// HTTP2Own is the engine's own server (core/proxy/internal/h2server).
+	HTTP2Own = "own"
+	// HTTP2Stdlib is net/http's.
+	HTTP2Stdlib = "stdlib"
+)
+
+// newOwnHTTP2 is the own HTTP/2 server of a listener socket, with the socket's limits. Its
+// connections' contexts carry what the HTTP/1.1 server's do: the http.ServerContextKey that
+// lets handlers abort with http.ErrAbortHandler, and the listener's ConnContext.
+func newOwnHTTP2(sc ServeContext) *h2server.Server {
+	return h2server.New(h2server.Config{
+		Handler:              sc.HTTP,
+		MaxConcurrentStreams: uint32(max(sc.Limits.MaxConcurrentStreams, 0)), //nolint:gosec // bounded by the flag
+		MaxHeaderListSize:    uint32(max(sc.Limits.MaxHeaderBytes, 0)),       //nolint:gosec // bounded by the flag
+		PrefaceTimeout:       Positive(sc.Limits.ReadHeaderTimeout),
+		IdleTimeout:          Positive(sc.Limits.IdleTimeout),
+		Log:                  sc.Log,
+		ConnContext: func(ctx context.Context, nc net.Conn) context.Context {
+			ctx = context.WithValue(ctx, http.ServerContextKey, ownServer)
+			if sc.ConnContext != nil {
+				ctx = sc.ConnContext(ctx, nc)
+			}
+			return ctx
+		},
+	})
+}
+
+func (s *h1Server) hasH2() bool { return s.h2 != nil || s.h2own != nil }
+
+// serveOwnH2 serves a connection that speaks HTTP/2 on the own server, in this goroutine. A
+// cleartext connection's buffered preface is read again through its reader.
+func (c *h1sConn) serveOwnH2(nc net.Conn) {
+	if rc, ok := nc.(*replayConn); ok {
+		c.srv.h2own.ServeConn(rc.Conn, rc.r)
+		return
+	}
+	c.srv.h2own.ServeConn(nc, nil)
+}

@@ -1,0 +1,327 @@
+package h2server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// conn is one HTTP/2 connection. Its goroutine (serve) reads and dispatches frames; handler
+// goroutines write their streams' frames under wmu. mu guards the stream table and the flow
+// control windows; wmu guards the framer's writer side, the HPACK encoder and the socket
+// writes. mu is never held while waiting for wmu (a write may block on a slow client).
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	fr     *http2.Framer
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	ctx    context.Context
+	cancel context.CancelFunc
+	remote string
+	tls    *tls.ConnectionState
+
+	// read side, touched only by serve
+	dec   *hpack.Decoder
+	block headerBlock
+	flood floodGuard
+
+	wmu  sync.Mutex
+	henc *hpack.Encoder
+	hbuf bytes.Buffer
+	werr error // the first write error; every later write fails with it
+	// peerFrame is the client's SETTINGS_MAX_FRAME_SIZE (read by writers under wmu).
+	peerFrame atomic.Int32
+
+	mu          sync.Mutex
+	streams     map[uint32]*stream
+	maxStreamID uint32 // the highest stream the client opened
+	goAwayID    uint32 // set once GOAWAY went out: streams above it are ignored
+	goingAway   bool
+	closed      bool
+	sendWin     int64 // connection send window
+	peerWin     int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE for new streams
+	winCh       chan struct{}
+	recvTaken   int64 // connection window the client used and the server has not yet returned
+	recvUnacked int64 // connection credit consumed but not yet returned by WINDOW_UPDATE
+	lastActive  time.Time
+	idleTimer   *time.Timer
+	resets      int // streams the client reset before their response completed
+	refused     int // streams refused for exceeding MAX_CONCURRENT_STREAMS
+	completed   int
+	// recentClosed are the last streams closed (ring), for STREAM_CLOSED versus PROTOCOL_ERROR.
+	recentClosed [32]uint32
+	recentNext   uint32
+}
+
+func newConn(s *Server, nc net.Conn, r io.Reader) *conn {
+	if r == nil {
+		r = nc
+	}
+	c := &conn{srv: s, nc: nc, remote: nc.RemoteAddr().String(), streams: map[uint32]*stream{},
+		sendWin: 65535, peerWin: 65535}
+	c.peerFrame.Store(16384)
+	c.bw = bufio.NewWriterSize(nc, 32<<10)
+	c.br = bufio.NewReaderSize(r, 16<<10)
+	c.fr = http2.NewFramer(c.bw, c.br)
+	c.fr.SetReuseFrames()
+	c.fr.SetMaxReadFrameSize(maxReadFrameSize)
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.dec = hpack.NewDecoder(4096, c.block.onField)
+	c.dec.SetMaxStringLength(int(s.cfg.MaxHeaderListSize))
+	c.block.conn = c
+	if tc, ok := nc.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		c.tls = &st
+	}
+	return c
+}
+
+// connError ends the connection with a GOAWAY carrying code.
+type connError struct {
+	code   http2.ErrCode
+	reason string
+}
+
+func (e connError) Error() string { return "http2: connection error " + e.code.String() + ": " + e.reason }
+
+func (c *conn) serve() {
+	ctx, cancel := context.WithCancel(context.Background())
+	if c.srv.cfg.ConnContext != nil {
+		ctx = c.srv.cfg.ConnContext(ctx, c.nc)
+	}
+	c.ctx, c.cancel = ctx, cancel
+	defer c.close()
+	_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.PrefaceTimeout))
+	var pre [len(clientPreface)]byte
+	if _, err := io.ReadFull(c.br, pre[:]); err != nil || string(pre[:]) != clientPreface {
+		return
+	}
+	if err := c.writeSettings(); err != nil {
+		return
+	}
+	err := c.readLoop()
+	c.fail(err)
+}
+
+func (c *conn) writeSettings() error {
+	cfg := &c.srv.cfg
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	err := c.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: cfg.MaxConcurrentStreams},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: streamWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: cfg.MaxHeaderListSize},
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+	)
+	if err == nil {
+		err = c.fr.WriteWindowUpdate(0, connWindow-65535)
+	}
+	return c.flushLocked(err)
+}
+
+// flushLocked flushes the writer under the stall timeout; err is an earlier error of the same
+// write, returned as is. Called with wmu held.
+func (c *conn) flushLocked(err error) error {
+	if err == nil && c.werr != nil {
+		err = c.werr
+	}
+	if err == nil {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.StallTimeout))
+		err = c.bw.Flush()
+	}
+	if err != nil && c.werr == nil {
+		c.werr = err
+		_ = c.nc.Close() // the reader sees it and ends the connection
+	}
+	return err
+}
+
+// fail ends the connection after the read loop stopped with err: a connection error gets a
+// GOAWAY with its code first. I/O errors and EOF close without one.
+func (c *conn) fail(err error) {
+	var ce connError
+	var h2ce http2.ConnectionError
+	code, send := http2.ErrCodeNo, false
+	switch {
+	case errors.As(err, &ce):
+		code, send = ce.code, true
+	case errors.As(err, &h2ce):
+		code, send = http2.ErrCode(h2ce), true
+	case errors.Is(err, http2.ErrFrameTooLarge):
+		code, send = http2.ErrCodeFrameSize, true
+	}
+	if !send {
+		return
+	}
+	if ce := c.srv.cfg.Log.Check(zap.DebugLevel, "http2 connection error"); ce != nil {
+		ce.Write(zap.String("remote", c.remote), zap.Error(err))
+	}
+	c.mu.Lock()
+	last := c.maxStreamID
+	c.goingAway = true
+	c.mu.Unlock()
+	c.wmu.Lock()
+	werr := c.flushLocked(c.fr.WriteGoAway(last, code, nil))
+	c.wmu.Unlock()
+	if werr == nil {
+		c.lingerClose()
+	}
+}
+
+// lingerClose half-closes the socket and reads what the client still sends for a moment, so
+// that the GOAWAY reaches it rather than a reset of a socket with unread data.
+func (c *conn) lingerClose() {
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.CopyN(io.Discard, c.nc, 256<<10)
+}
+
+// close ends the connection: streams are cancelled, their handlers see errors on the body and
+// the writer.
+func (c *conn) close() {
+	c.mu.Lock()
+	c.closed = true
+	streams := make([]*stream, 0, len(c.streams))
+	for _, st := range c.streams {
+		streams = append(streams, st)
+	}
+	if c.idleTimer != nil {
+		c.idleTimer.Stop()
+	}
+	c.signalWindowLocked()
+	c.mu.Unlock()
+	for _, st := range streams {
+		st.abort(errConnClosed)
+	}
+	_ = c.nc.Close()
+	c.cancel()
+}
+
+var timeNow = time.Now
+
+var (
+	errConnClosed  = errors.New("http2: connection closed")
+	errStreamReset = errors.New("http2: stream reset")
+	errStall       = errors.New("http2: stream stalled without flow-control credit")
+)
+
+// drain starts a graceful close: a GOAWAY names the last stream served, and the connection
+// closes when its streams are done.
+func (c *conn) drain() {
+	c.mu.Lock()
+	if c.goingAway || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.goingAway = true
+	c.goAwayID = c.maxStreamID
+	idle := len(c.streams) == 0
+	c.mu.Unlock()
+	c.wmu.Lock()
+	_ = c.flushLocked(c.fr.WriteGoAway(c.goAwayID, http2.ErrCodeNo, nil))
+	c.wmu.Unlock()
+	if idle {
+		_ = c.nc.SetReadDeadline(time.Now()) // the read loop ends; the connection closes
+	}
+}
+
+// armIdle starts the idle timer once the first stream ends.
+func (c *conn) armIdleLocked() {
+	d := c.srv.cfg.IdleTimeout
+	if d <= 0 {
+		return
+	}
+	if c.idleTimer == nil {
+		c.idleTimer = time.AfterFunc(d, c.onIdle)
+	}
+}
+
+// onIdle closes the connection if it had no streams for the idle timeout, else waits on.
+func (c *conn) onIdle() {
+	d := c.srv.cfg.IdleTimeout
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.streams) > 0 {
+		c.idleTimer.Reset(d)
+		c.mu.Unlock()
+		return
+	}
+	if left := d - time.Since(c.lastActive); left > 0 {
+		c.idleTimer.Reset(left)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.drain()
+}
+
+// signalWindowLocked wakes the streams waiting for send credit.
+func (c *conn) signalWindowLocked() {
+	if c.winCh != nil {
+		close(c.winCh)
+		c.winCh = nil
+	}
+}
+
+// streamEnded removes a stream whose handler returned and whose response is complete or reset.
+func (c *conn) streamEnded(st *stream, reset bool) {
+	c.mu.Lock()
+	delete(c.streams, st.id)
+	if !reset {
+		c.completed++
+	}
+	c.lastActive = time.Now()
+	c.armIdleLocked()
+	drained := c.goingAway && len(c.streams) == 0
+	c.mu.Unlock()
+	if drained {
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
+}
+
+// handler runs a request; net/http's server context key lets handlers abort with
+// http.ErrAbortHandler, which resets the stream.
+func (c *conn) runHandler(st *stream, r *http.Request) {
+	w := &st.w
+	aborted := false
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				aborted = true
+				if p != http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http does
+					c.srv.cfg.Log.Error("handler panic", zap.Any("panic", p), zap.Stack("stack"))
+				}
+			}
+		}()
+		c.srv.cfg.Handler.ServeHTTP(w, r)
+	}()
+	reset := aborted
+	if aborted {
+		c.resetStream(st, http2.ErrCodeInternal)
+	} else if err := w.finish(); err != nil {
+		reset = true
+	}
+	st.body.closeRead()
+	st.cancel()
+	c.streamEnded(st, reset)
+}

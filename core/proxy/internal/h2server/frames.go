@@ -1,0 +1,284 @@
+package h2server
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// streamError resets one stream; the connection carries on.
+type streamError struct {
+	id   uint32
+	code http2.ErrCode
+}
+
+func (e streamError) Error() string { return "http2: stream error " + e.code.String() }
+
+const maxWindow = 1<<31 - 1
+
+// readLoop reads and dispatches frames until the connection ends. It returns the error that
+// ended it (nil for a graceful end).
+func (c *conn) readLoop() error {
+	first := true
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			var se http2.StreamError
+			if errors.As(err, &se) && !first {
+				c.resetID(se.StreamID, se.Code)
+				continue
+			}
+			if c.drained(err) {
+				return nil
+			}
+			return err
+		}
+		if first {
+			if sf, ok := f.(*http2.SettingsFrame); !ok || sf.IsAck() {
+				return connError{http2.ErrCodeProtocol, "first frame is not SETTINGS"}
+			}
+			_ = c.nc.SetReadDeadline(time.Time{})
+			first = false
+		}
+		if err := c.dispatch(f); err != nil {
+			var se streamError
+			if errors.As(err, &se) {
+				c.resetID(se.id, se.code)
+				continue
+			}
+			return err
+		}
+	}
+}
+
+// drained reports whether err is the read deadline a graceful drain set once the streams were
+// done.
+func (c *conn) drained(err error) bool {
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goingAway && len(c.streams) == 0
+}
+
+func (c *conn) dispatch(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.HeadersFrame:
+		return c.onHeaders(f)
+	case *http2.ContinuationFrame:
+		return c.onContinuation(f)
+	case *http2.DataFrame:
+		return c.onData(f)
+	case *http2.WindowUpdateFrame:
+		return c.onWindowUpdate(f)
+	case *http2.SettingsFrame:
+		return c.onSettings(f)
+	case *http2.PingFrame:
+		return c.onPing(f)
+	case *http2.RSTStreamFrame:
+		return c.onReset(f)
+	case *http2.PriorityFrame:
+		if err := c.flood.count(); err != nil {
+			return err
+		}
+		if f.StreamDep == f.StreamID {
+			return streamError{f.StreamID, http2.ErrCodeProtocol}
+		}
+	case *http2.PushPromiseFrame:
+		return connError{http2.ErrCodeProtocol, "PUSH_PROMISE from a client"}
+	case *http2.GoAwayFrame:
+		// The client will open no more streams; those open are served to the end.
+	}
+	return nil // unknown frame types are ignored (RFC 9113 §4.1)
+}
+
+func (c *conn) onSettings(f *http2.SettingsFrame) error {
+	if f.IsAck() {
+		return nil
+	}
+	if err := c.flood.count(); err != nil {
+		return err
+	}
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingInitialWindowSize:
+			return c.setPeerWindow(int64(s.Val))
+		case http2.SettingMaxFrameSize:
+			c.peerFrame.Store(int32(s.Val))
+		case http2.SettingHeaderTableSize:
+			c.wmu.Lock()
+			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
+			c.wmu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.flushLocked(c.fr.WriteSettingsAck())
+}
+
+// setPeerWindow applies a new SETTINGS_INITIAL_WINDOW_SIZE to every open stream (RFC 9113
+// §6.9.2): the difference is added to their send windows, which may go negative.
+func (c *conn) setPeerWindow(v int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delta := v - c.peerWin
+	c.peerWin = v
+	for _, st := range c.streams {
+		st.sendWin += delta
+		if st.sendWin > maxWindow {
+			return connError{http2.ErrCodeFlowControl, "stream window overflow"}
+		}
+	}
+	c.signalWindowLocked()
+	return nil
+}
+
+func (c *conn) onPing(f *http2.PingFrame) error {
+	if f.IsAck() {
+		return nil
+	}
+	if err := c.flood.count(); err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.flushLocked(c.fr.WritePing(true, f.Data))
+}
+
+func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	inc := int64(f.Increment)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f.StreamID == 0 {
+		c.sendWin += inc
+		if c.sendWin > maxWindow {
+			return connError{http2.ErrCodeFlowControl, "connection window overflow"}
+		}
+		c.signalWindowLocked()
+		return nil
+	}
+	st := c.streams[f.StreamID]
+	if st == nil {
+		if f.StreamID > c.maxStreamID {
+			return connError{http2.ErrCodeProtocol, "WINDOW_UPDATE on an idle stream"}
+		}
+		return nil // a stream closed a moment ago
+	}
+	st.sendWin += inc
+	if st.sendWin > maxWindow {
+		return streamError{f.StreamID, http2.ErrCodeFlowControl}
+	}
+	c.signalWindowLocked()
+	return nil
+}
+
+func (c *conn) onReset(f *http2.RSTStreamFrame) error {
+	c.mu.Lock()
+	st := c.streams[f.StreamID]
+	if st == nil {
+		idle := f.StreamID > c.maxStreamID
+		c.mu.Unlock()
+		if idle {
+			return connError{http2.ErrCodeProtocol, "RST_STREAM on an idle stream"}
+		}
+		return nil
+	}
+	st.remoteClosed = true
+	already := st.reset
+	st.reset = true
+	if !already {
+		c.resets++
+	}
+	calm := c.resets > resetAllowance+c.completed
+	c.signalWindowLocked()
+	c.mu.Unlock()
+	st.abort(errStreamReset)
+	if calm {
+		return connError{http2.ErrCodeEnhanceYourCalm, "too many streams reset by the client"}
+	}
+	return nil
+}
+
+// resetAllowance is how many more client resets than completed streams a connection may have
+// before it is closed (rapid reset, CVE-2023-44487): cancelling now and then is normal, opening
+// streams only to reset them is not.
+const resetAllowance = 200
+
+// resetID sends RST_STREAM for a stream error and aborts the stream if it is open. Its handler,
+// if any, keeps its concurrency slot until it returns.
+func (c *conn) resetID(id uint32, code http2.ErrCode) {
+	c.mu.Lock()
+	st := c.streams[id]
+	if st != nil {
+		if st.reset {
+			c.mu.Unlock()
+			return
+		}
+		st.reset = true
+		st.remoteClosed = true
+		c.signalWindowLocked()
+	}
+	c.noteClosedLocked(id)
+	c.mu.Unlock()
+	if st != nil {
+		st.abort(errStreamReset)
+	}
+	c.wmu.Lock()
+	_ = c.flushLocked(c.fr.WriteRSTStream(id, code))
+	c.wmu.Unlock()
+}
+
+// resetStream resets a stream the server gives up on (a handler abort, a stall).
+func (c *conn) resetStream(st *stream, code http2.ErrCode) { c.resetID(st.id, code) }
+
+// noteClosedLocked remembers the last streams that closed, so that frames on them are told
+// apart from frames on streams that never opened.
+func (c *conn) noteClosedLocked(id uint32) {
+	c.recentClosed[c.recentNext%uint32(len(c.recentClosed))] = id
+	c.recentNext++
+}
+
+func (c *conn) recentlyClosedLocked(id uint32) bool {
+	for _, v := range c.recentClosed {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+// floodGuard rate-limits the control frames a client can make the server answer or account for
+// (SETTINGS, PING, PRIORITY, empty DATA): more than floodLimit in floodWindow closes the
+// connection with ENHANCE_YOUR_CALM.
+type floodGuard struct {
+	start time.Time
+	n     int
+}
+
+const (
+	floodLimit  = 1000
+	floodWindow = time.Second
+)
+
+func (g *floodGuard) count() error {
+	now := time.Now()
+	if now.Sub(g.start) > floodWindow {
+		g.start, g.n = now, 0
+	}
+	g.n++
+	if g.n > floodLimit {
+		return connError{http2.ErrCodeEnhanceYourCalm, "control frame flood"}
+	}
+	return nil
+}

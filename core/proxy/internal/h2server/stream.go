@@ -1,0 +1,263 @@
+package h2server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	"golang.org/x/net/http2"
+)
+
+// stream is one request and its response. The fields under "mu" are guarded by the
+// connection's mu.
+type stream struct {
+	c      *conn
+	id     uint32
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// mu
+	sendWin      int64 // what the server may still send
+	recvWin      int64 // what the client may still send
+	recvUnacked  int64 // read by the handler, not yet returned by WINDOW_UPDATE
+	remoteClosed bool  // END_STREAM or RST_STREAM received, or reset sent
+	reset        bool  // RST_STREAM sent or received
+
+	declLen int64 // Content-Length, -1 unknown
+	gotLen  int64 // DATA payload received (read loop only)
+
+	body reqBody
+	w    responseWriter
+}
+
+func (c *conn) newStreamLocked(id uint32, endStream bool) *stream {
+	st := &stream{c: c, id: id, sendWin: c.peerWin, recvWin: streamWindow, remoteClosed: endStream}
+	st.ctx, st.cancel = context.WithCancel(c.ctx)
+	st.body.st = st
+	st.body.cond.L = &st.body.mu
+	if endStream {
+		st.body.err = io.EOF
+	}
+	st.w.st = st
+	c.streams[id] = st
+	if c.idleTimer != nil {
+		c.lastActive = timeNow()
+	}
+	return st
+}
+
+// abort fails the stream's body and writer with err and cancels its context: the handler and
+// the upstream request it made see the client go away.
+func (st *stream) abort(err error) {
+	st.body.fail(err)
+	st.cancel()
+}
+
+func (c *conn) onData(f *http2.DataFrame) error {
+	id := f.StreamID
+	n := int64(f.Length) // flow control counts padding too
+	data := f.Data()
+	c.mu.Lock()
+	if n > c.recvWinLocked() {
+		c.mu.Unlock()
+		return connError{http2.ErrCodeFlowControl, "DATA beyond the connection window"}
+	}
+	c.recvTaken += n
+	st := c.streams[id]
+	if st == nil || st.remoteClosed {
+		idle := st == nil && id > c.maxStreamID
+		reset := st != nil && st.reset
+		c.mu.Unlock()
+		if idle {
+			return connError{http2.ErrCodeProtocol, "DATA on an idle stream"}
+		}
+		c.credit(nil, n) // never read: the connection's credit goes back now
+		if reset {
+			return nil
+		}
+		return streamError{id, http2.ErrCodeStreamClosed}
+	}
+	if n > st.recvWin {
+		c.mu.Unlock()
+		c.credit(nil, n)
+		return streamError{id, http2.ErrCodeFlowControl}
+	}
+	st.recvWin -= n
+	c.mu.Unlock()
+	if len(data) == 0 && !f.StreamEnded() {
+		if err := c.flood.count(); err != nil {
+			return err
+		}
+	}
+	st.gotLen += int64(len(data))
+	if st.declLen >= 0 && (st.gotLen > st.declLen || f.StreamEnded() && st.gotLen != st.declLen) {
+		c.credit(nil, n)
+		return streamError{id, http2.ErrCodeProtocol}
+	}
+	if pad := n - int64(len(data)); pad > 0 {
+		c.credit(st, pad)
+	}
+	if len(data) > 0 && !st.body.write(data) {
+		c.credit(nil, int64(len(data))) // the handler closed the body: nobody reads it
+	}
+	if f.StreamEnded() {
+		if err := c.endRemote(st); err != nil {
+			return err
+		}
+		st.body.finish(nil)
+	}
+	return nil
+}
+
+// endRemote marks the client's side of the stream closed.
+func (c *conn) endRemote(st *stream) error {
+	c.mu.Lock()
+	st.remoteClosed = true
+	c.mu.Unlock()
+	return nil
+}
+
+// credit returns n bytes of receive window: to the connection, and to st when not nil. A
+// WINDOW_UPDATE goes out once half a window is owed, so that a stream of small reads does not
+// cost a frame each.
+func (c *conn) credit(st *stream, n int64) {
+	var connInc, streamInc int64
+	c.mu.Lock()
+	c.recvUnacked += n
+	if c.recvUnacked >= connWindow/2 {
+		connInc = c.recvUnacked
+		c.recvTaken -= connInc
+		c.recvUnacked = 0
+	}
+	if st != nil && !st.remoteClosed {
+		st.recvUnacked += n
+		if st.recvUnacked >= streamWindow/2 {
+			streamInc = st.recvUnacked
+			st.recvWin += streamInc
+			st.recvUnacked = 0
+		}
+	}
+	closed := c.closed
+	c.mu.Unlock()
+	if closed || connInc == 0 && streamInc == 0 {
+		return
+	}
+	c.wmu.Lock()
+	var err error
+	if connInc > 0 {
+		err = c.fr.WriteWindowUpdate(0, uint32(connInc))
+	}
+	if streamInc > 0 && err == nil {
+		err = c.fr.WriteWindowUpdate(st.id, uint32(streamInc))
+	}
+	_ = c.flushLocked(err)
+	c.wmu.Unlock()
+}
+
+// recvWinLocked is what the client may still send on the connection.
+func (c *conn) recvWinLocked() int64 { return connWindow - c.recvTaken }
+
+// reqBody is a request body: the read loop appends DATA payloads, the handler reads them. It
+// holds at most the stream's window.
+type reqBody struct {
+	st     *stream
+	req    *http.Request
+	mu     sync.Mutex
+	cond   sync.Cond
+	buf    []byte
+	off    int
+	err    error // io.EOF at END_STREAM, or why the stream failed
+	closed bool  // the handler closed it
+}
+
+var errBadLength = errors.New("http2: bad content-length")
+
+func (b *reqBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	for b.off == len(b.buf) && b.err == nil && !b.closed {
+		b.cond.Wait()
+	}
+	if b.closed {
+		b.mu.Unlock()
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.off == len(b.buf) {
+		err := b.err
+		b.mu.Unlock()
+		return 0, err
+	}
+	n := copy(p, b.buf[b.off:])
+	b.off += n
+	if b.off == len(b.buf) {
+		b.buf, b.off = b.buf[:0], 0
+	}
+	b.mu.Unlock()
+	b.st.c.credit(b.st, int64(n))
+	return n, nil
+}
+
+// Close discards what is buffered; later DATA is dropped as it arrives.
+func (b *reqBody) Close() error {
+	b.closeRead()
+	return nil
+}
+
+func (b *reqBody) closeRead() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed = true
+	unread := len(b.buf) - b.off
+	b.buf, b.off = nil, 0
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	if unread > 0 {
+		b.st.c.credit(nil, int64(unread))
+	}
+}
+
+// write appends a DATA payload; false if the handler closed the body.
+func (b *reqBody) write(p []byte) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.err != nil {
+		return false
+	}
+	b.buf = append(b.buf, p...)
+	b.cond.Signal()
+	return true
+}
+
+// finish ends the body at END_STREAM, with the trailers if any.
+func (b *reqBody) finish(trailer http.Header) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return
+	}
+	if trailer != nil && b.req != nil {
+		if b.req.Trailer == nil {
+			b.req.Trailer = make(http.Header, len(trailer))
+		}
+		for k, v := range trailer {
+			b.req.Trailer[k] = v
+		}
+	}
+	b.err = io.EOF
+	b.cond.Broadcast()
+}
+
+// fail ends the body with err; a body already complete stays readable.
+func (b *reqBody) fail(err error) {
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	b.st.w.fail(err)
+}
