@@ -20,6 +20,9 @@ CONTROLLER_GEN_VERSION := v0.23.0
 HELM_VERSION := v3.22.0
 # Let's Encrypt's ACME test server, for the automatic certificate tests (test/pebbletest).
 PEBBLE_VERSION := v2.10.3
+# HTTP/2 conformance tool, run against the real binary's HTTPS and h2c listeners (test/e2e).
+# Its v2 tags have no /v2 module path, hence +incompatible.
+H2SPEC_VERSION := v2.2.1+incompatible
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -57,7 +60,7 @@ build:
 # It first checks the controller-gen outputs are fresh (generate-check), runs the custom-filter
 # example's own tests after the main module's, and ends with the conformance suite (see
 # `conformance` below); its report stays in .cache/.
-test: test-deps generate-check $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/helm-$(HELM_VERSION) $(TOOLS)/pebble-$(PEBBLE_VERSION)
+test: test-deps generate-check $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/helm-$(HELM_VERSION) $(TOOLS)/pebble-$(PEBBLE_VERSION) $(TOOLS)/h2spec-$(H2SPEC_VERSION)
 	$(GO) build ./...
 	$(GO) vet ./...
 	$(TOOLS)/golangci-lint run ./...
@@ -167,7 +170,7 @@ image:
 	@if [ -z "$(CONTAINER_RUNTIME)" ]; then echo "make image: no docker or podman found (set CONTAINER_RUNTIME)" >&2; exit 1; fi
 	$(CONTAINER_RUNTIME) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
-tools: $(TOOLS)/helm-$(HELM_VERSION) $(TOOLS)/pebble-$(PEBBLE_VERSION) $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/buf-$(BUF_VERSION) \
+tools: $(TOOLS)/helm-$(HELM_VERSION) $(TOOLS)/pebble-$(PEBBLE_VERSION) $(TOOLS)/h2spec-$(H2SPEC_VERSION) $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(TOOLS)/buf-$(BUF_VERSION) \
 	$(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) \
 	$(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 
@@ -182,6 +185,10 @@ $(TOOLS)/helm-$(HELM_VERSION):
 
 $(TOOLS)/pebble-$(PEBBLE_VERSION):
 	GOBIN=$(TOOLS) $(GO) install github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VERSION)
+	touch $@
+
+$(TOOLS)/h2spec-$(H2SPEC_VERSION):
+	GOBIN=$(TOOLS) $(GO) install github.com/summerwind/h2spec/cmd/h2spec@$(H2SPEC_VERSION)
 	touch $@
 
 $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION):

@@ -28,6 +28,7 @@ var (
 	errReqUnsupportedTE  = &h1ReqError{status: http.StatusNotImplemented, msg: "unsupported transfer encoding"}
 	errReqVersion        = &h1ReqError{status: http.StatusHTTPVersionNotSupported, msg: "unsupported HTTP version"}
 	errReqNone           = errors.New("connection closed between requests")
+	errReqNotHTTP        = errors.New("request line without an HTTP version")
 	errReqTooManyFields  = &h1ReqError{status: http.StatusRequestHeaderFieldsTooLarge, msg: "too many request header fields"}
 	errReqBareLF         = badRequest("line not ended by CRLF")
 )
@@ -158,7 +159,9 @@ func (h *h1ReqHead) requestLine(s, e int) error {
 		if bytes.HasPrefix(line[sp2+1:], []byte("HTTP/")) {
 			return errReqVersion
 		}
-		return badRequest("malformed request line")
+		// Not HTTP at all (a scanner, a bad HTTP/2 preface): closed without an HTTP/1.1 answer
+		// the client would not understand.
+		return errReqNotHTTP
 	}
 	h.m0, h.m1, h.t0, h.t1 = s, s+sp1, s+sp1+1, s+sp2
 	return nil

@@ -97,7 +97,9 @@ type connError struct {
 	reason string
 }
 
-func (e connError) Error() string { return "http2: connection error " + e.code.String() + ": " + e.reason }
+func (e connError) Error() string {
+	return "http2: connection error " + e.code.String() + ": " + e.reason
+}
 
 func (c *conn) serve() {
 	ctx, cancel := context.WithCancel(context.Background())

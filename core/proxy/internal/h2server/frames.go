@@ -196,7 +196,7 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 	}
 	st.remoteClosed = true
 	already := st.reset
-	st.reset = true
+	st.reset, st.clientReset = true, true
 	if !already {
 		c.resets++
 	}
@@ -220,11 +220,9 @@ const resetAllowance = 200
 func (c *conn) resetID(id uint32, code http2.ErrCode) {
 	c.mu.Lock()
 	st := c.streams[id]
-	if st != nil {
-		if st.reset {
-			c.mu.Unlock()
-			return
-		}
+	if st != nil && st.reset {
+		st = nil // aborted already; the frame still tells the client
+	} else if st != nil {
 		st.reset = true
 		st.remoteClosed = true
 		c.signalWindowLocked()

@@ -24,6 +24,7 @@ type stream struct {
 	recvUnacked  int64 // read by the handler, not yet returned by WINDOW_UPDATE
 	remoteClosed bool  // END_STREAM or RST_STREAM received, or reset sent
 	reset        bool  // RST_STREAM sent or received
+	clientReset  bool  // RST_STREAM received
 
 	declLen int64 // Content-Length, -1 unknown
 	gotLen  int64 // DATA payload received (read loop only)
@@ -68,7 +69,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	st := c.streams[id]
 	if st == nil || st.remoteClosed {
 		idle := st == nil && id > c.maxStreamID
-		reset := st != nil && st.reset
+		reset := st != nil && st.reset && !st.clientReset // frames the client sent before it saw ours
 		c.mu.Unlock()
 		if idle {
 			return connError{http2.ErrCodeProtocol, "DATA on an idle stream"}
