@@ -159,9 +159,12 @@ func (h *h1ReqHead) requestLine(s, e int) error {
 		if bytes.HasPrefix(line[sp2+1:], []byte("HTTP/")) {
 			return errReqVersion
 		}
-		// Not HTTP at all (a scanner, a bad HTTP/2 preface): closed without an HTTP/1.1 answer
-		// the client would not understand.
-		return errReqNotHTTP
+		if !bytes.Contains(bytes.ToUpper(line[sp2+1:]), []byte("HTTP/")) {
+			// Not HTTP at all (a scanner, a bad HTTP/2 preface): closed without an HTTP/1.1
+			// answer the client would not understand.
+			return errReqNotHTTP
+		}
+		return badRequest("malformed request line")
 	}
 	h.m0, h.m1, h.t0, h.t1 = s, s+sp1, s+sp1+1, s+sp2
 	return nil

@@ -76,7 +76,7 @@ var DefaultLimits = Limits{
 	MaxHeaderBytes:                64 << 10,
 	MaxHeaderFields:               200,
 	MaxConcurrentStreams:          250,
-	HTTP2Server:                   HTTP2Stdlib,
+	HTTP2Server:                   HTTP2Own,
 	TLSHandshakeTimeout:           10 * time.Second,
 	ProxyProtocolHeaderTimeout:    5 * time.Second,
 	DrainTimeout:                  30 * time.Second,

@@ -191,6 +191,11 @@ func (c *conn) endBlock() error {
 		return nil // after GOAWAY new streams are ignored (RFC 9113 §6.8)
 	}
 	c.maxStreamID = id
+	if b.tooBig {
+		c.noteClosedLocked(id)
+		c.mu.Unlock()
+		return c.refuseTooLarge(id, b.endStream)
+	}
 	if b.invalid != "" || !b.validRequest() {
 		c.mu.Unlock()
 		return streamError{id, http2.ErrCodeProtocol}
@@ -334,4 +339,19 @@ func declaredTrailers(tr []string) http.Header {
 		}
 	}
 	return h
+}
+
+// refuseTooLarge answers a request whose header list is over the limit with 431 and no handler
+// (what net/http's server does too); a request with a body is then reset, so the client stops
+// sending it.
+func (c *conn) refuseTooLarge(id uint32, endStream bool) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	err := c.writeHeaderBlock(id, func(enc *hpack.Encoder) {
+		_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "431"})
+	}, true)
+	if err == nil && !endStream {
+		err = c.fr.WriteRSTStream(id, http2.ErrCodeNo)
+	}
+	return c.flushLocked(err)
 }

@@ -182,7 +182,13 @@ func (w *responseWriter) send(data []byte, end bool, trailers http.Header) error
 		n := 0
 		if len(data) > 0 {
 			var err error
-			if n, err = c.takeWindow(st, len(data)); err != nil {
+			// The header does not wait for credit: with none at hand it goes out alone first.
+			if n, err = c.takeWindow(st, len(data), w.sentHeader); err == nil && n == 0 {
+				if err = w.sendHeaderOnly(); err == nil {
+					n, err = c.takeWindow(st, len(data), true)
+				}
+			}
+			if err != nil {
 				c.resetStream(st, http2.ErrCodeCancel)
 				return err
 			}
@@ -204,6 +210,19 @@ func (w *responseWriter) send(data []byte, end bool, trailers http.Header) error
 			return nil
 		}
 	}
+}
+
+// sendHeaderOnly sends the response header without END_STREAM.
+func (w *responseWriter) sendHeaderOnly() error {
+	c := w.st.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	err := c.werr
+	if err == nil {
+		w.sentHeader = true
+		err = c.writeHeaderBlock(w.st.id, w.encodeHeader, false)
+	}
+	return c.flushLocked(err)
 }
 
 // writeFrames writes the frames of one send step under wmu: the header (once), data in frames
@@ -242,7 +261,8 @@ func (c *conn) frameSize() int { return int(c.peerFrame.Load()) }
 
 // takeWindow waits for send credit for up to want bytes of st and takes what there is (at most
 // four frames' worth, so that one stream does not hold the writer long).
-func (c *conn) takeWindow(st *stream, want int) (int, error) {
+// Without wait it returns 0 when there is no credit now.
+func (c *conn) takeWindow(st *stream, want int, wait bool) (int, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -264,6 +284,10 @@ func (c *conn) takeWindow(st *stream, want int) (int, error) {
 			st.sendWin -= n
 			c.mu.Unlock()
 			return int(n), nil
+		}
+		if !wait {
+			c.mu.Unlock()
+			return 0, nil
 		}
 		if c.winCh == nil {
 			c.winCh = make(chan struct{})
