@@ -53,7 +53,7 @@ func TestH2Spec(t *testing.T) {
 		"svc.yaml":    serviceYAML(be),
 		"route.yaml":  routeYAML("all", "", "  rules: [{backendRefs: [{name: h2spec, port: 80}]}]\n"),
 	}
-	startServe(t, files, "--proxy-http2-server=own")
+	startServe(t, files) // the default inbound HTTP/2 server is the own one
 	for _, tc := range []struct {
 		name string
 		args []string

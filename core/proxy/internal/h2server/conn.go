@@ -117,6 +117,11 @@ func (c *conn) serve() {
 		return
 	}
 	err := c.readLoop()
+	if err == nil {
+		// A graceful end (drained): the client reads the last responses before the close.
+		c.lingerClose()
+		return
+	}
 	c.fail(err)
 }
 

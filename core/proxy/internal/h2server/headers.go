@@ -186,7 +186,7 @@ func (c *conn) endBlock() error {
 		}
 		return connError{http2.ErrCodeProtocol, "stream id lower than one opened before"}
 	}
-	if c.goingAway && c.goAwayID != 0 || c.closed {
+	if c.goingAway || c.closed {
 		c.mu.Unlock()
 		return nil // after GOAWAY new streams are ignored (RFC 9113 §6.8)
 	}
@@ -277,6 +277,7 @@ func (c *conn) newRequest(st *stream, b *headerBlock) (*http.Request, error) {
 	if host == "" {
 		host = b.hdr.Get("Host")
 	}
+	delete(b.hdr, "Host") // r.Host says it, as the HTTP/1.1 server leaves it out of the map too
 	cl := int64(-1)
 	if v := b.hdr["Content-Length"]; len(v) > 0 {
 		n, err := strconv.ParseUint(v[0], 10, 63)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,20 +75,7 @@ func echo() http.Handler {
 	})
 }
 
-func itoa(n int64) string {
-	return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { return fmtInt(n) }())
-}
-
-func fmtInt(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
-}
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestRequestResponseAndTrailers(t *testing.T) {
 	_, addr := serve(t, Config{Handler: echo()})

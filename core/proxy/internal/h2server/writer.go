@@ -130,7 +130,8 @@ func (w *responseWriter) finish() error {
 	if err := w.err(); err != nil {
 		return err
 	}
-	if !w.sentHeader && !w.reqHead && w.hdr["Content-Length"] == nil && w.trailers() == nil {
+	if !w.sentHeader && !w.reqHead && w.status != http.StatusNoContent && w.status != http.StatusNotModified &&
+		w.hdr["Content-Length"] == nil && w.trailers() == nil {
 		w.Header()["Content-Length"] = []string{strconv.Itoa(len(w.buf))}
 	}
 	if err := w.send(w.buf, true, w.trailers()); err != nil {
