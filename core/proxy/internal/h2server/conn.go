@@ -44,6 +44,8 @@ type conn struct {
 	henc *hpack.Encoder
 	hbuf bytes.Buffer
 	werr error // the first write error; every later write fails with it
+	// waiting counts the writers holding or waiting for wmu (see unlockW).
+	waiting atomic.Int32
 	// peerFrame is the client's SETTINGS_MAX_FRAME_SIZE (read by writers under wmu).
 	peerFrame atomic.Int32
 
@@ -75,7 +77,7 @@ func newConn(s *Server, nc net.Conn, r io.Reader) *conn {
 	c := &conn{srv: s, nc: nc, remote: nc.RemoteAddr().String(), streams: map[uint32]*stream{},
 		sendWin: 65535, peerWin: 65535}
 	c.peerFrame.Store(16384)
-	c.bw = bufio.NewWriterSize(nc, 32<<10)
+	c.bw = bufio.NewWriterSize(&deadlineWriter{nc: nc, stall: s.cfg.StallTimeout}, 32<<10)
 	c.br = bufio.NewReaderSize(r, 16<<10)
 	c.fr = http2.NewFramer(c.bw, c.br)
 	c.fr.SetReuseFrames()
@@ -127,8 +129,7 @@ func (c *conn) serve() {
 
 func (c *conn) writeSettings() error {
 	cfg := &c.srv.cfg
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	c.lockW()
 	err := c.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: cfg.MaxConcurrentStreams},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: streamWindow},
@@ -138,17 +139,39 @@ func (c *conn) writeSettings() error {
 	if err == nil {
 		err = c.fr.WriteWindowUpdate(0, connWindow-65535)
 	}
-	return c.flushLocked(err)
+	return c.unlockW(err)
 }
 
-// flushLocked flushes the writer under the stall timeout; err is an earlier error of the same
-// write, returned as is. Called with wmu held.
+// lockW takes the write lock for a group of frames; unlockW ends it.
+func (c *conn) lockW() {
+	c.waiting.Add(1)
+	c.wmu.Lock()
+}
+
+// unlockW releases the write lock after a group of frames, flushing unless another writer is
+// already waiting for the lock: then the last writer in line flushes for all of them, so that
+// the responses of concurrent streams leave in one write. err is an error of the group's frame
+// writes, returned as is.
+func (c *conn) unlockW(err error) error {
+	if err == nil {
+		err = c.werr
+	}
+	if c.waiting.Add(-1) > 0 && err == nil {
+		c.wmu.Unlock()
+		return nil
+	}
+	err = c.flushLocked(err)
+	c.wmu.Unlock()
+	return err
+}
+
+// flushLocked flushes the writer; err is an earlier error of the same write, returned as is.
+// Called with wmu held.
 func (c *conn) flushLocked(err error) error {
 	if err == nil && c.werr != nil {
 		err = c.werr
 	}
 	if err == nil {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.StallTimeout))
 		err = c.bw.Flush()
 	}
 	if err != nil && c.werr == nil {
@@ -156,6 +179,24 @@ func (c *conn) flushLocked(err error) error {
 		_ = c.nc.Close() // the reader sees it and ends the connection
 	}
 	return err
+}
+
+// deadlineWriter is the socket under the write buffer: every write to the socket is bounded
+// by the stall timeout (a client that stops reading cannot hold a writer, and with it the
+// connection's write lock, for longer). The deadline is moved only when an eighth of it has
+// passed, which saves resetting the runtime's timer on every write.
+type deadlineWriter struct {
+	nc    net.Conn
+	stall time.Duration
+	set   time.Time
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(w.set) > w.stall/8 {
+		w.set = now
+		_ = w.nc.SetWriteDeadline(now.Add(w.stall))
+	}
+	return w.nc.Write(p)
 }
 
 // fail ends the connection after the read loop stopped with err: a connection error gets a
@@ -182,9 +223,8 @@ func (c *conn) fail(err error) {
 	last := c.maxStreamID
 	c.goingAway = true
 	c.mu.Unlock()
-	c.wmu.Lock()
-	werr := c.flushLocked(c.fr.WriteGoAway(last, code, nil))
-	c.wmu.Unlock()
+	c.lockW()
+	werr := c.unlockW(c.fr.WriteGoAway(last, code, nil))
 	if werr == nil {
 		c.lingerClose()
 	}
@@ -241,9 +281,8 @@ func (c *conn) drain() {
 	c.goAwayID = c.maxStreamID
 	idle := len(c.streams) == 0
 	c.mu.Unlock()
-	c.wmu.Lock()
-	_ = c.flushLocked(c.fr.WriteGoAway(c.goAwayID, http2.ErrCodeNo, nil))
-	c.wmu.Unlock()
+	c.lockW()
+	_ = c.unlockW(c.fr.WriteGoAway(c.goAwayID, http2.ErrCodeNo, nil))
 	if idle {
 		_ = c.nc.SetReadDeadline(time.Now()) // the read loop ends; the connection closes
 	}

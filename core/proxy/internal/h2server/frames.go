@@ -122,9 +122,8 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if err != nil {
 		return err
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.flushLocked(c.fr.WriteSettingsAck())
+	c.lockW()
+	return c.unlockW(c.fr.WriteSettingsAck())
 }
 
 // setPeerWindow applies a new SETTINGS_INITIAL_WINDOW_SIZE to every open stream (RFC 9113
@@ -151,9 +150,8 @@ func (c *conn) onPing(f *http2.PingFrame) error {
 	if err := c.flood.count(); err != nil {
 		return err
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.flushLocked(c.fr.WritePing(true, f.Data))
+	c.lockW()
+	return c.unlockW(c.fr.WritePing(true, f.Data))
 }
 
 func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
@@ -232,9 +230,8 @@ func (c *conn) resetID(id uint32, code http2.ErrCode) {
 	if st != nil {
 		st.abort(errStreamReset)
 	}
-	c.wmu.Lock()
-	_ = c.flushLocked(c.fr.WriteRSTStream(id, code))
-	c.wmu.Unlock()
+	c.lockW()
+	_ = c.unlockW(c.fr.WriteRSTStream(id, code))
 }
 
 // resetStream resets a stream the server gives up on (a handler abort, a stall).

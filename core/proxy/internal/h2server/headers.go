@@ -346,13 +346,12 @@ func declaredTrailers(tr []string) http.Header {
 // (what net/http's server does too); a request with a body is then reset, so the client stops
 // sending it.
 func (c *conn) refuseTooLarge(id uint32, endStream bool) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	c.lockW()
 	err := c.writeHeaderBlock(id, func(enc *hpack.Encoder) {
 		_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "431"})
 	}, true)
 	if err == nil && !endStream {
 		err = c.fr.WriteRSTStream(id, http2.ErrCodeNo)
 	}
-	return c.flushLocked(err)
+	return c.unlockW(err)
 }

@@ -145,7 +145,7 @@ func (c *conn) credit(st *stream, n int64) {
 	if closed || connInc == 0 && streamInc == 0 {
 		return
 	}
-	c.wmu.Lock()
+	c.lockW()
 	var err error
 	if connInc > 0 {
 		err = c.fr.WriteWindowUpdate(0, uint32(connInc))
@@ -153,8 +153,7 @@ func (c *conn) credit(st *stream, n int64) {
 	if streamInc > 0 && err == nil {
 		err = c.fr.WriteWindowUpdate(st.id, uint32(streamInc))
 	}
-	_ = c.flushLocked(err)
-	c.wmu.Unlock()
+	_ = c.unlockW(err)
 }
 
 // recvWinLocked is what the client may still send on the connection.

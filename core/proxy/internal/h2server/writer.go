@@ -146,9 +146,8 @@ func (w *responseWriter) finish() error {
 	c.noteClosedLocked(st.id)
 	c.mu.Unlock()
 	if open {
-		c.wmu.Lock()
-		_ = c.flushLocked(c.fr.WriteRSTStream(st.id, http2.ErrCodeNo))
-		c.wmu.Unlock()
+		c.lockW()
+		_ = c.unlockW(c.fr.WriteRSTStream(st.id, http2.ErrCodeNo))
 	}
 	return nil
 }
@@ -195,13 +194,12 @@ func (w *responseWriter) send(data []byte, end bool, trailers http.Header) error
 			}
 		}
 		last := n == len(data)
-		c.wmu.Lock()
+		c.lockW()
 		err := c.werr
 		if err == nil {
 			err = w.writeFrames(data[:n], last, end, trailers)
 		}
-		err = c.flushLocked(err)
-		c.wmu.Unlock()
+		err = c.unlockW(err)
 		if err != nil {
 			w.fail(err)
 			return err
@@ -216,14 +214,13 @@ func (w *responseWriter) send(data []byte, end bool, trailers http.Header) error
 // sendHeaderOnly sends the response header without END_STREAM.
 func (w *responseWriter) sendHeaderOnly() error {
 	c := w.st.c
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	c.lockW()
 	err := c.werr
 	if err == nil {
 		w.sentHeader = true
 		err = c.writeHeaderBlock(w.st.id, w.encodeHeader, false)
 	}
-	return c.flushLocked(err)
+	return c.unlockW(err)
 }
 
 // writeFrames writes the frames of one send step under wmu: the header (once), data in frames
@@ -355,13 +352,12 @@ func (c *conn) writeHeaderBlock(id uint32, encode func(*hpack.Encoder), end bool
 
 // writeInformational sends a 1xx response header (103 Early Hints, 100 Continue).
 func (c *conn) writeInformational(st *stream, code int, h http.Header) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	c.lockW()
 	err := c.writeHeaderBlock(st.id, func(enc *hpack.Encoder) {
 		_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(code)})
 		encodeFields(enc, h)
 	}, false)
-	return c.flushLocked(err)
+	return c.unlockW(err)
 }
 
 var statusTexts = func() (t [600]string) {
