@@ -3,7 +3,6 @@ package h2server
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -45,12 +44,11 @@ func serve(t *testing.T, cfg Config) (*Server, string) {
 	return s, ln.Addr().String()
 }
 
-// h2cClient speaks HTTP/2 with prior knowledge over cleartext (x/net's client).
+// h2cClient speaks HTTP/2 with prior knowledge over cleartext (net/http's client).
 func h2cClient(t *testing.T) *http.Client {
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
 }
