@@ -238,9 +238,11 @@ func (b *headerBlock) validRequest() bool {
 func (c *conn) onTrailers(st *stream) error {
 	b := &c.block
 	c.mu.Lock()
-	closed := st.remoteClosed
+	closed, done := st.remoteClosed, st.responded
 	c.mu.Unlock()
 	switch {
+	case closed && done: // closed, though its handler has not quite finished
+		return connError{http2.ErrCodeStreamClosed, "HEADERS on a closed stream"}
 	case closed:
 		return streamError{st.id, http2.ErrCodeStreamClosed}
 	case !b.endStream || b.seen != 0 || b.invalid != "" || st.declLen >= 0 && st.gotLen != st.declLen:

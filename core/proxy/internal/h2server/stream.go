@@ -25,6 +25,7 @@ type stream struct {
 	remoteClosed bool  // END_STREAM or RST_STREAM received, or reset sent
 	reset        bool  // RST_STREAM sent or received
 	clientReset  bool  // RST_STREAM received
+	responded    bool  // the response went out whole: the stream is closed once remoteClosed
 
 	declLen int64 // Content-Length, -1 unknown
 	gotLen  int64 // DATA payload received (read loop only)
@@ -170,6 +171,8 @@ type reqBody struct {
 	off    int
 	err    error // io.EOF at END_STREAM, or why the stream failed
 	closed bool  // the handler closed it
+	// trailer is what the client sent after the body, until the reader reaches EOF.
+	trailer http.Header
 }
 
 var errBadLength = errors.New("http2: bad content-length")
@@ -185,6 +188,9 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	}
 	if b.off == len(b.buf) {
 		err := b.err
+		if err == io.EOF && b.trailer != nil { //nolint:errorlint // the sentinel itself
+			b.copyTrailer()
+		}
 		b.mu.Unlock()
 		return 0, err
 	}
@@ -232,21 +238,29 @@ func (b *reqBody) write(p []byte) bool {
 	return true
 }
 
-// finish ends the body at END_STREAM, with the trailers if any.
+// copyTrailer hands the trailers to the request once its reader reaches EOF, in the reader's
+// goroutine: the handler may read (or clone) the request's Trailer map until then. Called
+// with mu held.
+func (b *reqBody) copyTrailer() {
+	if b.req != nil {
+		if b.req.Trailer == nil {
+			b.req.Trailer = make(http.Header, len(b.trailer))
+		}
+		for k, v := range b.trailer {
+			b.req.Trailer[k] = v
+		}
+	}
+	b.trailer = nil
+}
+
+// finish ends the body at END_STREAM, with the trailers if any (see copyTrailer).
 func (b *reqBody) finish(trailer http.Header) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err != nil {
 		return
 	}
-	if trailer != nil && b.req != nil {
-		if b.req.Trailer == nil {
-			b.req.Trailer = make(http.Header, len(trailer))
-		}
-		for k, v := range trailer {
-			b.req.Trailer[k] = v
-		}
-	}
+	b.trailer = trailer
 	b.err = io.EOF
 	b.cond.Broadcast()
 }

@@ -139,6 +139,7 @@ func (w *responseWriter) finish() error {
 	}
 	st, c := w.st, w.st.c
 	c.mu.Lock()
+	st.responded = true
 	open := !st.remoteClosed
 	if open {
 		st.remoteClosed, st.reset = true, true
