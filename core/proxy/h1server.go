@@ -25,7 +25,8 @@ import (
 // for the life of the connection (header map, URL and body reader included), so a keep-alive
 // request costs a few allocations instead of net/http's two dozen, and it sheds an idle
 // connection's buffers and goroutine stack after ReadHeaderTimeout of silence, so an idle
-// keep-alive connection costs a few KiB. HTTP/2 goes to h2 (which may be nil): cleartext
+// keep-alive connection costs a few KiB. HTTP/2 goes to the engine's own HTTP/2 server when
+// sc.Limits.HTTP2Server is HTTP2Own and h2 is not nil (h2own.go), else to h2 (which may be nil): cleartext
 // connections that open with the HTTP/2 preface (prior knowledge; h2 must serve unencrypted
 // HTTP/2), and *tls.Conn connections, already handshaken, that negotiated "h2" by ALPN. A TLS
 // connection serving HTTP/1.1 keeps its buffers between requests (the poller cannot tell whether
@@ -140,8 +141,8 @@ func (s *h1Server) track(_ *h1sConn, nc net.Conn) bool {
 }
 
 // Stats reports the server's connections (StatsReporter): those open now, and those it has taken
-// since it started serving the socket. HTTP/2 connections are among them until they are handed
-// to net/http's server.
+// since it started serving the socket. HTTP/2 connections are among them while they are open on
+// the own HTTP/2 server, and until they are handed over to net/http's.
 func (s *h1Server) Stats() map[string]int64 {
 	s.mu.Lock()
 	active := len(s.conns)

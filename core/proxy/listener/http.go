@@ -46,7 +46,8 @@ func (*HTTP) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	// HTTP/1.1 goes through the engine's own server (lean per request, small per idle connection);
-	// net/http serves the connections that open with the HTTP/2 preface.
+	// connections that open with the HTTP/2 preface go to the engine's own HTTP/2 server, or to
+	// net/http's with --proxy-http2-server=stdlib (Limits.HTTP2Server).
 	return proxy.NewHTTP1Server(sc, newHTTPServer(sc, p, nil))
 }
 

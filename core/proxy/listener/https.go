@@ -86,8 +86,8 @@ func (*HTTPS) NewServer(sc proxy.ServeContext) proxy.ConnServer {
 	srv := newHTTPServer(sc, p, cfg)
 	hsLog := sc.Log
 	timeout := proxy.Positive(sc.Limits.TLSHandshakeTimeout)
-	// HTTP/1.1 over TLS goes through the engine's own server; connections that negotiated h2 are
-	// handed to net/http's.
+	// HTTP/1.1 over TLS goes through the engine's own server; connections that negotiated h2 go to
+	// the engine's own HTTP/2 server, or to net/http's with --proxy-http2-server=stdlib.
 	w := &wrapped{ConnServer: proxy.NewHTTP1Server(sc, srv)}
 	w.wrap = func(l net.Listener) net.Listener {
 		return newHandshakeListener(l, cfg, timeout, hsLog, &w.handshakeErrors)
