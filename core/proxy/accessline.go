@@ -29,8 +29,13 @@ func (ls *ListenerState) logRequest(r *http.Request, rec *reqRecord, status int,
 		BytesIn:   max(r.ContentLength, 0),
 		BytesOut:  written,
 		Duration:  end.Sub(start),
-		ClientIP:  core.ClientIP(r),
+		PeerIP:    core.SocketPeer(r).Addr(),
 		RequestID: headerValue(r.Header, "X-Request-Id"),
+	}
+	if rec.client.IsValid() {
+		lr.ClientIP = rec.client.Addr()
+	} else {
+		lr.ClientIP = core.ClientIP(r)
 	}
 	if rt := rec.rt; rt != nil {
 		lr.Gateway, lr.Route, lr.Rule = rt.gateway, rt.name, rt.rule
