@@ -58,6 +58,16 @@ func SocketPeer(r *http.Request) netip.AddrPort {
 	return peerAddr(c, r)
 }
 
+// ClientAndSocketPeer is ClientAddr and SocketPeer with one look-up of the request's
+// connection (the access log wants both for every request).
+func ClientAndSocketPeer(r *http.Request) (client, peer netip.AddrPort) {
+	client, c := clientAndConn(r)
+	if ap, ok := SocketPeerOf(c); ok {
+		return client, ap
+	}
+	return client, peerAddr(c, r)
+}
+
 // SocketPeerOf is the peer of the socket under c: through TLS and a PROXY protocol header. False
 // when c is nil or has no IP peer.
 func SocketPeerOf(c net.Conn) (netip.AddrPort, bool) {

@@ -261,6 +261,20 @@ func BenchmarkLog(b *testing.B) {
 	}
 }
 
+// BenchmarkLogParallel is BenchmarkLog from every P at once: the queue's cost under contention,
+// as a proxy's request goroutines log.
+func BenchmarkLogParallel(b *testing.B) {
+	l := New(Options{Sink: io.Discard, Queue: 1 << 16, FlushInterval: time.Millisecond})
+	defer l.Close(nil)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := benchRecord()
+		for pb.Next() {
+			l.Log(&r)
+		}
+	})
+}
+
 // BenchmarkEncode is the writer's share: encoding one line.
 func BenchmarkEncode(b *testing.B) {
 	r := benchRecord()
