@@ -87,18 +87,24 @@ func DownstreamConn(r *http.Request) net.Conn {
 // unmapped (an IPv4 client on a dual-stack socket is 1.2.3.4, not ::ffff:1.2.3.4). The zero
 // value means unknown. It does not allocate.
 func ClientAddr(r *http.Request) netip.AddrPort {
+	a, _ := clientAndConn(r)
+	return a
+}
+
+// clientAndConn is ClientAddr and the connection r arrived on (nil when unknown).
+func clientAndConn(r *http.Request) (netip.AddrPort, net.Conn) {
 	switch v := r.Context().Value(connKey{}).(type) {
 	case net.Conn:
-		return peerAddr(v, r)
+		return peerAddr(v, r), v
 	case *detectingConn:
 		if ip, ok := ForwardedClient(r.Header["X-Forwarded-For"], v.xffHops); ok {
-			return netip.AddrPortFrom(ip, 0)
+			return netip.AddrPortFrom(ip, 0), v.conn
 		}
-		return peerAddr(v.conn, r)
+		return peerAddr(v.conn, r), v.conn
 	case *resolvedClient:
-		return v.addr
+		return v.addr, v.conn
 	}
-	return peerAddr(nil, r)
+	return peerAddr(nil, r), nil
 }
 
 // ClientIP is ClientAddr's address: the key of per-client rules (rate limits, IP access lists).

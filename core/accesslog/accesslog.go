@@ -41,7 +41,8 @@ type Options struct {
 	// Query keeps the query string (the query field); it is left out by default, since queries
 	// carry tokens and personal data more often than paths do.
 	Query bool
-	// Queue bounds the records waiting for the writer (DefaultQueue when 0).
+	// Queue bounds the records waiting for the writer (DefaultQueue when 0), rounded up to a
+	// power of two.
 	Queue int
 	// Dropped is called (from the logging goroutine) once per record dropped because the queue
 	// was full; nil: not counted.
@@ -58,9 +59,9 @@ type Logger struct {
 	sample uint64
 	query  bool
 	n      atomic.Uint64
-	// queue holds the records by value: a send copies the caller's Record into the channel's
-	// preallocated buffer, so neither side allocates.
-	queue   chan Record
+	// queue holds the records by value in preallocated slots (ring.go): Log copies the
+	// caller's Record into one, the writer encodes it there; neither side allocates or locks.
+	queue   *ring
 	kick    chan struct{} // wakes the writer early when the queue is half full
 	every   time.Duration
 	stop    chan struct{}
@@ -76,7 +77,7 @@ func New(opts Options) *Logger {
 		sink:    bufio.NewWriterSize(opts.Sink, batchBytes),
 		sample:  max(opts.Sample, 1),
 		query:   opts.Query,
-		queue:   make(chan Record, cmp.Or(max(opts.Queue, 0), DefaultQueue)),
+		queue:   newRing(cmp.Or(max(opts.Queue, 0), DefaultQueue)),
 		kick:    make(chan struct{}, 1),
 		every:   cmp.Or(opts.FlushInterval, DefaultFlushInterval),
 		stop:    make(chan struct{}),
@@ -111,17 +112,16 @@ func (l *Logger) Log(r *Record) {
 		return
 	default:
 	}
-	select {
-	case l.queue <- *r:
-		if len(l.queue) >= cap(l.queue)/2 {
-			select {
-			case l.kick <- struct{}{}:
-			default:
-			}
-		}
-	default:
+	if !l.queue.put(r) {
 		if l.dropped != nil {
 			l.dropped()
+		}
+		return
+	}
+	if l.queue.len() >= l.queue.cap()/2 {
+		select {
+		case l.kick <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -151,18 +151,18 @@ const maxLine = 4 << 10
 func (l *Logger) drain() {
 	n := 0
 	for {
-		select {
-		case r := <-l.queue:
-			if l.sink.Available() < maxLine {
-				l.flush(n)
-				n = 0
-			}
-			_, _ = l.sink.Write(appendRecord(l.sink.AvailableBuffer(), &r, l.query))
-			n++
-		default:
+		r := l.queue.peek()
+		if r == nil {
 			l.flush(n)
 			return
 		}
+		if l.sink.Available() < maxLine {
+			l.flush(n)
+			n = 0
+		}
+		_, _ = l.sink.Write(appendRecord(l.sink.AvailableBuffer(), r, l.query))
+		l.queue.release()
+		n++
 	}
 }
 

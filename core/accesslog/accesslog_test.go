@@ -166,6 +166,9 @@ func zapLine(t testing.TB, r *Record, query bool) string {
 	if r.ClientIP.IsValid() {
 		fs = append(fs, zap.String("client_ip", r.ClientIP.String()))
 	}
+	if r.PeerIP.IsValid() {
+		fs = append(fs, zap.String("peer_ip", r.PeerIP.String()))
+	}
 	str("tls_sni", r.TLSSNI)
 	str("request_id", r.RequestID)
 	str("error", r.Error)
@@ -185,7 +188,7 @@ func TestLineIsZapJSON(t *testing.T) {
 		Route: "HTTPRoute/default/app/rule/0/match/0", Rule: "api", Backend: "default/app-v1:80", Upstream: "127.0.0.1:9001",
 		Method: "GET", Host: "127.0.0.1:8080", Path: "/app/hello", Query: "user=42", Protocol: "HTTP/1.1", Status: 200,
 		BytesOut: 333, Duration: 814513 * time.Nanosecond, UpstreamDuration: 801001 * time.Nanosecond,
-		ClientIP: netip.MustParseAddr("127.0.0.1"), TLSSNI: "app.example.com", RequestID: "7f3c"}
+		ClientIP: netip.MustParseAddr("203.0.113.7"), PeerIP: netip.MustParseAddr("127.0.0.1"), TLSSNI: "app.example.com", RequestID: "7f3c"}
 	cases := map[string]Record{
 		"full":       full,
 		"minimal":    {Time: at},
@@ -194,7 +197,7 @@ func TestLineIsZapJSON(t *testing.T) {
 		"connection": {Kind: KindConnection, Time: at, Listener: "l", Route: "TCPRoute/ns/t/rule/0/match/0", Upstream: "10.0.0.2:5432", BytesIn: 10, BytesOut: 20, Duration: time.Second, ClientIP: netip.MustParseAddr("::1"), TLSSNI: "db"},
 		"session":    {Kind: KindSession, Time: at, Route: "UDPRoute/ns/u/rule/0/match/0", BytesIn: 1, Duration: 1500 * time.Millisecond, ClientIP: netip.MustParseAddr("fe80::1%eth0")},
 		"escapes":    {Time: at, Path: "/a\"b\\c\n\r\t\x00\x1f\x7f", Host: "h\xffx\xc3", RequestID: "ünïcödé ✓ 😀", Method: "\u2028"},
-		"zoned":      {Time: at, ClientIP: netip.MustParseAddr("fe80::1%we\"ird\\zone")},
+		"zoned":      {Time: at, ClientIP: netip.MustParseAddr("fe80::1%we\"ird\\zone"), PeerIP: netip.MustParseAddr("fe80::2%\x01")},
 		"local time": {Time: time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", -5*3600)), Duration: -time.Millisecond},
 	}
 	for name, r := range cases {
@@ -256,6 +259,20 @@ func BenchmarkLog(b *testing.B) {
 	for b.Loop() {
 		l.Log(&r)
 	}
+}
+
+// BenchmarkLogParallel is BenchmarkLog from every P at once: the queue's cost under contention,
+// as a proxy's request goroutines log.
+func BenchmarkLogParallel(b *testing.B) {
+	l := New(Options{Sink: io.Discard, Queue: 1 << 16, FlushInterval: time.Millisecond})
+	defer l.Close(nil)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := benchRecord()
+		for pb.Next() {
+			l.Log(&r)
+		}
+	})
 }
 
 // BenchmarkEncode is the writer's share: encoding one line.

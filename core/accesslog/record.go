@@ -51,9 +51,12 @@ type Record struct {
 	Duration          time.Duration
 	// UpstreamDuration is written when Upstream is set (requests only).
 	UpstreamDuration time.Duration
-	ClientIP         netip.Addr
-	TLSSNI           string
-	RequestID        string
+	// ClientIP is the client as resolved (PROXY protocol, trusted X-Forwarded-For, a client_ip
+	// filter); PeerIP the socket's peer, which differs from it behind a proxy or load balancer.
+	ClientIP  netip.Addr
+	PeerIP    netip.Addr
+	TLSSNI    string
+	RequestID string
 	// Error says why a mirrored copy got no answer.
 	Error string
 }
@@ -97,20 +100,29 @@ func appendRecord(b []byte, r *Record, query bool) []byte {
 	if r.Kind == KindRequest && r.Upstream != "" {
 		b = appendSeconds(b, "upstream_duration", r.UpstreamDuration)
 	}
-	if r.ClientIP.IsValid() {
-		b = append(b, `,"client_ip":"`...)
-		start := len(b)
-		b = r.ClientIP.AppendTo(b)
-		if needsEscape(b[start:]) { // only an IPv6 zone (an interface name) could
-			ip := string(b[start:])
-			b = appendEscaped(b[:start], ip)
-		}
-		b = append(b, '"')
-	}
+	b = appendAddr(b, "client_ip", r.ClientIP)
+	b = appendAddr(b, "peer_ip", r.PeerIP)
 	b = appendString(b, "tls_sni", r.TLSSNI)
 	b = appendString(b, "request_id", r.RequestID)
 	b = appendString(b, "error", r.Error)
 	return append(b, "}\n"...)
+}
+
+// appendAddr appends `,"key":"address"`; an invalid address is left out.
+func appendAddr(b []byte, key string, a netip.Addr) []byte {
+	if !a.IsValid() {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, `":"`...)
+	start := len(b)
+	b = a.AppendTo(b)
+	if needsEscape(b[start:]) { // only an IPv6 zone (an interface name) could
+		ip := string(b[start:])
+		b = appendEscaped(b[:start], ip)
+	}
+	return append(b, '"')
 }
 
 // appendString appends `,"key":"value"` with value escaped as zap escapes it; an empty value is

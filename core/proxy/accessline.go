@@ -29,9 +29,13 @@ func (ls *ListenerState) logRequest(r *http.Request, rec *reqRecord, status int,
 		BytesIn:   max(r.ContentLength, 0),
 		BytesOut:  written,
 		Duration:  end.Sub(start),
-		ClientIP:  core.ClientIP(r),
 		RequestID: headerValue(r.Header, "X-Request-Id"),
 	}
+	client, peer := core.ClientAndSocketPeer(r)
+	if rec.client.IsValid() {
+		client = rec.client // a filter resolved it (the request r is the one dispatched, before filters)
+	}
+	lr.ClientIP, lr.PeerIP = client.Addr(), peer.Addr()
 	if rt := rec.rt; rt != nil {
 		lr.Gateway, lr.Route, lr.Rule = rt.gateway, rt.name, rt.rule
 	}

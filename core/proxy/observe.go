@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/accesslog"
 )
 
@@ -18,7 +20,11 @@ import (
 // reqRecord is what the route and upstream learn about one request.
 type reqRecord struct {
 	on       bool   // the request is observed (metrics or access log on)
+	listener string // the IR listener that took it (core.RequestObserver's origin)
 	rt       *route // the route that took it; nil: none matched
+	// client is the client a filter resolved (core.WithClientAddr); invalid: the one the
+	// dispatched request resolves to (PROXY protocol, trusted X-Forwarded-For, the peer).
+	client   netip.AddrPort
 	cluster  *cluster
 	endpoint string // "address:port" of the endpoint of the last try
 	upStart  time.Time
@@ -48,6 +54,39 @@ func (r *reqRecord) active() *reqRecord {
 	}
 	return nil
 }
+
+// origin is the listener and Gateway that took the request.
+func (r *reqRecord) origin() (listener, gateway string) {
+	if r.rt != nil {
+		gateway = r.rt.gateway
+	}
+	return r.listener, gateway
+}
+
+// observeClient records the client a filter resolved.
+func (r *reqRecord) observeClient(a netip.AddrPort) {
+	if r.on {
+		r.client = a
+	}
+}
+
+// The proxy's response writers carry the record: they are core.RequestObservers.
+var (
+	_ core.RequestObserver = (*h1Writer)(nil)
+	_ core.RequestObserver = (*obsWriter)(nil)
+)
+
+// ObserveClient implements core.RequestObserver.
+func (w *h1Writer) ObserveClient(a netip.AddrPort) { w.rec.observeClient(a) }
+
+// ObservedOrigin implements core.RequestObserver.
+func (w *h1Writer) ObservedOrigin() (string, string) { return w.rec.origin() }
+
+// ObserveClient implements core.RequestObserver.
+func (w *obsWriter) ObserveClient(a netip.AddrPort) { w.rec.observeClient(a) }
+
+// ObservedOrigin implements core.RequestObserver.
+func (w *obsWriter) ObservedOrigin() (string, string) { return w.rec.origin() }
 
 // upstreamStart records the endpoint a try goes to.
 func (r *reqRecord) upstreamStart(cl *cluster, endpoint string) {
@@ -82,9 +121,9 @@ type obsWriter struct {
 
 var obsWriters = sync.Pool{New: func() any { return new(obsWriter) }}
 
-func getObsWriter(w http.ResponseWriter) *obsWriter {
+func getObsWriter(w http.ResponseWriter, listener string) *obsWriter {
 	ow := obsWriters.Get().(*obsWriter)
-	*ow = obsWriter{ResponseWriter: w, status: http.StatusOK, rec: reqRecord{on: true}}
+	*ow = obsWriter{ResponseWriter: w, status: http.StatusOK, rec: reqRecord{on: true, listener: listener}}
 	return ow
 }
 
@@ -133,9 +172,9 @@ func (ls *ListenerState) serveObserved(w http.ResponseWriter, r *http.Request) {
 	var ow *obsWriter
 	hw, isH1 := w.(*h1Writer)
 	if isH1 {
-		hw.rec.on = true
+		hw.rec.on, hw.rec.listener = true, ls.obs.listener
 	} else {
-		ow = getObsWriter(w)
+		ow = getObsWriter(w, ls.obs.listener)
 		w = ow
 	}
 	completed := false

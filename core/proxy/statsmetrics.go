@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,19 @@ var statHelps = map[string]string{
 	"proxy_protocol_rejected":       "Connections closed for a missing or invalid PROXY protocol header.",
 	"connections_active":            "Downstream TCP connections open now on the listener socket (counted against its connection cap).",
 	"connections_rejected_cap":      "Downstream connections closed at accept because the listener had its most connections open (--proxy-max-connections).",
+	"quic_connections_accepted":     "QUIC connections accepted on an HTTPS listener's HTTP/3 socket.",
+}
+
+// ListenerMetricNames are the names of the listener series the stock listeners report, sorted
+// (docs/observability.md lists them; test/dashboard holds the two together).
+func ListenerMetricNames() []string {
+	names := make([]string, 0, len(statHelps))
+	for name := range statHelps {
+		fq, _ := statMetric(name)
+		names = append(names, fq)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func statHelp(name string) string {

@@ -48,6 +48,9 @@ func (t *StreamTarget) Serve(ctx context.Context, s *core.Stream) {
 	if ap, ok := core.AddrPortOf(s.Conn.RemoteAddr()); ok {
 		r.ClientIP = ap.Addr()
 	}
+	if ap, ok := core.SocketPeerOf(s.Conn); ok {
+		r.PeerIP = ap.Addr()
+	}
 	l.Log(&r)
 }
 
@@ -81,7 +84,7 @@ func (t *DatagramTarget) Ended(e SessionEnd) {
 	}
 	r := accesslog.Record{Kind: accesslog.KindSession, Time: e.Start, Listener: t.ls.obs.listener,
 		Gateway: t.rt.gateway, Route: t.rt.name, Rule: t.rt.rule, BytesIn: e.BytesFromClient,
-		BytesOut: e.BytesToClient, Duration: time.Since(e.Start), ClientIP: e.Client.Addr()}
+		BytesOut: e.BytesToClient, Duration: time.Since(e.Start), ClientIP: e.Client.Addr(), PeerIP: e.Client.Addr()}
 	if su, ok := e.Session.(core.SessionUpstream); ok {
 		r.Upstream = su.UpstreamAddr()
 	}

@@ -96,7 +96,7 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 func (f *Filter) WrapHTTP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ip, ok := f.client(r); ok {
-			r = r.WithContext(core.ContextWithClientAddr(r.Context(), netip.AddrPortFrom(ip, 0)))
+			r = core.WithClientAddr(w, r, netip.AddrPortFrom(ip, 0)) // the access log's client_ip too
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -148,6 +148,8 @@ func start(t testing.TB, primary *backend, mirrors []*backend, o options) *harne
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Gateway listener the server comes from: the access log lines name its Gateway.
+	snap.Listeners[0].Servers[0].Sources = []string{"ns/gw/http"}
 	// A route without mirrors in front, for comparisons in the same run (load_test.go).
 	vh := snap.Listeners[0].Servers[0].VirtualHosts[0]
 	plain := &irv1.Route{Name: "filtertest/plain/rule/0/match/0",

@@ -186,7 +186,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j := &job{m: m, method: r.Method, url: *r.URL, host: r.Host, header: r.Header.Clone(),
-		client: core.ClientAddr(r), peer: core.PeerAddr(r), tls: r.TLS != nil}
+		client: core.ClientAddr(r), peer: core.PeerAddr(r), socketPeer: core.SocketPeer(r), tls: r.TLS != nil}
+	if o := core.ObserverOf(w); o != nil {
+		j.listener, j.gateway = o.ObservedOrigin() // the copy's line names them like the request's
+	}
 	if j.url.User != nil {
 		j.url.User = nil
 	}
@@ -222,7 +225,10 @@ type job struct {
 	body         []byte
 	hasBody      bool
 	client, peer netip.AddrPort
-	tls          bool
+	socketPeer   netip.AddrPort // the access log's peer_ip
+	// listener and gateway took the request (its access log line's), "" when not observed.
+	listener, gateway string
+	tls               bool
 }
 
 // tlsKey identifies the upstream TLS of cluster in snap (its description and its client

@@ -169,9 +169,10 @@ func (s *sender) logCopy(j *job, start time.Time, endpoint string, resp *http.Re
 	if !l.Sampled() {
 		return
 	}
-	r := accesslog.Record{Kind: accesslog.KindRequest, Time: start, Route: j.m.Route, Backend: s.cluster,
-		Upstream: endpoint, Mirror: true, Method: j.method, Host: j.host, Path: j.url.Path, BytesIn: int64(len(j.body)),
-		BytesOut: read, Duration: time.Since(start), ClientIP: j.client.Addr()}
+	r := accesslog.Record{Kind: accesslog.KindRequest, Time: start, Listener: j.listener, Gateway: j.gateway,
+		Route: j.m.Route, Backend: s.cluster, Upstream: endpoint, Mirror: true, Method: j.method, Host: j.host,
+		Path: j.url.Path, BytesIn: int64(len(j.body)), BytesOut: read, Duration: time.Since(start),
+		ClientIP: j.client.Addr(), PeerIP: j.socketPeer.Addr()}
 	if l.Query() {
 		r.Query = j.url.RawQuery
 	}
