@@ -120,7 +120,7 @@ func (g *gatewayState) anyProgrammed() bool {
 func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState) {
 	sb := servers[l.hostname]
 	if sb == nil {
-		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname, Filters: l.filters}, vhosts: map[string][]*placed{}}
+		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname, Filters: l.filters}, vhosts: make(map[string][]*placed, len(l.routes))}
 		switch {
 		case l.passthrough:
 			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_PASSTHROUGH}

@@ -54,6 +54,7 @@ type Incremental struct {
 	keep   *Store
 	sealer sealer
 	vhosts vhostMemo
+	ages   ageOrder
 	// stats of the latest translation.
 	reused, built int
 }
@@ -72,10 +73,12 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	}
 	inc.world = w
 	inc.routes.epoch++
+	inc.routes.live = 0
 	t.memo = &memoSet{memoIndex: &inc.routes}
 	t.sealer = &inc.sealer
 	inc.vhosts.start()
 	t.vhosts = &inc.vhosts
+	t.ages = &inc.ages
 	res := t.run()
 	inc.routes.sweep()
 	inc.keep = store
@@ -104,6 +107,11 @@ type routeMemo struct {
 	attach   *attachRecord
 	// places are the builds for listeners, by listener (a route is on a few: a slice).
 	places []placeBuild
+	// status is the route's status of the latest translation (statusmemo.go); rank its place
+	// in the age order of translation rankEpoch (ageorder.go).
+	status    *statusRecord
+	rank      int
+	rankEpoch uint64
 	// seen is the epoch of the latest translation that used the record (memos.go).
 	seen uint64
 }
@@ -238,6 +246,7 @@ func (t *session) build(rc *routeContext, rec **buildRecord, place func(*transla
 	}
 	r := &buildRecord{}
 	t.rec, st.rec = r, r
+	st.fresh = true
 	for _, e := range st.route.Build(rc) {
 		if _, dropped := st.dropped[e.Rule]; !dropped {
 			r.implemented++
