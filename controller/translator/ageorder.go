@@ -100,4 +100,3 @@ func sortByAge(sts []*routeState) {
 		return 0
 	})
 }
-
