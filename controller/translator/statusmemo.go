@@ -43,12 +43,18 @@ func (t *session) routeStatusOf(st *routeState) *gwapiv1.RouteStatus {
 		return r.rs
 	}
 	rs := t.routeStatus(st)
-	r := &statusRecord{now: t.now, gen: st.meta.GetGeneration(), rs: rs, parents: make([]parentOutcome, len(st.parents))}
-	for i, ps := range st.parents {
-		r.parents[i] = parentOutcome{accepted: ps.accepted, shadowed: slices.Clone(ps.shadowed),
-			kindConflicts: slices.Clone(ps.kindConflicts)}
+	r := m.status
+	if r == nil {
+		r = &statusRecord{}
+		m.status = r
 	}
-	m.status = r
+	// Overwritten in place: the previous status is not shared with anything that reads the
+	// record, and a route whose status is rebuilt every second should not allocate twice.
+	r.now, r.gen, r.rs, r.parents = t.now, st.meta.GetGeneration(), rs, r.parents[:0]
+	for _, ps := range st.parents {
+		r.parents = append(r.parents, parentOutcome{accepted: ps.accepted, shadowed: slices.Clone(ps.shadowed),
+			kindConflicts: slices.Clone(ps.kindConflicts)})
+	}
 	return rs
 }
 
