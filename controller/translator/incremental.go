@@ -56,7 +56,7 @@ type Incremental struct {
 	vhosts vhostMemo
 	ages   ageOrder
 	// stats of the latest translation.
-	reused, built int
+	reused, built, statuses int
 }
 
 // NewIncremental returns an Incremental with no records: its first translation is a full one.
@@ -82,7 +82,7 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	res := t.run()
 	inc.routes.sweep()
 	inc.keep = store
-	inc.reused, inc.built = t.memo.reused, t.memo.built
+	inc.reused, inc.built, inc.statuses = t.memo.reused, t.memo.built, t.memo.statuses
 	return res
 }
 
@@ -91,11 +91,15 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 func (inc *Incremental) Reused() int { return inc.reused }
 func (inc *Incremental) Built() int  { return inc.built }
 
+// ReusedStatuses counts the route statuses of the latest translation that were the previous
+// translation's (statusmemo.go).
+func (inc *Incremental) ReusedStatuses() int { return inc.statuses }
+
 // memoSet is one session's view of the records: those of the previous translation, and those
 // this one keeps for the next.
 type memoSet struct {
 	*memoIndex
-	reused, built int
+	reused, built, statuses int
 }
 
 // routeMemo is what one route's Build calls did, and the route as it was then: the record holds

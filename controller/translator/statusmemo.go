@@ -40,6 +40,7 @@ func (t *session) routeStatusOf(st *routeState) *gwapiv1.RouteStatus {
 		return t.routeStatus(st)
 	}
 	if r := m.status; r != nil && !st.fresh && r.holds(st, t.now) {
+		t.memo.statuses++
 		return r.rs
 	}
 	rs := t.routeStatus(st)
