@@ -46,9 +46,12 @@ type routeState struct {
 	// "field: message", each once.
 	warnings map[string]*Problem
 
-	// memo is the route's record for an Incremental, rec the record of the Build under way.
-	memo *routeMemo
-	rec  *buildRecord
+	// memo is the route's record for an Incremental, rec the record of the Build under way;
+	// fresh says this translation built or attached the route anew rather than replaying all
+	// of it (statusmemo.go).
+	memo  *routeMemo
+	rec   *buildRecord
+	fresh bool
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -142,15 +145,25 @@ func (t *session) translateRoutes() {
 		api := k.API()
 		gk := normalGroupKind(api.GroupKind())
 		rs := t.routesOf(k, api.GVK.GroupKind())
-		sort.SliceStable(rs, func(i, j int) bool { return olderFirst(rs[i].Object(), rs[j].Object()) })
-		for _, r := range rs {
+		sts := make([]*routeState, len(rs))
+		for i, r := range rs {
 			m := r.Object()
-			st := &routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
+			sts[i] = &routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
+			if t.memo != nil {
+				sts[i].memo = t.memo.memoOf(sts[i])
+			}
+		}
+		var epoch uint64
+		if t.memo != nil {
+			epoch = t.memo.epoch
+		}
+		t.ages.sort(api.GVK.GroupKind(), sts, epoch)
+		for _, st := range sts {
 			t.validateRoute(st)
 			t.setRouteHostnames(st)
-			t.attachRoute(st, r)
+			t.attachRoute(st, st.route)
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
 				for _, p := range st.warnings {
@@ -185,8 +198,7 @@ func (t *session) routesOf(k translation.RouteKind, gk schema.GroupKind) []trans
 func (t *session) validateRoute(st *routeState) {
 	rc := &routeContext{t: t, st: st}
 	var rec *buildRecord
-	if t.memo != nil {
-		st.memo = t.memo.memoOf(st)
+	if st.memo != nil {
 		rec = st.memo.validate
 	}
 	n, _ := t.build(rc, &rec, nil)

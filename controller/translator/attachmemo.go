@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"slices"
+
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/modules/translation"
@@ -35,6 +37,7 @@ func (t *session) attachRoute(st *routeState, r translation.Route) {
 	if m != nil && m.attach != nil && t.replayAttach(st, m.attach) {
 		return
 	}
+	st.fresh = true
 	if m != nil {
 		t.attachRec, t.attachNotReplayable = &attachRecord{}, false
 	}
@@ -60,18 +63,24 @@ func (t *session) replayAttach(st *routeState, rec *attachRecord) bool {
 			}
 		}
 	}
+	ls := t.attachScratch[:0] // each listener looked up once: a placeKey is three strings to hash
 	for _, pr := range rec.parents {
 		for _, pl := range pr.places {
-			if t.listenersByKey[pl.listener] == nil {
+			l := t.listenersByKey[pl.listener]
+			if l == nil {
 				return false
 			}
+			ls = append(ls, l)
 		}
 	}
+	t.attachScratch = ls
+	st.parents = slices.Grow(st.parents, len(rec.parents))
 	for _, pr := range rec.parents {
 		ps := &parentStatus{ref: pr.ref, accepted: pr.accepted}
 		st.parents = append(st.parents, ps)
 		for _, pl := range pr.places {
-			t.place(st, ps, t.listenersByKey[pl.listener], pl.hosts)
+			t.place(st, ps, ls[0], pl.hosts)
+			ls = ls[1:]
 		}
 	}
 	st.problems = append(st.problems, rec.problems...)

@@ -54,8 +54,9 @@ type Incremental struct {
 	keep   *Store
 	sealer sealer
 	vhosts vhostMemo
+	ages   ageOrder
 	// stats of the latest translation.
-	reused, built int
+	reused, built, statuses int
 }
 
 // NewIncremental returns an Incremental with no records: its first translation is a full one.
@@ -72,14 +73,16 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	}
 	inc.world = w
 	inc.routes.epoch++
+	inc.routes.live = 0
 	t.memo = &memoSet{memoIndex: &inc.routes}
 	t.sealer = &inc.sealer
 	inc.vhosts.start()
 	t.vhosts = &inc.vhosts
+	t.ages = &inc.ages
 	res := t.run()
 	inc.routes.sweep()
 	inc.keep = store
-	inc.reused, inc.built = t.memo.reused, t.memo.built
+	inc.reused, inc.built, inc.statuses = t.memo.reused, t.memo.built, t.memo.statuses
 	return res
 }
 
@@ -88,11 +91,15 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 func (inc *Incremental) Reused() int { return inc.reused }
 func (inc *Incremental) Built() int  { return inc.built }
 
+// ReusedStatuses counts the route statuses of the latest translation that were the previous
+// translation's (statusmemo.go).
+func (inc *Incremental) ReusedStatuses() int { return inc.statuses }
+
 // memoSet is one session's view of the records: those of the previous translation, and those
 // this one keeps for the next.
 type memoSet struct {
 	*memoIndex
-	reused, built int
+	reused, built, statuses int
 }
 
 // routeMemo is what one route's Build calls did, and the route as it was then: the record holds
@@ -104,6 +111,11 @@ type routeMemo struct {
 	attach   *attachRecord
 	// places are the builds for listeners, by listener (a route is on a few: a slice).
 	places []placeBuild
+	// status is the route's status of the latest translation (statusmemo.go); rank its place
+	// in the age order of translation rankEpoch (ageorder.go).
+	status    *statusRecord
+	rank      int
+	rankEpoch uint64
 	// seen is the epoch of the latest translation that used the record (memos.go).
 	seen uint64
 }
@@ -238,6 +250,7 @@ func (t *session) build(rc *routeContext, rec **buildRecord, place func(*transla
 	}
 	r := &buildRecord{}
 	t.rec, st.rec = r, r
+	st.fresh = true
 	for _, e := range st.route.Build(rc) {
 		if _, dropped := st.dropped[e.Rule]; !dropped {
 			r.implemented++

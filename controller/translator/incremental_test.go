@@ -46,13 +46,14 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	if testing.Short() {
 		steps = 100
 	}
+	statusesReused := 0 // over all seeds: in some, no route ever attaches
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
 			world := map[objectID]runtime.Object{}
 			inc := translator.NewIncremental()
 			rv := 0
-			reused := 0
+			reused, statuses := 0, 0
 			for step := range steps {
 				// Grow towards about half the pool, then churn.
 				id := pool.ids[rng.IntN(len(pool.ids))]
@@ -78,6 +79,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 				got := inc.Translate(context.Background(), store, opts)
 				want := translator.Translate(context.Background(), store, opts)
 				reused += inc.Reused()
+				statuses += inc.ReusedStatuses()
 				if msg := diffResults(got, want); msg != "" {
 					t.Fatalf("step %d (%s %v, %d objects): incremental differs from full: %s", step, what, id, len(world), msg)
 				}
@@ -85,8 +87,12 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 			if reused == 0 {
 				t.Errorf("no Build was ever replayed: the test does not exercise reuse")
 			}
-			t.Logf("%d Build calls replayed over %d steps", reused, steps)
+			statusesReused += statuses
+			t.Logf("%d Build calls replayed, %d route statuses reused over %d steps", reused, statuses, steps)
 		})
+	}
+	if statusesReused == 0 {
+		t.Errorf("no route status was ever reused: the test does not exercise statusmemo.go")
 	}
 }
 

@@ -63,9 +63,26 @@ func routeGroupKind(st *routeState) schema.GroupKind {
 func (t *session) listenerKindConflicts(l *listenerState, pairs map[kindPair]bool) {
 	// Only a listener holding routes of both kinds of a pair can have a conflict; most hold one
 	// kind, and are done here without comparing their routes.
+	// Routes of one kind come in runs (translateRoutes goes kind by kind): only a change of kind
+	// is hashed into the map.
 	present := map[schema.GroupKind]bool{}
+	var last *routeState
 	for _, a := range l.routes {
-		present[routeGroupKind(a.route)] = true
+		if last == nil || a.route.key.Kind != last.key.Kind || a.route.key.Group != last.key.Group {
+			present[routeGroupKind(a.route)] = true
+			last = a.route
+		}
+	}
+	if len(present) < 2 {
+		// A pair needs two kinds, unless a kind is exclusive with itself.
+		for gk := range present {
+			if !pairs[kindPair{gk, gk}] {
+				return
+			}
+		}
+		if len(present) == 0 {
+			return
+		}
 	}
 	var cands []*attachment
 	for _, a := range l.routes {

@@ -12,8 +12,10 @@ import "unsafe"
 type memoIndex struct {
 	byID  map[routeID]*routeMemo
 	byPtr map[unsafe.Pointer]*routeMemo
-	// epoch counts translations: a record used by this one has seen == epoch.
+	// epoch counts translations: a record used by this one has seen == epoch; live counts the
+	// records this one used, so that sweep can tell when there is nothing to drop.
 	epoch uint64
+	live  int
 }
 
 func newMemoIndex() memoIndex {
@@ -26,7 +28,7 @@ func (m *memoIndex) memoOf(st *routeState) *routeMemo {
 	obj := st.route.Object()
 	p := ifacePointer(obj)
 	if rm := m.byPtr[p]; rm != nil && ifacePointer(rm.obj) == p && rm.obj.GetResourceVersion() == obj.GetResourceVersion() {
-		rm.seen = m.epoch
+		m.see(rm)
 		return rm
 	}
 	id := routeIDOf(st.key, obj)
@@ -40,12 +42,22 @@ func (m *memoIndex) memoOf(st *routeState) *routeMemo {
 		delete(m.byPtr, ifacePointer(rm.obj))
 		rm.obj = obj
 	default:
+		if rm != nil {
+			delete(m.byPtr, ifacePointer(rm.obj)) // the changed route's old object
+		}
 		rm = &routeMemo{obj: obj}
 		m.byID[id] = rm
 	}
-	rm.seen = m.epoch
+	m.see(rm)
 	m.byPtr[p] = rm
 	return rm
+}
+
+func (m *memoIndex) see(rm *routeMemo) {
+	if rm.seen != m.epoch {
+		rm.seen = m.epoch
+		m.live++
+	}
 }
 
 // forget drops st's record: its Build cannot be replayed.
@@ -60,6 +72,9 @@ func (m *memoIndex) forget(st *routeState) {
 // sweep drops the records of routes this translation did not see (deleted, or replaced by a
 // changed object). Iterating is cheap next to hashing every route's name again.
 func (m *memoIndex) sweep() {
+	if m.live == len(m.byID) && len(m.byPtr) == len(m.byID) {
+		return // every record was used, each under the one address of its object
+	}
 	for id, rm := range m.byID {
 		if rm.seen != m.epoch {
 			delete(m.byID, id)

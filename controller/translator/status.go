@@ -18,7 +18,7 @@ func (t *session) result() *Result {
 		Snapshot:       t.snapshot(),
 		GatewayClasses: map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
 		Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-		Routes:         map[RouteKey]*gwapiv1.RouteStatus{},
+		Routes:         make(map[RouteKey]*gwapiv1.RouteStatus, len(t.routes)),
 		Policies:       map[PolicyKey]*gwapiv1.PolicyStatus{},
 	}
 	seal := irv1.Seal
@@ -42,8 +42,7 @@ func (t *session) result() *Result {
 	}
 	res.ListenerSets = t.listenerSetStatuses()
 	for _, st := range t.routes {
-		rs := t.routeStatus(st)
-		res.Routes[st.key] = rs
+		res.Routes[st.key] = t.routeStatusOf(st)
 	}
 	t.backendPolicyStatuses(res)
 	t.backendTLSStatuses(res)

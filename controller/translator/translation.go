@@ -105,6 +105,10 @@ type session struct {
 	placing             *parentRecord
 	attachNotReplayable bool
 	listenersByKey      map[placeKey]*listenerState
+	// ages keeps the routes' age order across an Incremental's translations (ageorder.go).
+	ages *ageOrder
+	// attachScratch holds the listeners of the attachment being replayed (replayAttach).
+	attachScratch []*listenerState
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {

@@ -78,7 +78,7 @@ func (m *vhostMemo) server(key serverKey, n int) *serverBuilder {
 
 // reuse returns the remembered virtual host of hostname h, replaying its shadowing onto ps's
 // parents, or nil when ps is not what it was made of.
-func (b *serverBuilder) reuse(h string, ps []*placed) *irv1.VirtualHost {
+func (b *serverBuilder) reuse(h string, ps []placed) *irv1.VirtualHost {
 	if b.prev == nil {
 		return nil
 	}
@@ -100,7 +100,7 @@ func (b *serverBuilder) reuse(h string, ps []*placed) *irv1.VirtualHost {
 }
 
 // record remembers a virtual host built afresh.
-func (b *serverBuilder) record(h string, in []*placed, vh *irv1.VirtualHost, shadows []vhostShadow) {
+func (b *serverBuilder) record(h string, in []placed, vh *irv1.VirtualHost, shadows []vhostShadow) {
 	if b.m == nil {
 		return
 	}
