@@ -122,8 +122,8 @@ type echoed struct {
 }
 
 // echoGet sends GET url with the Host header host through client and wants echo-basic's 200
-// answer from a pod of ns, over HTTP major version proto (any when 0); it says why not
-// otherwise (for poll).
+// answer from a pod of ns, over HTTP major version proto (any when 0); it says what answered,
+// or why not (for poll).
 func echoGet(ctx context.Context, client *http.Client, url, host, ns string, proto int) (bool, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -146,7 +146,7 @@ func echoGet(ctx context.Context, client *http.Client, url, host, ns string, pro
 	if !strings.HasPrefix(req.URL.Path, e.Path) || e.Namespace != ns || !strings.HasPrefix(e.Pod, "echo-") {
 		return false, fmt.Sprintf("%s: echo says %+v", url, e)
 	}
-	return true, ""
+	return true, fmt.Sprintf("%s %s (Host %s) answered by %s with path %s", resp.Proto, url, host, e.Pod, e.Path)
 }
 
 // httpsClient sends every request to addr over TLS, trusting only cert.

@@ -103,7 +103,12 @@ func TestDedicatedGateway(t *testing.T) {
 		{"HTTPS over TCP on the pinned cluster IP", "https://" + h3Host + "/tls", h3Host, httpsClient(net.JoinHostPort(pinnedIP, "443"), cert), 0},
 		{"HTTP/3 over UDP on the pinned cluster IP", "https://" + h3Host + "/quic", h3Host, h3, 3},
 	} {
-		poll(ctx, t, c, r.what, func() (bool, string) { return echoGet(ctx, r.client, r.url, r.host, dedicatedNS, r.proto) })
+		var served string
+		poll(ctx, t, c, r.what, func() (ok bool, why string) {
+			ok, served = echoGet(ctx, r.client, r.url, r.host, dedicatedNS, r.proto)
+			return ok, served
+		})
+		t.Logf("%s: %s", r.what, served)
 	}
 	// Only the ListenerSet's route serves its port: the Gateway's own route is not attached there.
 	if ok, _ := echoGet(ctx, plain, "http://"+net.JoinHostPort(podIP, "8080")+"/", "echo.example", dedicatedNS, 1); ok {
