@@ -152,7 +152,7 @@ generate-check: generate-k8s generate-chart
 # helm template with the default and every ci/*-values.yaml, and a server-side dry run (dryRun=All)
 # of every rendered object against the real kube-apiserver of test/integration/env, with zero
 # warnings; then the controller runs with exactly the chart's RBAC.
-CHART_TESTS := TestDeployManifests|TestCRDsChartExperimental|TestChartFlags
+CHART_TESTS := TestDeployManifests|TestCRDsChartExperimental|TestChartFlags|TestChartMonitors|TestChartProxyMounts
 helm: $(TOOLS)/helm-$(HELM_VERSION)
 
 chart-lint: $(TOOLS)/helm-$(HELM_VERSION)

@@ -70,7 +70,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.controllerName, "controller-name", translator.DefaultControllerName,
 		"the GatewayClass spec.controllerName this coxswain answers to")
 	fs.Var(&c.statusAddress, "status-address",
-		"address published in every Gateway's status.addresses: an IP or a hostname (repeatable, or comma-separated)")
+		"address published in status.addresses of every Gateway not provisioned, and of a provisioned one whose Service has no address: an IP or a hostname (repeatable, or comma-separated)")
 	fs.StringVar(&c.addressPool, "gateway-address-pool", "",
 		"CIDR range: give each Gateway that asks for no address one of its own from it, bound by the proxy and published in status (the range must be routed to this host); excludes --status-address")
 	fs.StringVar(&c.provisioning, "gateway-provisioning", "auto",

@@ -59,33 +59,3 @@ func dedicated() DedicatedRenderer {
 	defer dedicatedMu.RUnlock()
 	return dedicatedRenderer
 }
-
-// ServiceTypeSource tells the shared mode which Service type a GatewayClass asks for through its
-// parametersRef (CoxswainGatewayParameters spec.service.type). The dedicated mode, which owns
-// that CRD, implements it; without one the controller flag --gateway-service-type decides.
-// ok=false: the class sets no type.
-type ServiceTypeSource interface {
-	ServiceType(class *gwapiv1.GatewayClass) (serviceType string, ok bool)
-}
-
-var serviceTypeSource ServiceTypeSource
-
-// RegisterServiceTypeSource installs the per-GatewayClass Service type lookup; call it from init.
-func RegisterServiceTypeSource(s ServiceTypeSource) {
-	dedicatedMu.Lock()
-	defer dedicatedMu.Unlock()
-	if serviceTypeSource != nil {
-		panic("provision: a service type source is already registered")
-	}
-	serviceTypeSource = s
-}
-
-func classServiceType(class *gwapiv1.GatewayClass) (string, bool) {
-	dedicatedMu.RLock()
-	s := serviceTypeSource
-	dedicatedMu.RUnlock()
-	if s == nil || class == nil {
-		return "", false
-	}
-	return s.ServiceType(class)
-}

@@ -44,7 +44,7 @@ type Options struct {
 	ConfigMaps corelisters.ConfigMapLister
 	HPAs       autoscalinglisters.HorizontalPodAutoscalerLister
 	PDBs       policylisters.PodDisruptionBudgetLister
-	// ServiceType is the VIP Service's type when the GatewayClass sets none (LoadBalancer when empty).
+	// ServiceType is every shared VIP Service's type (--gateway-service-type; LoadBalancer when empty).
 	ServiceType corev1.ServiceType
 	// ProxySelector selects the shared pool's pods (DefaultProxySelector when nil).
 	ProxySelector map[string]string
@@ -159,7 +159,7 @@ func (p *Provisioner) Reconcile(ctx context.Context, in Input) (map[types.Namesp
 				continue
 			}
 		}
-		prov, err := p.shared(ctx, gw, class, sockets)
+		prov, err := p.shared(ctx, gw, sockets)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("Gateway %s: %w", nn, err))
 		}
@@ -230,7 +230,7 @@ func (p *Provisioner) seed(gws []*gwapiv1.Gateway) {
 }
 
 // shared provisions gw on the shared pool: its VIP Service and identity ServiceAccount.
-func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gwapiv1.GatewayClass, sockets Sockets) (*translator.Provisioned, error) {
+func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, sockets Sockets) (*translator.Provisioned, error) {
 	nn := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	prov := &translator.Provisioned{InternalPorts: map[translator.PortTransport]uint32{}}
 	pin, ok := pinnedAddress(gw)
@@ -250,11 +250,9 @@ func (p *Provisioner) shared(ctx context.Context, gw *gwapiv1.Gateway, class *gw
 	}
 	md := InfrastructureMetadata(gw, ComponentGateway)
 	p.noteDropped(gw, prov, md)
-	typ := p.opts.ServiceType
-	if t, ok := classServiceType(class); ok && t != "" {
-		typ = corev1.ServiceType(t)
-	}
-	svc := vipService(gw, md, typ, ports, sockets.HTTP3, pin)
+	// One type for every shared Gateway: a GatewayClass whose parametersRef could choose another
+	// makes its Gateways dedicated, where CoxswainGatewayParameters spec.service.type decides.
+	svc := vipService(gw, md, p.opts.ServiceType, ports, sockets.HTTP3, pin)
 	sa := identity(gw, md)
 	res := p.applier.Apply(ctx, gw, append([]client.Object{svc, sa}, vipEndpointSlices(svc, p.proxyPods())...))
 	p.settle(gw, prov, svc, pin, res)

@@ -2,12 +2,11 @@ package conformance_test
 
 import (
 	"context"
-	"encoding/json"
+	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,29 +19,132 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/test/conformance/harness"
 )
 
-var gatewayParametersGVR = schema.GroupVersionResource{Group: "gateway.coxswain-labs.dev", Version: "v1alpha1", Resource: "coxswaingatewayparameters"}
+var (
+	gatewayParametersGVR = schema.GroupVersionResource{Group: "gateway.coxswain-labs.dev", Version: "v1alpha1", Resource: "coxswaingatewayparameters"}
+	clientTrafficGVR     = schema.GroupVersionResource{Group: "gateway.coxswain-labs.dev", Version: "v1alpha1", Resource: "clienttrafficpolicies"}
+)
+
+// The dedicated Gateway of TestDedicatedGateway: its pinned cluster IP is in the harness's
+// ServiceCIDR, in the low band the API server keeps for static assignment, so no Service of the
+// stack has taken it.
+const (
+	dedicatedNS     = "dedicated-e2e"
+	dedicatedGW     = "edge"
+	pinnedIP        = "10.96.0.240"
+	h3Host          = "h3.example"
+	provisionedName = "coxswain-" + dedicatedGW
+)
 
 // TestDedicatedGateway proves the dedicated mode end to end: a Gateway naming
 // CoxswainGatewayParameters gets a Deployment, Service and ServiceAccount from the controller;
 // kube-controller-manager turns the Deployment into a pod; the process kubelet runs it from the
 // coxswain binary (the image ghcr.io/coxswain-labs/coxswain), with its projected discovery token
 // and the trust bundle at the documented paths; that proxy connects over discovery as the
-// Gateway's dedicated proxy, binds the listener, acknowledges (Programmed) and serves a request
-// to an echo backend. Deleting the Gateway has the garbage collector delete what was provisioned.
+// Gateway's dedicated proxy, binds the listeners, acknowledges (Programmed) and serves requests
+// to an echo backend. The Gateway pins its Service's cluster IP (spec.addresses), admits a
+// ListenerSet whose listener adds a port, and has HTTP/3 on its HTTPS listener: the Service and
+// the pod carry every one of those ports, and the harness's service proxy carries requests to
+// the pinned IP on each of them — plain HTTP, HTTP through the ListenerSet's listener (a route
+// attached to the ListenerSet), HTTPS over TCP and HTTP/3 over UDP. Deleting the Gateway has the
+// garbage collector delete what was provisioned.
 func TestDedicatedGateway(t *testing.T) {
 	c := harness.StartProvisioning(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	kube := c.Env.Kube
-	const ns, gwName = "dedicated-e2e", "edge"
 	c.GatewayClass(t, "coxswain")
+	cert := dedicatedObjects(ctx, t, c)
+	created, err := c.Env.Gateway.GatewayV1().Gateways(dedicatedNS).Get(ctx, dedicatedGW, metav1.GetOptions{})
+	must(t, err)
+
+	checkProvisioned(ctx, t, c, created.UID)
+	podIP := readyProxyPod(ctx, t, c)
+	poll(ctx, t, c, "Programmed=True with the pinned address, the ListenerSet Programmed", func() (bool, string) {
+		g, err := c.Env.Gateway.GatewayV1().Gateways(dedicatedNS).Get(ctx, dedicatedGW, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(g.Status.Conditions, string(gwapiv1.GatewayConditionProgrammed))
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != g.Generation {
+			return false, fmt.Sprintf("%+v", g.Status.Conditions)
+		}
+		if len(g.Status.Addresses) != 1 || g.Status.Addresses[0].Value != pinnedIP {
+			return false, fmt.Sprintf("status.addresses %+v, want %s", g.Status.Addresses, pinnedIP)
+		}
+		ls, err := c.Env.Gateway.GatewayV1().ListenerSets(dedicatedNS).Get(ctx, "more", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, typ := range []string{"Accepted", "Programmed"} {
+			if c := meta.FindStatusCondition(ls.Status.Conditions, typ); c == nil || c.Status != metav1.ConditionTrue {
+				return false, fmt.Sprintf("ListenerSet %s: %+v", typ, ls.Status.Conditions)
+			}
+		}
+		return true, ""
+	})
+
+	plain := &http.Client{Timeout: 5 * time.Second}
+	h3, h3Transport := http3Client(net.JoinHostPort(pinnedIP, "443"), cert)
+	defer h3Transport.Close()
+	for _, r := range []struct {
+		what, url, host string
+		client          *http.Client
+		proto           int
+	}{
+		{"HTTP to the pod", "http://" + net.JoinHostPort(podIP, "80") + "/hello", "echo.example", plain, 1},
+		{"HTTP to the pinned cluster IP", "http://" + pinnedIP + "/pinned", "echo.example", plain, 1},
+		{"the ListenerSet's listener on the pod", "http://" + net.JoinHostPort(podIP, "8080") + "/set", "set.example", plain, 1},
+		{"the ListenerSet's listener on the pinned cluster IP", "http://" + net.JoinHostPort(pinnedIP, "8080") + "/set", "set.example", plain, 1},
+		{"HTTPS over TCP on the pinned cluster IP", "https://" + h3Host + "/tls", h3Host, httpsClient(net.JoinHostPort(pinnedIP, "443"), cert), 0},
+		{"HTTP/3 over UDP on the pinned cluster IP", "https://" + h3Host + "/quic", h3Host, h3, 3},
+	} {
+		var served string
+		poll(ctx, t, c, r.what, func() (ok bool, why string) {
+			ok, served = echoGet(ctx, r.client, r.url, r.host, dedicatedNS, r.proto)
+			return ok, served
+		})
+		t.Logf("%s: %s", r.what, served)
+	}
+	// Only the ListenerSet's route serves its port: the Gateway's own route is not attached there.
+	if ok, _ := echoGet(ctx, plain, "http://"+net.JoinHostPort(podIP, "8080")+"/", "echo.example", dedicatedNS, 1); ok {
+		t.Errorf("the Gateway's route answered on the ListenerSet's port 8080")
+	}
+
+	// Deleting the Gateway deletes what it owns (kube-controller-manager's garbage collector).
+	kube := c.Env.Kube
+	must(t, c.Env.Gateway.GatewayV1().Gateways(dedicatedNS).Delete(ctx, dedicatedGW, metav1.DeleteOptions{}))
+	poll(ctx, t, c, "the provisioned objects deleted", func() (bool, string) {
+		var left []string
+		if _, err := kube.AppsV1().Deployments(dedicatedNS).Get(ctx, provisionedName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "Deployment")
+		}
+		if _, err := kube.CoreV1().Services(dedicatedNS).Get(ctx, provisionedName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "Service")
+		}
+		if _, err := kube.CoreV1().ServiceAccounts(dedicatedNS).Get(ctx, provisionedName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "ServiceAccount")
+		}
+		if _, err := kube.CoreV1().ConfigMaps(dedicatedNS).Get(ctx, provisionedName+"-trust-bundle", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "ConfigMap")
+		}
+		return len(left) == 0, fmt.Sprintf("still there: %v", left)
+	})
+}
+
+// dedicatedObjects creates what the user writes: the namespace, an echo Deployment and Service,
+// the CoxswainGatewayParameters, the Gateway (HTTP :80, HTTPS :443 for h3.example, a pinned
+// IPAddress, ListenerSets of its namespace allowed), a ListenerSet adding HTTP :8080, a route on
+// the Gateway, one on the ListenerSet, and a ClientTrafficPolicy turning HTTP/3 on for the HTTPS
+// listener. It returns the HTTPS listener's certificate.
+func dedicatedObjects(ctx context.Context, t *testing.T, c *harness.Cluster) *x509.Certificate {
+	t.Helper()
+	kube, gwc := c.Env.Kube, c.Env.Gateway.GatewayV1()
+	const ns = dedicatedNS
 	must(t, create(ctx, func() error {
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		return err
@@ -67,80 +169,132 @@ func TestDedicatedGateway(t *testing.T) {
 			Selector: echoLabels, Ports: []corev1.ServicePort{{Port: 8080, TargetPort: intstr.FromInt32(3000)}}}}, metav1.CreateOptions{})
 		return err
 	}))
-	params := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.coxswain-labs.dev/v1alpha1", "kind": "CoxswainGatewayParameters",
-		"metadata": map[string]any{"name": "edge-pool", "namespace": ns},
-		"spec": map[string]any{
-			"replicas": int64(1),
-			"service":  map[string]any{"type": "ClusterIP", "annotations": map[string]any{"example.com/lb": "internal"}},
-			"pod":      map[string]any{"labels": map[string]any{"tier": "edge"}},
-		},
-	}}
-	must(t, create(ctx, func() error {
-		_, err := c.Env.Dynamic.Resource(gatewayParametersGVR).Namespace(ns).Create(ctx, params, metav1.CreateOptions{})
-		return err
-	}))
-	gw := &gwapiv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: gwName, Namespace: ns},
+	cert, err := tlsSecret(ctx, kube, ns, "h3-cert", h3Host)
+	must(t, err)
+	unstructuredCreate(ctx, t, c, gatewayParametersGVR, "CoxswainGatewayParameters", "edge-pool", map[string]any{
+		"replicas": int64(1),
+		"service":  map[string]any{"type": "ClusterIP", "annotations": map[string]any{"example.com/lb": "internal"}},
+		"pod":      map[string]any{"labels": map[string]any{"tier": "edge"}},
+	})
+	same := gwapiv1.NamespacesFromSame
+	_, err = gwc.Gateways(ns).Create(ctx, &gwapiv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: dedicatedGW, Namespace: ns},
 		Spec: gwapiv1.GatewaySpec{
 			GatewayClassName: "coxswain",
 			Infrastructure: &gwapiv1.GatewayInfrastructure{
 				Labels:        map[gwapiv1.LabelKey]gwapiv1.LabelValue{"team": "edge"},
 				ParametersRef: &gwapiv1.LocalParametersReference{Group: "gateway.coxswain-labs.dev", Kind: "CoxswainGatewayParameters", Name: "edge-pool"},
 			},
-			Listeners: []gwapiv1.Listener{{Name: "http", Port: 80, Protocol: gwapiv1.HTTPProtocolType}},
+			Addresses:        []gwapiv1.GatewaySpecAddress{{Type: ptr.To(gwapiv1.IPAddressType), Value: pinnedIP}},
+			AllowedListeners: &gwapiv1.AllowedListeners{Namespaces: &gwapiv1.ListenerNamespaces{From: &same}},
+			Listeners: []gwapiv1.Listener{
+				{Name: "http", Port: 80, Protocol: gwapiv1.HTTPProtocolType},
+				{Name: "https", Port: 443, Protocol: gwapiv1.HTTPSProtocolType, Hostname: ptr.To(gwapiv1.Hostname(h3Host)),
+					TLS: &gwapiv1.ListenerTLSConfig{Mode: ptr.To(gwapiv1.TLSModeTerminate),
+						CertificateRefs: []gwapiv1.SecretObjectReference{{Name: "h3-cert"}}}},
+			},
 		},
-	}
-	created, err := c.Env.Gateway.GatewayV1().Gateways(ns).Create(ctx, gw, metav1.CreateOptions{})
+	}, metav1.CreateOptions{})
 	must(t, err)
-	route := &gwapiv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: ns},
-		Spec: gwapiv1.HTTPRouteSpec{
-			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{{Name: gwName}}},
-			Hostnames:       []gwapiv1.Hostname{"echo.example"},
-			Rules: []gwapiv1.HTTPRouteRule{{BackendRefs: []gwapiv1.HTTPBackendRef{{BackendRef: gwapiv1.BackendRef{
-				BackendObjectReference: gwapiv1.BackendObjectReference{Name: "echo", Port: ptr.To(gwapiv1.PortNumber(8080))}}}}}},
+	_, err = gwc.ListenerSets(ns).Create(ctx, &gwapiv1.ListenerSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "more", Namespace: ns},
+		Spec: gwapiv1.ListenerSetSpec{
+			ParentRef: gwapiv1.ParentGatewayReference{Name: dedicatedGW},
+			Listeners: []gwapiv1.ListenerEntry{{Name: "alt", Port: 8080, Protocol: gwapiv1.HTTPProtocolType}},
 		},
-	}
-	_, err = c.Env.Gateway.GatewayV1().HTTPRoutes(ns).Create(ctx, route, metav1.CreateOptions{})
+	}, metav1.CreateOptions{})
 	must(t, err)
+	echoBackend := []gwapiv1.HTTPRouteRule{{BackendRefs: []gwapiv1.HTTPBackendRef{{BackendRef: gwapiv1.BackendRef{
+		BackendObjectReference: gwapiv1.BackendObjectReference{Name: "echo", Port: ptr.To(gwapiv1.PortNumber(8080))}}}}}}
+	for name, spec := range map[string]gwapiv1.HTTPRouteSpec{
+		"echo": {CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{{Name: dedicatedGW}}},
+			Hostnames: []gwapiv1.Hostname{"echo.example", h3Host}, Rules: echoBackend},
+		"via-set": {CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{{
+			Group: ptr.To(gwapiv1.Group(gwapiv1.GroupName)), Kind: ptr.To(gwapiv1.Kind("ListenerSet")), Name: "more"}}},
+			Hostnames: []gwapiv1.Hostname{"set.example"}, Rules: echoBackend},
+	} {
+		_, err = gwc.HTTPRoutes(ns).Create(ctx, &gwapiv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}, metav1.CreateOptions{})
+		must(t, err)
+	}
+	unstructuredCreate(ctx, t, c, clientTrafficGVR, "ClientTrafficPolicy", "h3", map[string]any{
+		"targetRefs": []any{map[string]any{"group": gwapiv1.GroupName, "kind": "Gateway", "name": dedicatedGW, "sectionName": "https"}},
+		"http3":      map[string]any{"enabled": true},
+	})
+	return cert
+}
 
-	// What the controller provisioned, owned by the Gateway.
-	name := "coxswain-" + gwName
+func unstructuredCreate(ctx context.Context, t *testing.T, c *harness.Cluster, gvr schema.GroupVersionResource, kind, name string, spec map[string]any) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": dedicatedNS},
+		"spec":     spec,
+	}}
+	must(t, create(ctx, func() error {
+		_, err := c.Env.Dynamic.Resource(gvr).Namespace(dedicatedNS).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}))
+}
+
+// checkProvisioned waits for the Deployment, Service and ServiceAccount the controller makes for
+// the Gateway with UID gw, and checks them: owned by it, labelled from its infrastructure and
+// the parameters, the Service pinned to pinnedIP with a port per socket (the ListenerSet's 8080,
+// HTTP/3's 443/UDP), which the proxy container declares too.
+func checkProvisioned(ctx context.Context, t *testing.T, c *harness.Cluster, gw types.UID) {
+	t.Helper()
+	kube := c.Env.Kube
+	wantPorts := []string{"80/TCP", "443/TCP", "443/UDP", "8080/TCP"}
 	var dep *appsv1.Deployment
-	poll(ctx, t, c, "the Deployment", func() (bool, string) {
-		dep, err = kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+	poll(ctx, t, c, "the Deployment with a container port per socket", func() (bool, string) {
+		var err error
+		if dep, err = kube.AppsV1().Deployments(dedicatedNS).Get(ctx, provisionedName, metav1.GetOptions{}); err != nil {
 			return false, err.Error()
 		}
-		return true, ""
+		var got []string
+		for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+			got = append(got, fmt.Sprintf("%d/%s", p.ContainerPort, p.Protocol))
+		}
+		return slices.Equal(got, append([]string{"9901/TCP"}, wantPorts...)), fmt.Sprintf("container ports %v", got)
 	})
-	if !ownedBy(dep.OwnerReferences, created.UID) || dep.Labels["team"] != "edge" || dep.Spec.Template.Labels["tier"] != "edge" {
+	if !ownedBy(dep.OwnerReferences, gw) || dep.Labels["team"] != "edge" || dep.Spec.Template.Labels["tier"] != "edge" {
 		t.Errorf("Deployment owners %+v labels %v pod labels %v", dep.OwnerReferences, dep.Labels, dep.Spec.Template.Labels)
 	}
 	var svc *corev1.Service
-	poll(ctx, t, c, "the Service", func() (bool, string) {
-		svc, err = kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
+	poll(ctx, t, c, "the Service pinned to "+pinnedIP+" with a port per socket", func() (bool, string) {
+		var err error
+		if svc, err = kube.CoreV1().Services(dedicatedNS).Get(ctx, provisionedName, metav1.GetOptions{}); err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, p := range svc.Spec.Ports {
+			if p.TargetPort.IntValue() != int(p.Port) {
+				return false, fmt.Sprintf("port %d targets %s", p.Port, p.TargetPort.String())
+			}
+			got = append(got, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+		}
+		ok := slices.Equal(got, wantPorts) && svc.Spec.ClusterIP == pinnedIP && svc.Spec.Type == corev1.ServiceTypeClusterIP
+		return ok, fmt.Sprintf("%s %s ports %v", svc.Spec.Type, svc.Spec.ClusterIP, got)
 	})
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Type != corev1.ServiceTypeClusterIP ||
-		svc.Annotations["example.com/lb"] != "internal" || !ownedBy(svc.OwnerReferences, created.UID) {
-		t.Errorf("Service %+v annotations %v owners %+v", svc.Spec, svc.Annotations, svc.OwnerReferences)
+	if svc.Annotations["example.com/lb"] != "internal" || !ownedBy(svc.OwnerReferences, gw) {
+		t.Errorf("Service annotations %v owners %+v", svc.Annotations, svc.OwnerReferences)
 	}
 	var sa *corev1.ServiceAccount
 	poll(ctx, t, c, "the ServiceAccount", func() (bool, string) {
-		sa, err = kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+		var err error
+		sa, err = kube.CoreV1().ServiceAccounts(dedicatedNS).Get(ctx, provisionedName, metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
-	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken || !ownedBy(sa.OwnerReferences, created.UID) {
+	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken || !ownedBy(sa.OwnerReferences, gw) {
 		t.Errorf("ServiceAccount %+v", sa)
 	}
+}
 
-	// The pod runs and the Gateway is programmed: the proxy connected as the Gateway's dedicated
-	// proxy, bound :80 and acknowledged the snapshot.
+// readyProxyPod waits for a Ready pod of the dedicated Gateway and returns its IP.
+func readyProxyPod(ctx context.Context, t *testing.T, c *harness.Cluster) string {
+	t.Helper()
 	var podIP string
 	poll(ctx, t, c, "a Ready proxy pod", func() (bool, string) {
-		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "gateway.networking.k8s.io/gateway-name=" + gwName})
+		pods, err := c.Env.Kube.CoreV1().Pods(dedicatedNS).List(ctx, metav1.ListOptions{LabelSelector: "gateway.networking.k8s.io/gateway-name=" + dedicatedGW})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -154,108 +308,5 @@ func TestDedicatedGateway(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d pods, none Ready: %+v", len(pods.Items), podStates(pods.Items))
 	})
-	poll(ctx, t, c, "Programmed=True", func() (bool, string) {
-		g, err := c.Env.Gateway.GatewayV1().Gateways(ns).Get(ctx, gwName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		cond := meta.FindStatusCondition(g.Status.Conditions, string(gwapiv1.GatewayConditionProgrammed))
-		if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != g.Generation {
-			return false, fmt.Sprintf("%+v", g.Status.Conditions)
-		}
-		return true, ""
-	})
-	client := &http.Client{Timeout: 5 * time.Second}
-	var body string
-	poll(ctx, t, c, "a request through the dedicated proxy", func() (bool, string) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, "80")+"/hello", nil)
-		req.Host = "echo.example"
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return false, fmt.Sprintf("%d %s", resp.StatusCode, b)
-		}
-		body = string(b)
-		return true, ""
-	})
-	var echoed struct {
-		Path, Namespace, Pod string
-	}
-	if err := json.Unmarshal([]byte(body), &echoed); err != nil || echoed.Path != "/hello" || echoed.Namespace != ns || !strings.HasPrefix(echoed.Pod, "echo-") {
-		t.Errorf("echo response %s (%v)", body, err)
-	}
-
-	// Deleting the Gateway deletes what it owns (kube-controller-manager's garbage collector).
-	must(t, c.Env.Gateway.GatewayV1().Gateways(ns).Delete(ctx, gwName, metav1.DeleteOptions{}))
-	poll(ctx, t, c, "the provisioned objects deleted", func() (bool, string) {
-		var left []string
-		if _, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "Deployment")
-		}
-		if _, err := kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "Service")
-		}
-		if _, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "ServiceAccount")
-		}
-		if _, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name+"-trust-bundle", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "ConfigMap")
-		}
-		return len(left) == 0, fmt.Sprintf("still there: %v", left)
-	})
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// create runs a create call, tolerating AlreadyExists.
-func create(_ context.Context, f func() error) error {
-	if err := f(); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
-}
-
-func poll(ctx context.Context, t *testing.T, c *harness.Cluster, what string, cond func() (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		ok, why := cond()
-		last = why
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %s; logs: %s, pods in %s/pods)", what, err, last, c.Coxswain.Logs(), c.Artifacts)
-	}
-}
-
-func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
-	for _, r := range refs {
-		if r.UID == uid && r.Kind == "Gateway" && ptr.Deref(r.Controller, false) {
-			return true
-		}
-	}
-	return false
-}
-
-func podStates(pods []corev1.Pod) []string {
-	var out []string
-	for _, p := range pods {
-		s := p.Name + " " + string(p.Status.Phase)
-		for _, cs := range p.Status.ContainerStatuses {
-			if w := cs.State.Waiting; w != nil {
-				s += " waiting " + w.Reason + ": " + w.Message
-			}
-		}
-		out = append(out, s)
-	}
-	return out
+	return podIP
 }
