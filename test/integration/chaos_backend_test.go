@@ -88,6 +88,7 @@ func TestChaosBackendReset(t *testing.T) {
 	retriesBefore := p.sumMetric(t, "coxswain_proxy_retries_total", "route="+retriedObj)
 
 	a.kill()
+	load.more(t, 5) // the load runs through the kill
 	// The retried route's requests at pod-a land on pod-b, which holds them with its own.
 	eventually(t, "retried.example's requests in flight to pod-a retried on pod-b", func() error {
 		if n := b.heldFrom("retried.example"); n != heldPerRoute {
@@ -183,6 +184,7 @@ func TestChaosBackendReset(t *testing.T) {
 		}
 	})
 
+	load.more(t, 20)
 	rep := load.stop()
 	loadAvg(t)
 	rep.requireClean(t, "backend pod killed mid-request")

@@ -62,6 +62,7 @@ func TestChaosConfigChurn(t *testing.T) {
 	}
 	changed := time.Since(started)
 	c.statusCurrent(t)
+	load.more(t, 20)
 	rep := load.stop()
 	loadAvg(t)
 	kinds := make([]string, 0, len(c.counts))
@@ -260,17 +261,14 @@ func (c *churn) verify(t *testing.T) {
 		for _, a := range poolSubsets[c.subset] {
 			want["pool-"+strconv.Itoa(int(a[len(a)-1]-'0'))] = true
 		}
+		// Every step takes one pod out, so answers only from the current pair prove the last
+		// step arrived (least_conn and ewma may send sequential requests all to one of them).
 		eventually(t, fmt.Sprintf("%s: pool served by %v only", p.name, poolSubsets[c.subset]), func() error {
-			seen := map[string]bool{}
 			for range 8 {
 				r, err := getAt(p.ip, chaosHTTPPort, "pool.example", "/")
 				if err != nil || r.status != 200 || !want[r.backend] {
 					return fmt.Errorf("%d from %q (%v)", r.status, r.backend, err)
 				}
-				seen[r.backend] = true
-			}
-			if len(seen) != len(want) {
-				return fmt.Errorf("answered by %v", seen)
 			}
 			return nil
 		})

@@ -219,6 +219,25 @@ func (l *chaosLoad) stream(t testing.TB, k *loadKind, tg chaosTarget, i int, ope
 	})
 }
 
+// more waits until every kind of traffic has made n more requests or messages: a test that
+// breaks something quickly keeps the load going over the aftermath before it stops it.
+func (l *chaosLoad) more(t testing.TB, n int64) {
+	t.Helper()
+	count := func(k *loadKind) int64 { return k.sent.Load() + k.messages.Load() }
+	from := make([]int64, len(l.kinds))
+	for i, k := range l.kinds {
+		from[i] = count(k)
+	}
+	eventually(t, fmt.Sprintf("%d more requests or messages of every kind of load", n), func() error {
+		for i, k := range l.kinds {
+			if got := count(k) - from[i]; got < n {
+				return fmt.Errorf("%s: %d more", k.name, got)
+			}
+		}
+		return nil
+	})
+}
+
 // stop ends the load and returns the counts.
 func (l *chaosLoad) stop() chaosReport {
 	l.cancel()
