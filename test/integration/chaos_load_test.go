@@ -119,7 +119,20 @@ func startChaosLoad(t testing.TB, targets []chaosTarget) *chaosLoad {
 }
 
 func (l *chaosLoad) requests(k *loadKind, c *http.Client, tg chaosTarget) {
-	url := fmt.Sprintf("http://%s/", net.JoinHostPort(tg.ip, strconv.Itoa(tg.httpPort)))
+	l.requestsTo(k, c, tg.name, fmt.Sprintf("http://%s/", net.JoinHostPort(tg.ip, strconv.Itoa(tg.httpPort))), "web.example")
+}
+
+// kind adds a kind of traffic to the report; a test that sends more than chaosLoad's own
+// (TestChaosConfigChurn) adds its streams with kind and requestsTo before it stops the load.
+func (l *chaosLoad) kind(name string) *loadKind {
+	k := &loadKind{name: name}
+	l.kinds = append(l.kinds, k)
+	return k
+}
+
+// requestsTo sends a GET for host to url on c every loadPace until the load stops, counting
+// each one that did not answer 200 in k.
+func (l *chaosLoad) requestsTo(k *loadKind, c *http.Client, who, url, host string) {
 	l.wg.Go(func() {
 		tick := time.NewTicker(loadPace)
 		defer tick.Stop()
@@ -130,13 +143,13 @@ func (l *chaosLoad) requests(k *loadKind, c *http.Client, tg chaosTarget) {
 			case <-tick.C:
 			}
 			k.sent.Add(1)
-			if err := getOK(l.ctx, c, url, "web.example"); err != nil {
+			if err := getOK(l.ctx, c, url, host); err != nil {
 				if l.ctx.Err() != nil {
 					k.sent.Add(-1) // cut short by stop, not by the proxy
 					return
 				}
 				k.failed.Add(1)
-				k.fail(fmt.Errorf("%s: %w", tg.name, err))
+				k.fail(fmt.Errorf("%s: %w", who, err))
 			}
 		}
 	})
@@ -203,6 +216,25 @@ func (l *chaosLoad) stream(t testing.TB, k *loadKind, tg chaosTarget, i int, ope
 			}
 			k.messages.Add(1)
 		}
+	})
+}
+
+// more waits until every kind of traffic has made n more requests or messages: a test that
+// breaks something quickly keeps the load going over the aftermath before it stops it.
+func (l *chaosLoad) more(t testing.TB, n int64) {
+	t.Helper()
+	count := func(k *loadKind) int64 { return k.sent.Load() + k.messages.Load() }
+	from := make([]int64, len(l.kinds))
+	for i, k := range l.kinds {
+		from[i] = count(k)
+	}
+	eventually(t, fmt.Sprintf("%d more requests or messages of every kind of load", n), func() error {
+		for i, k := range l.kinds {
+			if got := count(k) - from[i]; got < n {
+				return fmt.Errorf("%s: %d more", k.name, got)
+			}
+		}
+		return nil
 	})
 }
 
