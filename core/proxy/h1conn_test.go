@@ -183,10 +183,14 @@ func TestH1RequestBodyTimeout(t *testing.T) {
 		}
 	})
 	t.Run("trickling", func(t *testing.T) {
+		// Its own proxy with a longer timeout, so a byte every 100 ms keeps a 5x margin on a
+		// loaded machine (a 60 ms pace against 200 ms flaked at load average 15) while the whole
+		// body (800 ms) still takes longer than the timeout: the deadline is per read, not per body.
+		addr := h1Proxy(t, proxy.Limits{RequestBodyTimeout: time.Second / 2})
 		c := dialClient(t, addr, false)
 		_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 8\r\n\r\n")
 		for range 8 {
-			time.Sleep(60 * time.Millisecond) // pacing: 480 ms in all, a byte every 60 ms
+			time.Sleep(100 * time.Millisecond) // pacing: 800 ms in all, a byte every 100 ms
 			_, _ = io.WriteString(c, "x")
 		}
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
