@@ -26,10 +26,7 @@ type badWant struct {
 	reasons  []string
 	field    string
 	inStatus bool
-	// problemOnly: the condition says what is wrong but not the field path (the listener
-	// or target it is about locates it); the field is checked in /api/v1/problems.
-	problemOnly bool
-	warning     bool
+	warning  bool
 }
 
 const badCopies = 4
@@ -95,7 +92,7 @@ var badCases = []badCase{
 `, want: badCond("FilterNotFound", "spec.rules[0].filters[0].extensionRef")},
 	{name: "no-such-listener", kind: "HTTPRoute", yaml: routeHead("HTTPRoute", "no-such-listener", "nosuch") + `  rules:
   - backendRefs: [{name: web-0, port: 80}]
-`, want: badWant{reasons: []string{"NoMatchingParent"}, field: "spec.parentRefs[0]", inStatus: true, problemOnly: true}},
+`, want: badWant{reasons: []string{"NoMatchingParent"}, field: "spec.parentRefs[0].sectionName", inStatus: true}},
 	{name: "invalid-hostname", kind: "HTTPRoute", yaml: routeHead("HTTPRoute", "invalid-hostname", "http") + `  hostnames: ["Bad_Host..%[3]d.example"]
   rules:
   - backendRefs: [{name: web-0, port: 80}]
@@ -130,7 +127,7 @@ spec:
   listeners:
   - {name: a, protocol: HTTP, port: %[4]d}
   - {name: b, protocol: TCP, port: %[4]d}
-`, want: badWant{reasons: []string{"ProtocolConflict", "Invalid"}, field: "spec.listeners[0]", inStatus: true, problemOnly: true}},
+`, want: badWant{reasons: []string{"ProtocolConflict", "Invalid"}, field: "spec.listeners[0]", inStatus: true}},
 	// (Two listeners of one port, protocol and hostname never reach the controller: the Gateway
 	// CRD's own rule refuses them.)
 	{name: "missing-certificate", kind: "Gateway", yaml: `apiVersion: gateway.networking.k8s.io/v1
@@ -140,7 +137,7 @@ spec:
   gatewayClassName: coxswain
   listeners:
   - {name: https, protocol: HTTPS, port: %[4]d, tls: {certificateRefs: [{name: nosuch}]}}
-`, want: badWant{reasons: []string{"InvalidCertificateRef"}, field: "spec.listeners[0].tls.certificateRefs[0]", inStatus: true, problemOnly: true}},
+`, want: badWant{reasons: []string{"InvalidCertificateRef"}, field: "spec.listeners[0].tls.certificateRefs[0]", inStatus: true}},
 	{name: "ungranted-certificate", kind: "Gateway", yaml: `apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: ungranted-certificate-%[3]d, namespace: %[1]s}
@@ -148,7 +145,7 @@ spec:
   gatewayClassName: coxswain
   listeners:
   - {name: https, protocol: HTTPS, port: %[4]d, tls: {certificateRefs: [{name: c, namespace: %[2]s}]}}
-`, want: badWant{reasons: []string{"RefNotPermitted"}, field: "spec.listeners[0].tls.certificateRefs[0]", inStatus: true, problemOnly: true}},
+`, want: badWant{reasons: []string{"RefNotPermitted"}, field: "spec.listeners[0].tls.certificateRefs[0]", inStatus: true}},
 	{name: "listenerset-conflict", kind: "ListenerSet", yaml: `apiVersion: gateway.networking.k8s.io/v1
 kind: ListenerSet
 metadata: {name: listenerset-conflict-%[3]d, namespace: %[1]s}
@@ -156,14 +153,14 @@ spec:
   parentRef: {name: gw}
   listeners:
   - {name: http, protocol: HTTP, port: ` + fmt.Sprint(badHTTPPort) + `}
-`, want: badWant{reasons: []string{"HostnameConflict", "ListenersNotValid"}, field: "spec.listeners[0]", inStatus: true, problemOnly: true}},
+`, want: badWant{reasons: []string{"HostnameConflict", "ListenersNotValid"}, field: "spec.listeners[0]", inStatus: true}},
 	{name: "backend-policy-missing-target", kind: "CoxswainBackendPolicy", yaml: `apiVersion: gateway.coxswain-labs.dev/v1alpha1
 kind: CoxswainBackendPolicy
 metadata: {name: backend-policy-missing-target-%[3]d, namespace: %[1]s}
 spec:
   targetRefs: [{group: "", kind: Service, name: nosuch-%[3]d}]
   loadBalancer: {algorithm: round_robin}
-`, want: badWant{reasons: []string{"TargetNotFound"}, field: "spec.targetRefs[0]", inStatus: true, problemOnly: true}},
+`, want: badWant{reasons: []string{"TargetNotFound"}, field: "spec.targetRefs[0]", inStatus: true}},
 	{name: "backend-policy-bad-values", kind: "CoxswainBackendPolicy", yaml: `apiVersion: gateway.coxswain-labs.dev/v1alpha1
 kind: CoxswainBackendPolicy
 metadata: {name: backend-policy-bad-values-%[3]d, namespace: %[1]s}
@@ -178,7 +175,7 @@ metadata: {name: client-traffic-missing-listener-%[3]d, namespace: %[1]s}
 spec:
   targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: gw, sectionName: nosuch-%[3]d}]
   clientIPDetection: {xForwardedFor: {numTrustedHops: 1}}
-`, want: badWant{reasons: []string{"TargetNotFound"}, field: "spec.targetRefs[0]", inStatus: true, problemOnly: true}},
+`, want: badWant{reasons: []string{"TargetNotFound"}, field: "spec.targetRefs[0].sectionName", inStatus: true}},
 	{name: "backend-tls-missing-ca", kind: "BackendTLSPolicy", yaml: `apiVersion: gateway.networking.k8s.io/v1
 kind: BackendTLSPolicy
 metadata: {name: backend-tls-missing-ca-%[3]d, namespace: %[1]s}

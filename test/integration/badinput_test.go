@@ -320,16 +320,19 @@ func (o badObject) reported(ctx context.Context, ap *applier, problems adminapi.
 		if err != nil {
 			return err
 		}
-		c := failedCondition(cur.Object["status"], w.reasons)
-		if c == nil {
+		cs := failedConditions(cur.Object["status"], w.reasons, nil)
+		if len(cs) == 0 {
 			return fmt.Errorf("no False condition with reason %v in status %v", w.reasons, cur.Object["status"])
 		}
-		if !w.problemOnly && !strings.Contains(c.Message, w.field) {
-			return fmt.Errorf("condition %s=%s %s: %q does not name %s", c.Type, c.Status, c.Reason, c.Message, w.field)
+		// A summary condition (the Gateway's Programmed: "no listener is programmed") may
+		// share the reason; the one about the field must name it.
+		for _, c := range cs {
+			if strings.Contains(c.Message, w.field) {
+				return nil
+			}
 		}
-		if !w.problemOnly {
-			return nil
-		}
+		c := cs[0]
+		return fmt.Errorf("no condition names %s: %s=%s %s: %q (of %d with reason %v)", w.field, c.Type, c.Status, c.Reason, c.Message, len(cs), w.reasons)
 	}
 	list := problems.Problems
 	if w.warning {
@@ -343,10 +346,10 @@ func (o badObject) reported(ctx context.Context, ap *applier, problems adminapi.
 	return fmt.Errorf("no /api/v1/problems entry (warning %v) naming %s", w.warning, w.field)
 }
 
-// failedCondition finds, anywhere in an object's status (its conditions, its parents',
-// listeners' or ancestors'), a condition that says something is wrong (False, or Conflicted)
-// with one of reasons.
-func failedCondition(status any, reasons []string) *metav1.Condition {
+// failedConditions appends to out, from anywhere in an object's status (its conditions, its
+// parents', listeners' or ancestors'), the conditions that say something is wrong (False, or
+// Conflicted) with one of reasons.
+func failedConditions(status any, reasons []string, out []*metav1.Condition) []*metav1.Condition {
 	switch v := status.(type) {
 	case map[string]any:
 		if typ, ok := v["type"].(string); ok {
@@ -356,23 +359,19 @@ func failedCondition(status any, reasons []string) *metav1.Condition {
 			c.Message, _ = v["message"].(string)
 			bad := c.Status == metav1.ConditionFalse || (c.Type == "Conflicted" && c.Status == metav1.ConditionTrue)
 			if bad && slices.Contains(reasons, c.Reason) {
-				return c
+				out = append(out, c)
 			}
-			return nil
+			return out
 		}
 		for _, x := range v {
-			if c := failedCondition(x, reasons); c != nil {
-				return c
-			}
+			out = failedConditions(x, reasons, out)
 		}
 	case []any:
 		for _, x := range v {
-			if c := failedCondition(x, reasons); c != nil {
-				return c
-			}
+			out = failedConditions(x, reasons, out)
 		}
 	}
-	return nil
+	return out
 }
 
 func fetchProblems(admin string) (adminapi.Problems, error) {
