@@ -470,6 +470,8 @@ func unmatchedParentField(field string, ref gwapiv1.ParentReference, named bool)
 	switch {
 	case ref.SectionName != nil && !named:
 		return fmt.Sprintf("%s.sectionName: listener %q not found; ", field, *ref.SectionName)
+	case ref.SectionName != nil && ref.Port != nil:
+		return fmt.Sprintf("%s.port: listener %q is not on port %d; ", field, *ref.SectionName, *ref.Port)
 	case ref.Port != nil:
 		return fmt.Sprintf("%s.port: no listener on port %d; ", field, *ref.Port)
 	}
