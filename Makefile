@@ -232,7 +232,7 @@ FUZZ_TARGETS := \
 	modules/httproute:FuzzPathRegex modules/httproute:FuzzFirstQueryValue modules/httproute:FuzzQueryUnescapedEqual \
 	modules/httproute:FuzzPrefixMatch modules/httproute/translate:FuzzParseDuration \
 	modules/filters/sizelimit:FuzzParseSize modules/filters/ipaccess:FuzzParseList \
-	modules/filters/jwtauth:FuzzJWT modules/filters/basicauth:FuzzParseHtpasswd
+	modules/filters/jwtauth:FuzzJWT modules/filters/basicauth:FuzzParseHtpasswd core/accesslog:FuzzLineIsZapJSON
 .PHONY: fuzz
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -78,7 +78,7 @@ func TestPolicyReport(t *testing.T) {
 	failures := strings.Join(rep.Failures, "\n")
 	for _, want := range []string{
 		"CoxswainBackendPolicy default/second for Service default/api: Accepted=False (Conflicted): CoxswainBackendPolicy default/first is older",
-		"CoxswainBackendPolicy default/second for Service default/nope: Accepted=False (TargetNotFound): Service default/nope does not exist",
+		"CoxswainBackendPolicy default/second for Service default/nope: Accepted=False (TargetNotFound): spec.targetRefs[1]: Service default/nope does not exist",
 	} {
 		if !strings.Contains(failures, want) {
 			t.Errorf("failures\n%s\nlack %q", failures, want)

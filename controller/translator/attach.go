@@ -250,14 +250,14 @@ func (t *session) attach(st *routeState, index int, ref gwapiv1.ParentReference)
 		t.placing = pr
 	}
 	if ps.accepted.reason == "" {
-		t.attachParent(st, ps, candidates)
+		t.attachParent(st, ps, fmt.Sprintf("spec.parentRefs[%d]", index), candidates)
 	}
 	if pr != nil {
 		pr.ref, pr.accepted, t.placing = ps.ref, ps.accepted, nil
 	}
 	if !ps.accepted.ok && !st.noValidRule() { // invalid rules are reported each by itself
-		st.problem(fmt.Sprintf("spec.parentRefs[%d]", index), gwapiv1.RouteConditionReason(ps.accepted.reason),
-			fmt.Sprintf("not accepted by %s: %s", parent, ps.accepted.msg))
+		field, msg := splitFieldPrefix(fmt.Sprintf("spec.parentRefs[%d]", index), ps.accepted.msg)
+		st.problem(field, gwapiv1.RouteConditionReason(ps.accepted.reason), fmt.Sprintf("not accepted by %s: %s", parent, msg))
 		if r := t.attachRec; r != nil {
 			r.problems = append(r.problems, st.problems[len(st.problems)-1])
 		}
@@ -266,21 +266,25 @@ func (t *session) attach(st *routeState, index int, ref gwapiv1.ParentReference)
 
 // attachParent decides the Accepted condition of one parentRef and places the route on the
 // listeners that take it, among the parent's listeners: a Gateway's own, or a ListenerSet's.
-func (t *session) attachParent(st *routeState, ps *parentStatus, listeners []*listenerState) {
+// field is the parentRef's path (spec.parentRefs[i]), named in the condition when none matches.
+func (t *session) attachParent(st *routeState, ps *parentStatus, field string, listeners []*listenerState) {
 	ref := ps.ref
 
 	var selected []*listenerState
+	named := false // some listener has the sectionName: then the port is what matches none
 	for _, l := range listeners {
 		if ref.SectionName != nil && *ref.SectionName != l.spec.Name {
 			continue
 		}
+		named = true
 		if ref.Port != nil && *ref.Port != l.spec.Port {
 			continue
 		}
 		selected = append(selected, l)
 	}
 	if len(selected) == 0 {
-		ps.accepted = condState{reason: string(gwapiv1.RouteReasonNoMatchingParent), msg: "no listener matches the parentRef's sectionName and port"}
+		ps.accepted = condState{reason: string(gwapiv1.RouteReasonNoMatchingParent),
+			msg: unmatchedParentField(field, ref, named) + "no listener matches the parentRef's sectionName and port"}
 		return
 	}
 	var allowed []*listenerState
@@ -469,4 +473,19 @@ func (t *session) routeHostnames(st *routeState) []string {
 		out = append(out, string(h))
 	}
 	return out
+}
+
+// unmatchedParentField names the part of a parentRef that selects no listener, as the
+// "field: " prefix of its condition: the sectionName when no listener has that name, else the
+// port; the whole parentRef when neither is set (the parent has no listeners at all).
+func unmatchedParentField(field string, ref gwapiv1.ParentReference, named bool) string {
+	switch {
+	case ref.SectionName != nil && !named:
+		return fmt.Sprintf("%s.sectionName: listener %q not found; ", field, *ref.SectionName)
+	case ref.SectionName != nil && ref.Port != nil:
+		return fmt.Sprintf("%s.port: listener %q is not on port %d; ", field, *ref.SectionName, *ref.Port)
+	case ref.Port != nil:
+		return fmt.Sprintf("%s.port: no listener on port %d; ", field, *ref.Port)
+	}
+	return field + ": "
 }

@@ -87,7 +87,7 @@ func (t *session) policyTargets(p *backendPolicy) []*policyTarget {
 			tg.state = condState{reason: string(gwapiv1.PolicyReasonInvalid),
 				msg: fmt.Sprintf("%s is a %s; only Services (group \"\", kind Service) can be targeted", tg.field, groupKind(string(ref.Group), string(ref.Kind)))}
 		case t.services[svc] == nil:
-			tg.state = condState{reason: string(gwapiv1.PolicyReasonTargetNotFound), msg: fmt.Sprintf("Service %s does not exist", svc)}
+			tg.state = condState{reason: string(gwapiv1.PolicyReasonTargetNotFound), msg: fmt.Sprintf("%s: Service %s does not exist", tg.field, svc)}
 		case winner != nil:
 			tg.state = condState{reason: string(gwapiv1.PolicyReasonConflicted),
 				msg: fmt.Sprintf("%s %s/%s is older and targets Service %s too: it applies there, this policy does not", winner.key.Kind, winner.key.Namespace, winner.key.Name, svc)}
@@ -96,7 +96,7 @@ func (t *session) policyTargets(p *backendPolicy) []*policyTarget {
 			tg.state = condState{ok: true, reason: string(gwapiv1.PolicyReasonAccepted), msg: fmt.Sprintf("Applied to Service %s", svc)}
 		}
 		if !tg.state.ok {
-			t.problem(p.key.Kind, ns, p.obj.Name, tg.field, tg.state.reason, tg.state.msg)
+			t.fieldProblem(p.key.Kind, ns, p.obj.Name, tg.field, tg.state.reason, tg.state.msg)
 		}
 		out = append(out, tg)
 	}

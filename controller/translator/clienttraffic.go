@@ -131,9 +131,9 @@ func (t *session) ctpTargets(p *clientTrafficPolicy, winners map[ctpAncestor]*ct
 		case tg.gw == nil && t.gatewayExists(gwKey):
 			continue // another controller's Gateway: none of our business
 		case tg.gw == nil:
-			tg.state = condState{reason: string(gwapiv1.PolicyReasonTargetNotFound), msg: fmt.Sprintf("Gateway %s does not exist", gwKey)}
+			tg.state = condState{reason: string(gwapiv1.PolicyReasonTargetNotFound), msg: fmt.Sprintf("%s: Gateway %s does not exist", tg.field, gwKey)}
 		case tg.section != "" && tg.gw.listener(tg.section) == nil:
-			tg.state = condState{reason: string(gwapiv1.PolicyReasonTargetNotFound), msg: fmt.Sprintf("Gateway %s has no listener %q", gwKey, tg.section)}
+			tg.state = condState{reason: string(gwapiv1.PolicyReasonTargetNotFound), msg: fmt.Sprintf("%s.sectionName: Gateway %s has no listener %q", tg.field, gwKey, tg.section)}
 		case p.invalid != "":
 			tg.state = condState{reason: string(gwapiv1.PolicyReasonInvalid), msg: p.invalid}
 		case winners[anc] != nil:
@@ -145,7 +145,7 @@ func (t *session) ctpTargets(p *clientTrafficPolicy, winners map[ctpAncestor]*ct
 			tg.state = condState{ok: true, reason: string(gwapiv1.PolicyReasonAccepted)}
 		}
 		if !tg.state.ok {
-			t.problem(p.key.Kind, ns, p.obj.Name, tg.field, tg.state.reason, tg.state.msg)
+			t.fieldProblem(p.key.Kind, ns, p.obj.Name, tg.field, tg.state.reason, tg.state.msg)
 		}
 		out = append(out, tg)
 	}

@@ -97,12 +97,13 @@ func (t *session) conflict(l *listenerState, reason gwapiv1.ListenerConditionRea
 	if l.conflicted.ok {
 		return
 	}
-	l.conflicted = condState{ok: true, reason: string(reason), msg: msg}
-	l.accepted = condState{reason: string(gwapiv1.ListenerReasonInvalid), msg: "Listener is conflicted: " + msg}
+	named := l.field("") + ": " + msg // the conditions name the listener's path, as the problem does
+	l.conflicted = condState{ok: true, reason: string(reason), msg: named}
+	l.accepted = condState{reason: string(gwapiv1.ListenerReasonInvalid), msg: "Listener is conflicted: " + named}
 	if l.owner != nil {
 		// A ListenerSet listener loses to the listeners before it (listenerset.go): its
 		// conditions say which conflict, as the spec asks.
-		l.accepted = condState{reason: string(reason), msg: "Listener is conflicted: " + msg}
+		l.accepted = condState{reason: string(reason), msg: "Listener is conflicted: " + named}
 	}
 	t.listenerProblem(l, "", reason, msg)
 }

@@ -325,14 +325,14 @@ func (t *session) translateListener(g *gatewayState, owner *listenerSetState, sp
 
 func (t *session) rejectListener(l *listenerState, field string, reason gwapiv1.ListenerConditionReason, msg string) {
 	if l.accepted.ok {
-		l.accepted = condState{reason: string(reason), msg: msg}
+		l.accepted = condState{reason: string(reason), msg: l.field(field) + ": " + msg}
 	}
 	t.listenerProblem(l, field, reason, msg)
 }
 
 func (t *session) unresolvedListener(l *listenerState, field string, reason gwapiv1.ListenerConditionReason, msg string) {
 	if l.resolved.ok {
-		l.resolved = condState{reason: string(reason), msg: msg}
+		l.resolved = condState{reason: string(reason), msg: l.field(field) + ": " + msg}
 	}
 	t.listenerProblem(l, field, reason, msg)
 }

@@ -89,7 +89,7 @@ func (t *session) gatewayFilterTargets(f *gatewayFilter, refs []gwapiv1.LocalPol
 		case t.gwByKey[gwKey] == nil && t.gatewayExists(gwKey):
 			continue // another controller's Gateway: none of our business
 		case t.gwByKey[gwKey] == nil:
-			tg.state = condState{reason: string(gwapiv1.PolicyReasonTargetNotFound), msg: fmt.Sprintf("Gateway %s does not exist", gwKey)}
+			tg.state = condState{reason: string(gwapiv1.PolicyReasonTargetNotFound), msg: fmt.Sprintf("%s: Gateway %s does not exist", tg.field, gwKey)}
 		default:
 			if winner := t.gatewayFilterOf(gwKey, f.gk); winner != nil {
 				tg.state = condState{reason: string(gwapiv1.PolicyReasonConflicted),
@@ -101,7 +101,7 @@ func (t *session) gatewayFilterTargets(f *gatewayFilter, refs []gwapiv1.LocalPol
 				msg: fmt.Sprintf("Applied to every HTTPRoute and GRPCRoute rule on Gateway %s, before the rule's own filters", gwKey)}
 		}
 		if !tg.state.ok {
-			t.problem(f.key.Kind, ns, f.obj.GetName(), tg.field, tg.state.reason, tg.state.msg)
+			t.fieldProblem(f.key.Kind, ns, f.obj.GetName(), tg.field, tg.state.reason, tg.state.msg)
 		}
 		out = append(out, tg)
 	}

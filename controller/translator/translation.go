@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -252,6 +253,27 @@ func (t *session) gatewayParameters(ns, name string) (*infrav1a1.CoxswainGateway
 		}
 	}
 	return nil, false
+}
+
+// fieldProblem is problem for a message that, being a status condition's too, starts with the
+// path it is about (field itself or a path under it, then ": "): that path becomes the
+// problem's field and leaves the message, which would otherwise name it twice.
+func (t *session) fieldProblem(kind, ns, name, field, reason, msg string) {
+	field, msg = splitFieldPrefix(field, msg)
+	t.problem(kind, ns, name, field, reason, msg)
+}
+
+// splitFieldPrefix splits "spec.x[0].y: what" into its path and the rest when the path is
+// field or under it; otherwise it returns field and msg unchanged.
+func splitFieldPrefix(field, msg string) (string, string) {
+	path, rest, ok := strings.Cut(msg, ": ")
+	if !ok || field == "" || !strings.HasPrefix(path, field) || strings.ContainsAny(path, " \"") {
+		return field, msg
+	}
+	if tail := path[len(field):]; tail != "" && tail[0] != '.' && tail[0] != '[' {
+		return field, msg
+	}
+	return path, rest
 }
 
 func (t *session) problem(kind, ns, name, field, reason, msg string) {

@@ -141,7 +141,7 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket, failed map[sockKey]*
 			continue
 		}
 		delete(p.sockets, key)
-		_ = s.ln.Close()
+		s.stop()
 		if sv := s.cur.Swap(nil); sv != nil {
 			p.drain(sv)
 		}
@@ -241,7 +241,7 @@ func (p *Proxy) close(ctx context.Context) error {
 	var servings []*serving
 	for key, s := range p.sockets {
 		delete(p.sockets, key)
-		_ = s.ln.Close()
+		s.stop()
 		<-s.acceptDone
 		if sv := s.cur.Swap(nil); sv != nil {
 			_ = sv.conns.Close()

@@ -129,6 +129,18 @@ func (s *socket) acceptLoop() {
 	}
 }
 
+// stop closes the socket. The connections waiting in its accept queue are handed to the current
+// server first, as if the accept loop had taken them, so that they are served or closed cleanly
+// by the server's shutdown instead of reset by the close (see acceptBacklog).
+func (s *socket) stop() {
+	for _, c := range acceptBacklog(s.ln) {
+		if c = s.admit(c); c != nil {
+			s.dispatch(c)
+		}
+	}
+	_ = s.ln.Close()
+}
+
 // admit counts c against MaxConnectionsPerListener: beyond the cap it is closed (nil is returned),
 // else it comes back wrapped so that closing it frees its place.
 func (s *socket) admit(c net.Conn) net.Conn {
