@@ -238,8 +238,9 @@ func (b *headerBlock) validRequest() bool {
 func (c *conn) onTrailers(st *stream) error {
 	b := &c.block
 	c.mu.Lock()
-	closed, done := st.remoteClosed, st.responded
+	closed := st.remoteClosed
 	c.mu.Unlock()
+	done := st.responded.Load()
 	switch {
 	case closed && done: // closed, though its handler has not quite finished
 		return connError{http2.ErrCodeStreamClosed, "HEADERS on a closed stream"}

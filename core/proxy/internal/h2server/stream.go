@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/net/http2"
 )
@@ -25,7 +26,12 @@ type stream struct {
 	remoteClosed bool  // END_STREAM or RST_STREAM received, or reset sent
 	reset        bool  // RST_STREAM sent or received
 	clientReset  bool  // RST_STREAM received
-	responded    bool  // the response went out whole: the stream is closed once remoteClosed
+
+	// responded: END_STREAM of the response is written, set before the frame is flushed, so a
+	// client that saw it and sends on the stream again finds it closed (a connection error, not
+	// the stream error of a half-closed stream: h2spec http2/5.1/12). With remoteClosed, the
+	// stream is closed.
+	responded atomic.Bool
 
 	declLen int64 // Content-Length, -1 unknown
 	gotLen  int64 // DATA payload received (read loop only)

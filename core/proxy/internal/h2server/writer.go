@@ -139,7 +139,6 @@ func (w *responseWriter) finish() error {
 	}
 	st, c := w.st, w.st.c
 	c.mu.Lock()
-	st.responded = true
 	open := !st.remoteClosed
 	if open {
 		st.remoteClosed, st.reset = true, true
@@ -199,6 +198,9 @@ func (w *responseWriter) send(data []byte, end bool, trailers http.Header) error
 		err := c.werr
 		if err == nil {
 			err = w.writeFrames(data[:n], last, end, trailers)
+		}
+		if err == nil && last && end {
+			st.responded.Store(true) // before unlockW flushes END_STREAM to the client
 		}
 		err = c.unlockW(err)
 		if err != nil {
