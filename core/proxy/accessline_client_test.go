@@ -1,20 +1,13 @@
 package proxy_test
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/accesslog"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
-	"github.com/coxswain-labs/coxswain/core/proxy"
-	"github.com/coxswain-labs/coxswain/core/proxy/internal/testmod"
-	"github.com/coxswain-labs/coxswain/core/proxy/listener"
 	"github.com/coxswain-labs/coxswain/modules/filters/clientip"
-	"github.com/coxswain-labs/coxswain/modules/lb/roundrobin"
 )
 
 // TestAccessLogClientIP: the access log's client_ip is the client as the data plane resolved
@@ -25,18 +18,7 @@ func TestAccessLogClientIP(t *testing.T) {
 	be := newBackend(t, "a", nil)
 	sink := newLineSink()
 	log := accesslog.New(accesslog.Options{Sink: sink, FlushInterval: time.Millisecond})
-	mods := append(testmod.Modules(), &roundrobin.RoundRobin{}, &listener.HTTP{}, (*clientip.Filter)(nil))
-	p := proxy.New(proxy.Options{Log: testLogger(), Registry: core.NewRegistry(mods...),
-		Metrics: prometheus.NewRegistry(), RequestMetrics: true, AccessLog: log})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		log.Close(nil)
-	})
-	o := &observed{p: p, log: log}
+	o := newObservedProxy(t, true, log, (*clientip.Filter)(nil))
 
 	// A listener behind a load balancer: PROXY protocol, one trusted X-Forwarded-For hop.
 	behindLB := func() *irv1.Listener {
@@ -68,7 +50,7 @@ func TestAccessLogClientIP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.listener()
-			apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("a", be)}))
+			apply(t, o.p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{cluster("a", be)}))
 			var hdr []byte
 			if tc.pp != "" {
 				hdr = ppHeader(t, 2, tc.pp)
@@ -77,7 +59,7 @@ func TestAccessLogClientIP(t *testing.T) {
 			if tc.xff != "" {
 				extra = []string{"X-Forwarded-For", tc.xff}
 			}
-			if r := must(t, ppClient(addrOf(t, p, l.Name), hdr, false).get("http://example.com/", extra...)); r.status != 200 {
+			if r := must(t, ppClient(addrOf(t, o.p, l.Name), hdr, false).get("http://example.com/", extra...)); r.status != 200 {
 				t.Fatalf("status %d", r.status)
 			}
 			line := o.waitLine(t, sink)

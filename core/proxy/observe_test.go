@@ -72,10 +72,12 @@ type observed struct {
 	log *accesslog.Logger
 }
 
-func newObservedProxy(t testing.TB, metrics bool, log *accesslog.Logger) *observed {
+// newObservedProxy starts a proxy with the test modules, round robin, the HTTP listener and
+// extra (modules a test's routes name besides those).
+func newObservedProxy(t testing.TB, metrics bool, log *accesslog.Logger, extra ...core.Module) *observed {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	mods := append(testmod.Modules(), &roundrobin.RoundRobin{}, &listener.HTTP{})
+	mods := append(append(testmod.Modules(), &roundrobin.RoundRobin{}, &listener.HTTP{}), extra...)
 	p := proxy.New(proxy.Options{Log: testLogger(), Registry: core.NewRegistry(mods...), Metrics: reg,
 		RequestMetrics: metrics, AccessLog: log})
 	t.Cleanup(func() {
