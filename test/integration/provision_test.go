@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller"
@@ -224,9 +225,17 @@ func TestSharedProvisioning(t *testing.T) {
 	})
 
 	t.Run("status.addresses follows the load balancer", func(t *testing.T) {
-		svc := svcB.DeepCopy()
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.5"}}
-		if _, err := e.Kube.CoreV1().Services(ns).UpdateStatus(ctxFor(t), svc, metav1.UpdateOptions{}); err != nil {
+		// The controller may have rewritten the Service since svcB was read: update the latest.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			svc, err := e.Kube.CoreV1().Services(ns).Get(ctxFor(t), svcB.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.5"}}
+			_, err = e.Kube.CoreV1().Services(ns).UpdateStatus(ctxFor(t), svc, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		waitGateway(t, e, ns, "b", func(gw *gwapiv1.Gateway) error {
