@@ -240,3 +240,24 @@ func updateGateway(t testing.TB, e *env.Env, ns, name string, change func(*gwapi
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// editLatest reads an object, changes it and updates it, reading again on a conflict: the
+// controller writes the objects it provisions, and may do so between a test's read and its
+// update.
+func editLatest[T any](t testing.TB, get func() (T, error), change func(T), update func(T) (T, error)) T {
+	t.Helper()
+	var out T
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := get()
+		if err != nil {
+			return err
+		}
+		change(cur)
+		out, err = update(cur)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

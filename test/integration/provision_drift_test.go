@@ -74,13 +74,12 @@ func TestProvisionedDriftAndConflicts(t *testing.T) {
 	})
 
 	t.Run("an edited or deleted Deployment is repaired", func(t *testing.T) {
-		edited := dep.DeepCopy()
-		edited.Spec.Replicas = ptr.To(int32(7))
-		edited.Spec.Template.Spec.Containers[0].Image = "example.com/not-coxswain:1"
-		edited, err := deps.Update(ctxFor(t), edited, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		edited := editLatest(t, func() (*appsv1.Deployment, error) { return deps.Get(ctxFor(t), name, metav1.GetOptions{}) },
+			func(d *appsv1.Deployment) {
+				d.Spec.Replicas = ptr.To(int32(7))
+				d.Spec.Template.Spec.Containers[0].Image = "example.com/not-coxswain:1"
+			},
+			func(d *appsv1.Deployment) (*appsv1.Deployment, error) { return deps.Update(ctxFor(t), d, metav1.UpdateOptions{}) })
 		eventually(t, "the edited Deployment repaired", func() error {
 			got, err := deps.Get(ctxFor(t), name, metav1.GetOptions{})
 			if err != nil {
@@ -98,14 +97,11 @@ func TestProvisionedDriftAndConflicts(t *testing.T) {
 	})
 
 	t.Run("an edited or deleted ServiceAccount is repaired", func(t *testing.T) {
-		sa, err := sas.Get(ctxFor(t), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sa.AutomountServiceAccountToken = ptr.To(true)
-		if _, err := sas.Update(ctxFor(t), sa, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		sa := editLatest(t, func() (*corev1.ServiceAccount, error) { return sas.Get(ctxFor(t), name, metav1.GetOptions{}) },
+			func(sa *corev1.ServiceAccount) { sa.AutomountServiceAccountToken = ptr.To(true) },
+			func(sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
+				return sas.Update(ctxFor(t), sa, metav1.UpdateOptions{})
+			})
 		eventually(t, "automountServiceAccountToken false again", func() error {
 			got, err := sas.Get(ctxFor(t), name, metav1.GetOptions{})
 			if err != nil {

@@ -174,11 +174,9 @@ func TestDedicatedServiceSockets(t *testing.T) {
 			cm, err = cms.Get(ctxFor(t), name+"-trust-bundle", metav1.GetOptions{})
 			return err
 		})
-		cm.Data["ca.crt"] = "tampered"
-		edited, err := cms.Update(ctxFor(t), cm, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		edited := editLatest(t, func() (*corev1.ConfigMap, error) { return cms.Get(ctxFor(t), cm.Name, metav1.GetOptions{}) },
+			func(cm *corev1.ConfigMap) { cm.Data["ca.crt"] = "tampered" },
+			func(cm *corev1.ConfigMap) (*corev1.ConfigMap, error) { return cms.Update(ctxFor(t), cm, metav1.UpdateOptions{}) })
 		eventually(t, "the trust bundle repaired", func() error {
 			got, err := cms.Get(ctxFor(t), cm.Name, metav1.GetOptions{})
 			if err != nil {
@@ -215,10 +213,11 @@ func TestDedicatedServiceSockets(t *testing.T) {
 			pdb, err = pdbs.Get(ctxFor(t), name, metav1.GetOptions{})
 			return err
 		})
-		pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(5))
-		if _, err := pdbs.Update(ctxFor(t), pdb, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		editLatest(t, func() (*policyv1.PodDisruptionBudget, error) { return pdbs.Get(ctxFor(t), pdb.Name, metav1.GetOptions{}) },
+			func(pdb *policyv1.PodDisruptionBudget) { pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(5)) },
+			func(pdb *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, error) {
+				return pdbs.Update(ctxFor(t), pdb, metav1.UpdateOptions{})
+			})
 		eventually(t, "the PDB repaired", func() error {
 			got, err := pdbs.Get(ctxFor(t), name, metav1.GetOptions{})
 			if err != nil {

@@ -189,10 +189,12 @@ func TestSharedProvisioning(t *testing.T) {
 		waitVIPEndpoints(t, e, b, map[string]bool{"10.244.0.12": true})
 		// An edited EndpointSlice is repaired.
 		es := waitVIPEndpoints(t, e, a, map[string]bool{"10.244.0.12": true})
-		es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.1"}}}
-		if _, err := e.Kube.DiscoveryV1().EndpointSlices(ns).Update(ctxFor(t), es, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		slices := e.Kube.DiscoveryV1().EndpointSlices(ns)
+		es = editLatest(t, func() (*discoveryv1.EndpointSlice, error) { return slices.Get(ctxFor(t), es.Name, metav1.GetOptions{}) },
+			func(es *discoveryv1.EndpointSlice) { es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.1"}}} },
+			func(es *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error) {
+				return slices.Update(ctxFor(t), es, metav1.UpdateOptions{})
+			})
 		eventually(t, "the edited EndpointSlice repaired", func() error {
 			got, err := e.Kube.DiscoveryV1().EndpointSlices(ns).Get(ctxFor(t), es.Name, metav1.GetOptions{})
 			if err != nil {
@@ -262,15 +264,13 @@ func TestSharedProvisioning(t *testing.T) {
 	})
 
 	t.Run("an edited Service is repaired", func(t *testing.T) {
-		svc, err := e.Kube.CoreV1().Services(ns).Get(ctxFor(t), svcB.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc.Spec.Ports[0].TargetPort = intstr.FromInt32(9999)
-		svc.Spec.Selector = map[string]string{"app": "elsewhere"}
-		if _, err := e.Kube.CoreV1().Services(ns).Update(ctxFor(t), svc, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		svcs := e.Kube.CoreV1().Services(ns)
+		editLatest(t, func() (*corev1.Service, error) { return svcs.Get(ctxFor(t), svcB.Name, metav1.GetOptions{}) },
+			func(svc *corev1.Service) {
+				svc.Spec.Ports[0].TargetPort = intstr.FromInt32(9999)
+				svc.Spec.Selector = map[string]string{"app": "elsewhere"}
+			},
+			func(svc *corev1.Service) (*corev1.Service, error) { return svcs.Update(ctxFor(t), svc, metav1.UpdateOptions{}) })
 		waitService(t, e, ns, "b", func(svc *corev1.Service) error {
 			if got := targetPort(svc, 80); got != portB || len(svc.Spec.Selector) != 0 {
 				return fmt.Errorf("targetPort %d selector %v, want %d and none", got, svc.Spec.Selector, portB)
