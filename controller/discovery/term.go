@@ -71,6 +71,7 @@ type gwState struct {
 // prepared is a snapshot as one kind of proxy gets it, encoded once for all of them.
 type prepared struct {
 	once    sync.Once
+	deltas  deltaCache // this snapshot as deltas against the bases proxies hold (deltas.go)
 	snap    *irv1.Snapshot
 	data    []byte
 	version string
@@ -209,9 +210,15 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 			prep = &prepared{}
 			t.cache[key] = prep
 		}
+		base, serving := s.deltaBase(), s.serving
 		t.mu.Unlock()
 
 		prep.once.Do(func() { prep.build(p.snap, s.gw, missing, t.s.metrics) })
+
+		var deltaData []byte
+		if base != nil && prep.err == nil && prep.version != serving {
+			deltaData = prep.deltaFrom(base, t.s.metrics) // nil: it goes in full
+		}
 
 		t.mu.Lock()
 		if t.latest != p {
@@ -226,17 +233,25 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 		}
 		s.last = prep
 		if prep.version == s.serving {
-			s.acked = flight{seq: p.seq, version: prep.version, at: time.Now()}
+			s.acked = flight{seq: p.seq, version: prep.version, prep: prep, at: time.Now()}
+			s.base = prep
 			t.evaluate()
 			t.mu.Unlock()
 			continue
 		}
-		s.inflight = &flight{seq: p.seq, version: prep.version, sent: time.Now(), due: later(p.at, s.connected)}
+		push := &discv1.Push{Snapshot: prep.data, Version: prep.version}
+		if deltaData != nil {
+			push = &discv1.Push{Delta: deltaData, Version: prep.version}
+			t.s.metrics.deltaPushes.Inc()
+		}
+		size := len(push.GetSnapshot()) + len(push.GetDelta())
+		s.inflight = &flight{seq: p.seq, version: prep.version, prep: prep, delta: deltaData != nil, sent: time.Now(), due: later(p.at, s.connected)}
+		s.lastBytes, s.lastDelta = size, deltaData != nil
 		t.s.metrics.pushes.Inc()
 		t.s.metrics.proxyPushes.WithLabelValues(s.node).Inc()
-		t.s.metrics.pushBytes.Add(float64(len(prep.data)))
+		t.s.metrics.pushBytes.Add(float64(size))
 		t.mu.Unlock()
-		return &discv1.StreamResponse{Kind: &discv1.StreamResponse_Push{Push: &discv1.Push{Snapshot: prep.data, Version: prep.version}}}
+		return &discv1.StreamResponse{Kind: &discv1.StreamResponse_Push{Push: push}}
 	}
 }
 
@@ -283,6 +298,7 @@ func (t *term) ack(s *session, a *discv1.Ack) {
 		return
 	}
 	s.inflight, s.acked, s.serving, s.nack = nil, *f, f.version, nil
+	s.base, s.full = f.prep, false
 	s.acked.at = time.Now()
 	t.s.metrics.acks.Inc()
 	t.s.metrics.proxyAcks.WithLabelValues(s.node).Inc()
@@ -300,6 +316,11 @@ func (t *term) nack(s *session, n *discv1.Nack) {
 		return
 	}
 	s.inflight = nil
+	s.full = true // whatever the proxy holds, the next push replaces it whole
+	if f.delta && n.GetReason() == discv1.NackReason_NACK_REASON_DELTA_MISMATCH {
+		t.deltaMismatch(s, f, n)
+		return
+	}
 	s.nack = &nacked{seq: f.seq, version: f.version, err: truncate(n.GetError(), 512), at: time.Now()}
 	t.s.metrics.nacks.Inc()
 	t.s.metrics.proxyNacks.WithLabelValues(s.node).Inc()
