@@ -58,7 +58,7 @@ func (p *prepared) deltaFrom(base *prepared, m *metrics) []byte {
 			return
 		}
 		b, err := proto.Marshal(d)
-		if err != nil || len(b) >= len(p.data) {
+		if err != nil || len(b) >= p.size() {
 			return
 		}
 		e.data = b

@@ -71,12 +71,17 @@ type gwState struct {
 // prepared is a snapshot as one kind of proxy gets it, encoded once for all of them.
 type prepared struct {
 	once    sync.Once
-	deltas  deltaCache // this snapshot as deltas against the bases proxies hold (deltas.go)
 	snap    *irv1.Snapshot
-	data    []byte
 	version string
 	err     error
 	gaps    []routeGap // routes this tailoring leaves out or answers 500 for: modules missing
+
+	dataOnce sync.Once
+	data     []byte // the encoded snapshot (encoded)
+	dataErr  error
+	sizeOnce sync.Once
+	sizeOf   int
+	deltas   deltaCache // this snapshot as deltas against the bases proxies hold (deltas.go)
 }
 
 func newTerm(s *Server, report controller.Reporter) *term {
@@ -215,9 +220,17 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 
 		prep.once.Do(func() { prep.build(p.snap, s.gw, missing, t.s.metrics) })
 
-		var deltaData []byte
-		if base != nil && prep.err == nil && prep.version != serving {
-			deltaData = prep.deltaFrom(base, t.s.metrics) // nil: it goes in full
+		// The push's bytes, made outside the lock: a delta against the proxy's base, or the
+		// full snapshot (encoded only once some proxy needs it, then shared).
+		var data []byte
+		var isDelta bool
+		if prep.err == nil && prep.version != serving {
+			if base != nil {
+				data = prep.deltaFrom(base, t.s.metrics) // nil: it goes in full
+			}
+			if isDelta = data != nil; !isDelta {
+				data = prep.encoded()
+			}
 		}
 
 		t.mu.Lock()
@@ -239,17 +252,21 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 			t.mu.Unlock()
 			continue
 		}
-		push := &discv1.Push{Snapshot: prep.data, Version: prep.version}
-		if deltaData != nil {
-			push = &discv1.Push{Delta: deltaData, Version: prep.version}
+		if !isDelta && prep.dataErr != nil {
+			t.mu.Unlock()
+			t.log.Error("encoding a snapshot for a proxy", append(s.fields(), zap.Error(prep.dataErr))...)
+			return nil
+		}
+		push := &discv1.Push{Snapshot: data, Version: prep.version}
+		if isDelta {
+			push = &discv1.Push{Delta: data, Version: prep.version}
 			t.s.metrics.deltaPushes.Inc()
 		}
-		size := len(push.GetSnapshot()) + len(push.GetDelta())
-		s.inflight = &flight{seq: p.seq, version: prep.version, prep: prep, delta: deltaData != nil, sent: time.Now(), due: later(p.at, s.connected)}
-		s.lastBytes, s.lastDelta = size, deltaData != nil
+		s.inflight = &flight{seq: p.seq, version: prep.version, prep: prep, delta: isDelta, sent: time.Now(), due: later(p.at, s.connected)}
+		s.lastBytes, s.lastDelta = len(data), isDelta
 		t.s.metrics.pushes.Inc()
 		t.s.metrics.proxyPushes.WithLabelValues(s.node).Inc()
-		t.s.metrics.pushBytes.Add(float64(size))
+		t.s.metrics.pushBytes.Add(float64(len(data)))
 		t.mu.Unlock()
 		return &discv1.StreamResponse{Kind: &discv1.StreamResponse_Push{Push: push}}
 	}
@@ -286,7 +303,19 @@ func (p *prepared) build(snap *irv1.Snapshot, gw *gwKey, missing []string, m *me
 	}
 	p.gaps = moduleGaps(snap, gw, missing)
 	p.snap, p.version = out, out.GetVersion()
-	p.data, p.err = proto.Marshal(out)
+}
+
+// encoded is the snapshot's encoding, made by the first push that needs it: when every proxy
+// takes deltas, none does. nil when it cannot be encoded (dataErr says why).
+func (p *prepared) encoded() []byte {
+	p.dataOnce.Do(func() { p.data, p.dataErr = proto.Marshal(p.snap) })
+	return p.data
+}
+
+// size is the encoding's size, without encoding (a delta must be smaller to be sent).
+func (p *prepared) size() int {
+	p.sizeOnce.Do(func() { p.sizeOf = proto.Size(p.snap) })
+	return p.sizeOf
 }
 
 func (t *term) ack(s *session, a *discv1.Ack) {
