@@ -101,8 +101,9 @@ type Agent struct {
 	// base is the snapshot last applied as the controller sent it (before localize), which the
 	// next delta changes; sealer checks a rebuilt snapshot's version with the encodings of the
 	// parts it shares with base. Only the session goroutine touches them, one push at a time.
-	base   *irv1.Snapshot
-	sealer irv1.Sealer
+	base     *irv1.Snapshot
+	sealer   irv1.Sealer
+	unprimed bool // base came in full and the sealer has not seen it yet (primeSealer)
 
 	mu      sync.Mutex
 	addrs   []string // resolved addresses of the current round
@@ -360,6 +361,7 @@ func (a *Agent) session(ctx context.Context, addr string) (progressed bool, err 
 		if err := out.reply(a.opts.Engine, a.apply(ctx, push)); err != nil {
 			return progressed, recvErr(stream, err)
 		}
+		a.primeSealer()
 	}
 }
 

@@ -51,16 +51,36 @@ func (a *Agent) deltaMismatch(push *discv1.Push, err error) *discv1.StreamReques
 }
 
 // keepBase records the snapshot now served as the base of the next delta. After a full snapshot
-// the sealer's encodings are of messages no longer shared: forgotten, so the next delta seals
-// the new base's messages once and remembers them.
+// the sealer's encodings are of messages no longer shared: forgotten, and the new base's are
+// made by primeSealer once the push is answered.
 func (a *Agent) keepBase(snap *irv1.Snapshot, fromDelta bool) {
 	if a.opts.FullSnapshots {
 		return
 	}
 	if !fromDelta {
 		a.sealer.Forget()
+		a.unprimed = true
 	}
 	a.base = snap
+}
+
+// primeSealer seals the base received in full, after its Ack went out, so that the next delta
+// reseals from remembered encodings instead of encoding the whole snapshot on the next change's
+// path (~10 ms at 5,000 routes, on every proxy at once). It seals a shallow copy: the engine may
+// be reading the base's version. A base that does not seal to its own version is dropped, so the
+// next delta is a mismatch and the controller sends the snapshot in full again.
+func (a *Agent) primeSealer() {
+	if !a.unprimed || a.base == nil {
+		return
+	}
+	a.unprimed = false
+	c := shallow(a.base)
+	if err := a.sealer.Seal(c); err != nil || c.GetVersion() != a.base.GetVersion() {
+		a.log.Warn("the snapshot received in full does not seal to its version; the next delta will ask for it again",
+			zap.String("version", a.base.GetVersion()), zap.String("sealed", c.GetVersion()), zap.Error(err))
+		a.base = nil
+		a.sealer.Forget()
+	}
 }
 
 // shallow copies m's fields (by reflection, so fields added later are copied too); its children

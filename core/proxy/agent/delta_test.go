@@ -118,5 +118,15 @@ func TestApplyDeltaChecksTheVersion(t *testing.T) {
 	ack(a.apply(ctx, fullPush(t, v3)), v3)
 	mismatch(a.apply(ctx, deltaPush(t, v1, v2, v2.GetVersion()))) // against another base
 	ack(a.apply(ctx, fullPush(t, v3)), v3)
+	a.primeSealer()
 	ack(a.apply(ctx, deltaPush(t, v3, v1, v1.GetVersion())), v1)
+
+	// A full snapshot whose content does not hash to the version it carries is applied as
+	// before (the engine checks only that the versions agree), but priming the sealer finds it
+	// out and drops it as a base: the next delta asks for the snapshot in full.
+	liar := proto.Clone(v2).(*irv1.Snapshot)
+	liar.Version = v3.GetVersion()
+	ack(a.apply(ctx, fullPush(t, liar)), liar)
+	a.primeSealer()
+	mismatch(a.apply(ctx, deltaPush(t, v3, v1, v1.GetVersion())))
 }
