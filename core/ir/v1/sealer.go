@@ -28,6 +28,12 @@ import (
 // changed. TestSealerEqualsSeal (here, in controller/translator and core/discovery/delta) holds
 // it to Seal. A Sealer is not safe for concurrent use.
 type Sealer struct {
+	// SkipRoutes leaves Route encodings out of what is remembered (a virtual host's still
+	// includes them): for a user whose changed virtual hosts never share routes with the
+	// previous snapshot, as the agent's (a changed virtual host arrives decoded whole). It halves
+	// what such a user keeps; the translator's replayed routes need them remembered.
+	SkipRoutes bool
+
 	// encoded are the remembered encodings, by message address (a pointer hashes faster than an
 	// interface, and keeps the message referenced alike, so no new message can take its
 	// address), with the seal that last used each.
@@ -72,12 +78,14 @@ func (s *Sealer) Seal(snap *Snapshot) error {
 // nothing with the previous one (a proxy sent a full snapshot), so they are not kept alive.
 func (s *Sealer) Forget() { s.encoded, s.buf = nil, nil }
 
-// remembered says whether the encodings of a message type are kept for the next seal: the
+// remembers says whether the encodings of a message type are kept for the next seal: the
 // messages the users share between consecutive snapshots.
-func remembered(d protoreflect.MessageDescriptor) bool {
+func (s *Sealer) remembers(d protoreflect.MessageDescriptor) bool {
 	switch d.FullName() {
-	case "coxswain.ir.v1.Route", "coxswain.ir.v1.Cluster", "coxswain.ir.v1.VirtualHost", "coxswain.ir.v1.Secret":
+	case "coxswain.ir.v1.Cluster", "coxswain.ir.v1.VirtualHost", "coxswain.ir.v1.Secret":
 		return true
+	case "coxswain.ir.v1.Route":
+		return !s.SkipRoutes
 	}
 	return false
 }
@@ -95,7 +103,7 @@ var deterministic = proto.MarshalOptions{Deterministic: true}
 
 // appendMessage appends m's encoding (without tag or length).
 func (s *Sealer) appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
-	if !remembered(m.Descriptor()) {
+	if !s.remembers(m.Descriptor()) {
 		return s.encode(b, m)
 	}
 	e, err := s.encodingOf(m)
@@ -182,7 +190,7 @@ func (s *Sealer) encode(b []byte, m protoreflect.Message) ([]byte, error) {
 // appendSub appends a length-delimited sub-message field.
 func (s *Sealer) appendSub(b []byte, num protoreflect.FieldNumber, m protoreflect.Message) ([]byte, error) {
 	b = protowire.AppendTag(b, num, protowire.BytesType)
-	if remembered(m.Descriptor()) { // its length is known before it is appended
+	if s.remembers(m.Descriptor()) { // its length is known before it is appended
 		e, err := s.encodingOf(m)
 		if err != nil {
 			return nil, err

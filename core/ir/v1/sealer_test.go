@@ -13,6 +13,12 @@ import (
 // others, including a snapshot whose envelope message carries unknown fields (what a proxy
 // decodes from a newer controller) and one sealed after Forget.
 func TestSealerEqualsSeal(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SkipRoutes=%v", skip), func(t *testing.T) { sealerEqualsSeal(t, Sealer{SkipRoutes: skip}) })
+	}
+}
+
+func sealerEqualsSeal(t *testing.T, s Sealer) {
 	r := rand.New(rand.NewPCG(1, 2))
 	vhs := make([]*VirtualHost, 40)
 	clusters := make([]*Cluster, 10)
@@ -31,7 +37,6 @@ func TestSealerEqualsSeal(t *testing.T) {
 		clusters[i] = &Cluster{Name: fmt.Sprintf("c%d", i), Endpoints: []*Endpoint{{Address: "10.0.0.1", Port: uint32(8000 + i)}}}
 	}
 	secret := &Secret{Name: "ns/cert", CertificatePem: []byte("cert"), PrivateKeyPem: []byte("key")}
-	var s Sealer
 	for step := range 30 {
 		vhs[r.IntN(len(vhs))] = newVH(r.IntN(1000)) // a changed virtual host: a new message
 		if r.IntN(2) == 0 {

@@ -131,7 +131,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 5 * time.Second
 	}
-	a := &Agent{opts: opts, log: opts.Log, metrics: newMetrics(opts.Metrics)}
+	a := &Agent{opts: opts, log: opts.Log, metrics: newMetrics(opts.Metrics), sealer: irv1.Sealer{SkipRoutes: true}}
 	a.disconnectedAt.Store(time.Now().UnixNano())
 	if opts.Gateway != "" {
 		ns, name, ok := strings.Cut(opts.Gateway, "/")
