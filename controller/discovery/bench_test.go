@@ -13,6 +13,8 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/discovery/discoverytest"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
+	"github.com/coxswain-labs/coxswain/core/discovery/delta"
+	discv1 "github.com/coxswain-labs/coxswain/core/discovery/v1"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/core/proxy"
 	_ "github.com/coxswain-labs/coxswain/modules/filters/headers/translate"
@@ -61,8 +63,11 @@ func endpointChange(b testing.TB, base *irv1.Snapshot, gen int64) *irv1.Snapshot
 }
 
 // BenchmarkSnapshotCodec: size, encode and decode time of a 5,000- and a 20,000-route snapshot,
-// and what a per-resource delta would cost instead: of an endpoints change (the changed cluster
-// only) and of a route change (the changed route's virtual host only).
+// and what the same changes cost as deltas (core/discovery/delta), on both sides: a route
+// change (one virtual host replaced, as discoverytest.RouteChange makes it) and an endpoints
+// change (endpointChange: every cluster a new message, one endpoint's port changed). The
+// controller diffs and encodes a delta once per publication and base; the proxy decodes it,
+// rebuilds the snapshot on its base and reseals it with a Sealer that sealed the base before.
 func BenchmarkSnapshotCodec(b *testing.B) {
 	for _, n := range []int{5000, 20000} {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) { snapshotCodec(b, n) })
@@ -75,16 +80,6 @@ func snapshotCodec(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	delta := &irv1.Snapshot{Clusters: snap.GetClusters()[:1]}
-	deltaBytes, _ := proto.Marshal(delta)
-	vh := snap.GetListeners()[0].GetServers()[0].GetVirtualHosts()[0]
-	vhBytes, _ := proto.Marshal(vh)
-	b.Run("delta-one-virtual-host/encode", func(b *testing.B) {
-		for b.Loop() {
-			_, _ = proto.Marshal(vh)
-		}
-		b.ReportMetric(float64(len(vhBytes)), "bytes")
-	})
 	b.Run("full/encode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -111,17 +106,60 @@ func snapshotCodec(b *testing.B, n int) {
 			}
 		}
 	})
-	b.Run("delta-one-cluster/encode", func(b *testing.B) {
-		for b.Loop() {
-			_, _ = proto.Marshal(delta)
-		}
-		b.ReportMetric(float64(len(deltaBytes)), "bytes")
-	})
-	b.Run("delta-one-cluster/decode", func(b *testing.B) {
-		for b.Loop() {
-			_ = proto.Unmarshal(deltaBytes, &irv1.Snapshot{})
-		}
-	})
+	routeNext, err := discoverytest.RouteChange(snap, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		next *irv1.Snapshot
+	}{{"delta-route-change", routeNext}, {"delta-endpoints-change", endpointChange(b, snap, 2)}} {
+		b.Run(c.name+"/diff-encode", func(b *testing.B) { // the controller, once per publication and base
+			b.ReportAllocs()
+			var size int
+			for b.Loop() {
+				d, err := delta.Diff(snap, c.next)
+				if err != nil {
+					b.Fatal(err)
+				}
+				data, err := proto.Marshal(d)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(data)
+			}
+			b.ReportMetric(float64(size), "bytes")
+		})
+		b.Run(c.name+"/rebuild-seal", func(b *testing.B) { // the proxy, per push
+			d, _ := delta.Diff(snap, c.next)
+			data, _ := proto.Marshal(d)
+			base := &irv1.Snapshot{}
+			if err := proto.Unmarshal(full, base); err != nil { // as the proxy holds it
+				b.Fatal(err)
+			}
+			var sealer irv1.Sealer
+			if err := sealer.Seal(proto.Clone(base).(*irv1.Snapshot)); err != nil {
+				b.Fatal(err)
+			}
+			if err := sealer.Seal(base); err != nil { // the base's own messages remembered
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				got := &discv1.Delta{}
+				if err := proto.Unmarshal(data, got); err != nil {
+					b.Fatal(err)
+				}
+				out, err := delta.Apply(base, got, c.next.GetVersion())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := sealer.Seal(out); err != nil || out.GetVersion() != c.next.GetVersion() {
+					b.Fatalf("resealed %s, %v; want %s", out.GetVersion(), err, c.next.GetVersion())
+				}
+			}
+		})
+	}
 	b.Run("tailor-dedicated", func(b *testing.B) { // a dedicated proxy's cut of the snapshot
 		for b.Loop() {
 			if _, err := discovery.DiscoveryTailor(snap, "bench", "gw"); err != nil {

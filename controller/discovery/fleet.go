@@ -40,10 +40,15 @@ type ProxyView struct {
 	Connected time.Time `json:"connectedAt"`
 	CertUntil time.Time `json:"certificateNotAfter"`
 	// AckedVersion and AckedSequence are the newest snapshot the proxy acknowledged.
-	AckedVersion  string      `json:"ackedVersion,omitempty"`
-	AckedSequence uint64      `json:"ackedSequence"`
-	AckedAt       time.Time   `json:"ackedAt,omitzero"`
-	InFlight      string      `json:"inFlightVersion,omitempty"`
+	AckedVersion  string    `json:"ackedVersion,omitempty"`
+	AckedSequence uint64    `json:"ackedSequence"`
+	AckedAt       time.Time `json:"ackedAt,omitzero"`
+	InFlight      string    `json:"inFlightVersion,omitempty"`
+	// Deltas says the proxy takes deltas (it announced them); LastPushBytes is the size of the
+	// last push sent to it, and LastPushDelta whether that push was a delta.
+	Deltas        bool        `json:"deltas"`
+	LastPushBytes int         `json:"lastPushBytes,omitempty"`
+	LastPushDelta bool        `json:"lastPushDelta,omitempty"`
 	LastRejection *Rejection  `json:"lastRejection,omitempty"`
 	Bound         []BoundView `json:"boundListeners"`
 	// Failed are the listeners the proxy cannot bind; it serves the rest and retries these.
@@ -116,7 +121,8 @@ func (s *Server) Fleet() Fleet {
 func (s *session) view() ProxyView {
 	v := ProxyView{Node: s.node, SPIFFEID: s.id.String(), Mode: "shared", Build: s.hello.GetBuild(),
 		Modules: len(s.modules), ModuleIDs: slices.Sorted(maps.Keys(s.modules)), Connected: s.connected, CertUntil: s.notAfter,
-		AckedVersion: s.acked.version, AckedSequence: s.acked.seq, AckedAt: s.acked.at, Bound: []BoundView{}, MissingModules: s.missing}
+		AckedVersion: s.acked.version, AckedSequence: s.acked.seq, AckedAt: s.acked.at, Bound: []BoundView{}, MissingModules: s.missing,
+		Deltas: s.deltas, LastPushBytes: s.lastBytes, LastPushDelta: s.lastDelta}
 	if s.gw != nil {
 		v.Mode, v.Gateway = "dedicated", s.gw.String()
 	}

@@ -264,6 +264,7 @@ func (s *testServer) waitApplied(t testing.TB, gw string, gen int64) {
 type testProxy struct {
 	*proxy.Proxy
 	agent *agent.Agent
+	rec   *recorder
 	stop  func()
 }
 
@@ -272,6 +273,32 @@ type proxyOpts struct {
 	registry             *core.Registry
 	addrs                []string
 	engine               agent.Engine // a real proxy when nil
+	fullSnapshots        bool         // the agent announces no deltas, as an older proxy
+	preload              *irv1.Snapshot
+	listenAddress        string
+}
+
+// recorder is a real proxy that remembers the snapshot it last applied, as the agent gave it.
+type recorder struct {
+	*proxy.Proxy
+	mu   sync.Mutex
+	last *irv1.Snapshot
+}
+
+func (r *recorder) Apply(ctx context.Context, snap *irv1.Snapshot) error {
+	if err := r.Proxy.Apply(ctx, snap); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = snap
+	return nil
+}
+
+func (r *recorder) applied() *irv1.Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }
 
 func startProxy(t testing.TB, s *testServer, o proxyOpts) *testProxy {
@@ -284,7 +311,13 @@ func startProxy(t testing.TB, s *testServer, o proxyOpts) *testProxy {
 	}
 	px := proxy.New(proxy.Options{Log: logger(t).Named(o.node), Registry: o.registry,
 		BindRetryMin: 20 * time.Millisecond, BindRetryMax: 200 * time.Millisecond})
-	var engine agent.Engine = px
+	if o.preload != nil { // a proxy that already serves a snapshot when its agent starts
+		if err := px.Apply(context.Background(), o.preload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := &recorder{Proxy: px}
+	var engine agent.Engine = rec
 	if o.engine != nil {
 		engine = o.engine
 	}
@@ -294,7 +327,7 @@ func startProxy(t testing.TB, s *testServer, o proxyOpts) *testProxy {
 	}
 	ag, err := agent.New(agent.Options{Log: logger(t).Named(o.node + ".agent"), Engine: engine, Modules: moduleIDs(o.registry),
 		Addresses: o.addrs, TokenFile: tokenFile, TrustBundleFile: s.bundle, Node: o.node, Gateway: o.gateway,
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, FullSnapshots: o.fullSnapshots, ListenAddress: o.listenAddress})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +337,7 @@ func startProxy(t testing.TB, s *testServer, o proxyOpts) *testProxy {
 		defer close(done)
 		_ = ag.Run(ctx)
 	}()
-	tp := &testProxy{Proxy: px, agent: ag}
+	tp := &testProxy{Proxy: px, agent: ag, rec: rec}
 	var once sync.Once
 	tp.stop = func() {
 		once.Do(func() {

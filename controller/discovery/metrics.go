@@ -17,6 +17,10 @@ type metrics struct {
 	pending      prometheus.Gauge
 	tailored     prometheus.Counter
 	bindFailures prometheus.Gauge
+	// deltaPushes counts the pushes sent as deltas (pushes counts them too), deltasEncoded the
+	// deltas encoded (one per publication and base), deltaMismatches the deltas a proxy could
+	// not rebuild its snapshot from (it was then sent the snapshot in full).
+	deltaPushes, deltasEncoded, deltaMismatches prometheus.Counter
 	// Per connected proxy (label proxy: its node name), deleted when its stream ends, so that
 	// rescheduled proxy pods do not pile up series.
 	proxyPushes, proxyAcks, proxyNacks *prometheus.CounterVec
@@ -47,6 +51,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Snapshots cut down for a proxy: a dedicated proxy's Gateway, or modules its binary lacks."}),
 		bindFailures: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_discovery_listener_bind_failures",
 			Help: "Listener sockets connected proxies report they cannot bind (one per proxy and listener); they serve the rest and retry these."}),
+		deltaPushes: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_delta_pushes_total",
+			Help: "Snapshots sent to proxies as deltas against the snapshot they acknowledged last."}),
+		deltasEncoded: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_deltas_encoded_total",
+			Help: "Deltas computed and encoded: one per snapshot and base version, shared by the proxies at that base."}),
+		deltaMismatches: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_discovery_delta_mismatches_total",
+			Help: "Deltas a proxy could not rebuild the snapshot from; it was sent the snapshot in full."}),
 		proxyPushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_discovery_proxy_snapshot_pushes_total",
 			Help: "Snapshots sent to one connected proxy."}, []string{"proxy"}),
 		proxyAcks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_discovery_proxy_acks_total",
@@ -56,6 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.pushes, m.pushBytes, m.acks, m.nacks, m.streams, m.latency, m.refusals, m.svidsIssued, m.pending, m.tailored, m.bindFailures,
+			m.deltaPushes, m.deltasEncoded, m.deltaMismatches,
 			m.proxyPushes, m.proxyAcks, m.proxyNacks)
 	}
 	return m

@@ -32,6 +32,7 @@ type session struct {
 	notAfter  time.Time
 	connected time.Time
 	wake      chan struct{}
+	deltas    bool // the proxy said it applies deltas (Hello.deltas)
 
 	// guarded by t.mu
 	serving    string // the version the proxy serves, as far as we know
@@ -44,14 +45,22 @@ type session struct {
 	failed     map[string]*discv1.ListenerFailure // snapshot listeners the proxy cannot bind, by name
 	failedList []*discv1.ListenerFailure
 	last       *prepared // the snapshot last sent (or found equal)
-	missing    []string  // modules the latest snapshot names that the proxy lacks
-	missingOf  uint64    // the sequence missing was computed for
+	// base is the snapshot the proxy acknowledged last (or was found to serve): what a delta is
+	// against. full says the next push goes in full whatever base is: after a Nack.
+	base      *prepared
+	full      bool
+	lastBytes int      // the size of the last push sent
+	lastDelta bool     // and whether it was a delta
+	missing   []string // modules the latest snapshot names that the proxy lacks
+	missingOf uint64   // the sequence missing was computed for
 }
 
 // flight is a push: sent and not answered yet, or acknowledged.
 type flight struct {
 	seq     uint64
 	version string
+	prep    *prepared // what was sent: the proxy's base once acknowledged
+	delta   bool      // sent as a delta
 	sent    time.Time // when it was sent
 	due     time.Time // when the proxy should have started getting it: publication or connection
 	at      time.Time // when it was acknowledged
@@ -67,7 +76,8 @@ type nacked struct {
 func newSession(ctx context.Context, t *term, id svid.ID, h *discv1.Hello, notAfter time.Time) *session {
 	ctx, cancel := context.WithCancelCause(ctx)
 	s := &session{t: t, ctx: ctx, cancel: cancel, id: id, hello: h, node: h.GetNode(), notAfter: notAfter,
-		connected: time.Now(), wake: make(chan struct{}, 1), serving: h.GetVersion(), modules: map[string]bool{}}
+		connected: time.Now(), wake: make(chan struct{}, 1), serving: h.GetVersion(), modules: map[string]bool{},
+		deltas: h.GetDeltas()}
 	if g := h.GetGateway(); h.GetMode() == discv1.Mode_MODE_DEDICATED && g != nil {
 		s.gw = &gwKey{g.GetNamespace(), g.GetName()}
 	}

@@ -72,10 +72,16 @@ type gwState struct {
 type prepared struct {
 	once    sync.Once
 	snap    *irv1.Snapshot
-	data    []byte
 	version string
 	err     error
 	gaps    []routeGap // routes this tailoring leaves out or answers 500 for: modules missing
+
+	dataOnce sync.Once
+	data     []byte // the encoded snapshot (encoded)
+	dataErr  error
+	sizeOnce sync.Once
+	sizeOf   int
+	deltas   deltaCache // this snapshot as deltas against the bases proxies hold (deltas.go)
 }
 
 func newTerm(s *Server, report controller.Reporter) *term {
@@ -209,9 +215,23 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 			prep = &prepared{}
 			t.cache[key] = prep
 		}
+		base, serving := s.deltaBase(), s.serving
 		t.mu.Unlock()
 
 		prep.once.Do(func() { prep.build(p.snap, s.gw, missing, t.s.metrics) })
+
+		// The push's bytes, made outside the lock: a delta against the proxy's base, or the
+		// full snapshot (encoded only once some proxy needs it, then shared).
+		var data []byte
+		var isDelta bool
+		if prep.err == nil && prep.version != serving {
+			if base != nil {
+				data = prep.deltaFrom(base, t.s.metrics) // nil: it goes in full
+			}
+			if isDelta = data != nil; !isDelta {
+				data = prep.encoded()
+			}
+		}
 
 		t.mu.Lock()
 		if t.latest != p {
@@ -226,17 +246,29 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 		}
 		s.last = prep
 		if prep.version == s.serving {
-			s.acked = flight{seq: p.seq, version: prep.version, at: time.Now()}
+			s.acked = flight{seq: p.seq, version: prep.version, prep: prep, at: time.Now()}
+			s.base = prep
 			t.evaluate()
 			t.mu.Unlock()
 			continue
 		}
-		s.inflight = &flight{seq: p.seq, version: prep.version, sent: time.Now(), due: later(p.at, s.connected)}
+		if !isDelta && prep.dataErr != nil {
+			t.mu.Unlock()
+			t.log.Error("encoding a snapshot for a proxy", append(s.fields(), zap.Error(prep.dataErr))...)
+			return nil
+		}
+		push := &discv1.Push{Snapshot: data, Version: prep.version}
+		if isDelta {
+			push = &discv1.Push{Delta: data, Version: prep.version}
+			t.s.metrics.deltaPushes.Inc()
+		}
+		s.inflight = &flight{seq: p.seq, version: prep.version, prep: prep, delta: isDelta, sent: time.Now(), due: later(p.at, s.connected)}
+		s.lastBytes, s.lastDelta = len(data), isDelta
 		t.s.metrics.pushes.Inc()
 		t.s.metrics.proxyPushes.WithLabelValues(s.node).Inc()
-		t.s.metrics.pushBytes.Add(float64(len(prep.data)))
+		t.s.metrics.pushBytes.Add(float64(len(data)))
 		t.mu.Unlock()
-		return &discv1.StreamResponse{Kind: &discv1.StreamResponse_Push{Push: &discv1.Push{Snapshot: prep.data, Version: prep.version}}}
+		return &discv1.StreamResponse{Kind: &discv1.StreamResponse_Push{Push: push}}
 	}
 }
 
@@ -271,7 +303,19 @@ func (p *prepared) build(snap *irv1.Snapshot, gw *gwKey, missing []string, m *me
 	}
 	p.gaps = moduleGaps(snap, gw, missing)
 	p.snap, p.version = out, out.GetVersion()
-	p.data, p.err = proto.Marshal(out)
+}
+
+// encoded is the snapshot's encoding, made by the first push that needs it: when every proxy
+// takes deltas, none does. nil when it cannot be encoded (dataErr says why).
+func (p *prepared) encoded() []byte {
+	p.dataOnce.Do(func() { p.data, p.dataErr = proto.Marshal(p.snap) })
+	return p.data
+}
+
+// size is the encoding's size, without encoding (a delta must be smaller to be sent).
+func (p *prepared) size() int {
+	p.sizeOnce.Do(func() { p.sizeOf = proto.Size(p.snap) })
+	return p.sizeOf
 }
 
 func (t *term) ack(s *session, a *discv1.Ack) {
@@ -283,6 +327,7 @@ func (t *term) ack(s *session, a *discv1.Ack) {
 		return
 	}
 	s.inflight, s.acked, s.serving, s.nack = nil, *f, f.version, nil
+	s.base, s.full = f.prep, false
 	s.acked.at = time.Now()
 	t.s.metrics.acks.Inc()
 	t.s.metrics.proxyAcks.WithLabelValues(s.node).Inc()
@@ -300,6 +345,11 @@ func (t *term) nack(s *session, n *discv1.Nack) {
 		return
 	}
 	s.inflight = nil
+	s.full = true // whatever the proxy holds, the next push replaces it whole
+	if f.delta && n.GetReason() == discv1.NackReason_NACK_REASON_DELTA_MISMATCH {
+		t.deltaMismatch(s, f, n)
+		return
+	}
 	s.nack = &nacked{seq: f.seq, version: f.version, err: truncate(n.GetError(), 512), at: time.Now()}
 	t.s.metrics.nacks.Inc()
 	t.s.metrics.proxyNacks.WithLabelValues(s.node).Inc()

@@ -36,7 +36,10 @@ import (
 //   - last-ack-p50-ms, last-ack-p99-ms: from Publish to the gate seeing every proxy acknowledge;
 //   - ack-p50-ms, ack-p99-ms: from Publish to each proxy's acknowledgement (every proxy, change);
 //   - ctl-cpu-ms/push: the controller process's CPU per change, until the last acknowledgement;
-//   - push-MB: the encoded snapshot each proxy receives.
+//   - push-MB: the encoded snapshot;
+//   - sent-KB/proxy: what each proxy was sent per change, on average: a delta (the agents
+//     announce deltas; FANOUT_FULL_SNAPSHOTS=1 makes them announce none, as older proxies), or
+//     the snapshot.
 //
 // One run is one measurement: -benchtime 1x. The agents share the machine's two cores with the
 // controller, so the last acknowledgement includes 100 proxies' decoding and building.
@@ -77,7 +80,7 @@ func measureFanout(b *testing.B, engine string, proxies, routes int) {
 		}
 		ag, err := agent.New(agent.Options{Log: zap.NewNop(), Engine: eng, Modules: modules, Addresses: []string{ctl.addr},
 			TokenFile: tokenFile, TrustBundleFile: filepath.Join(dir, "ca.crt"), Node: fmt.Sprintf("p%03d", i),
-			MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+			MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, FullSnapshots: os.Getenv("FANOUT_FULL_SNAPSHOTS") == "1"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,7 +91,7 @@ func measureFanout(b *testing.B, engine string, proxies, routes int) {
 	const changes = 10
 	var last, each []time.Duration
 	var cpu time.Duration
-	var pushBytes float64
+	var pushBytes, sent float64
 	for gen := 2; gen < 2+changes; gen++ {
 		ctl.ask(b, fmt.Sprintf("prepare %d", gen))
 		cpu0 := cpuTime(b, ctl.cmd.Process.Pid)
@@ -100,6 +103,7 @@ func measureFanout(b *testing.B, engine string, proxies, routes int) {
 		last = append(last, r.Last)
 		each = append(each, r.Each...)
 		pushBytes = float64(r.Bytes)
+		sent += float64(r.Sent)
 	}
 	b.ReportMetric(ms(percentile(last, 50)), "last-ack-p50-ms")
 	b.ReportMetric(ms(percentile(last, 99)), "last-ack-p99-ms")
@@ -107,6 +111,7 @@ func measureFanout(b *testing.B, engine string, proxies, routes int) {
 	b.ReportMetric(ms(percentile(each, 99)), "ack-p99-ms")
 	b.ReportMetric(ms(cpu)/changes, "ctl-cpu-ms/push")
 	b.ReportMetric(pushBytes/1e6, "push-MB")
+	b.ReportMetric(sent/changes/1e3, "sent-KB/proxy")
 }
 
 const fanoutToken = "fanout-token"
@@ -116,6 +121,7 @@ type fanoutResult struct {
 	Last  time.Duration   // Publish to the gate's Applied
 	Each  []time.Duration // Publish to each proxy's acknowledgement
 	Bytes int             // the encoded snapshot
+	Sent  int             // what each proxy was sent, on average
 }
 
 type fanoutProcess struct {

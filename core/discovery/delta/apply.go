@@ -9,7 +9,7 @@ import (
 
 // Apply rebuilds the snapshot d describes from base, which must be the snapshot of
 // d.BaseVersion. The result shares every unchanged message with base (neither is modified) and
-// carries version, unchecked: the caller reseals it (Sealer) and compares. An error says d does
+// carries version, unchecked: the caller reseals it (irv1.Sealer) and compares. An error says d does
 // not fit base: a name it removes or patches is not there, an index is out of range.
 func Apply(base *irv1.Snapshot, d *discv1.Delta, version string) (*irv1.Snapshot, error) {
 	if d.GetBaseVersion() != base.GetVersion() {

@@ -1,13 +1,14 @@
 // Package delta describes a snapshot as changes to another one (discv1.Delta) and rebuilds it
-// from them: the controller's Diff and the proxy's Apply, plus the Sealer that lets the proxy
-// check the rebuilt snapshot's version without encoding its unchanged parts again.
+// from them: the controller's Diff and the proxy's Apply. The proxy checks the rebuilt
+// snapshot's version with irv1.Sealer, which does not encode its unchanged parts again.
 //
 // The unit of change is what the seal and the proxy's incremental build already treat apart: a
 // virtual host (its hostname and routes), a cluster, a secret, a Gateway generation; listeners
 // and servers, the containers above virtual hosts, are either sent whole or patched (their own
 // fields, plus changes to their children). A one-route change is therefore one virtual host on
 // the wire, and Apply shares every other message with the base, so a proxy decodes ~300 bytes
-// instead of the whole snapshot, and its Sealer and incremental build find the shared messages.
+// instead of the whole snapshot, and its irv1.Sealer and incremental build find the shared
+// messages.
 package delta
 
 import (
@@ -66,6 +67,8 @@ func Diff(base, next *irv1.Snapshot) (*discv1.Delta, error) {
 }
 
 var errNames = fmt.Errorf("two elements of one list have the same name")
+
+var deterministic = proto.MarshalOptions{Deterministic: true}
 
 func gatewayName(g *irv1.GatewayGeneration) string { return g.GetNamespace() + "/" + g.GetName() }
 

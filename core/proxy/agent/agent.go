@@ -74,6 +74,9 @@ type Options struct {
 	Metrics prometheus.Registerer
 	// MinBackoff and MaxBackoff bound the reconnection delay (100ms and 5s when zero).
 	MinBackoff, MaxBackoff time.Duration
+	// FullSnapshots makes the agent announce no delta support, so every push is a full
+	// snapshot, as proxies built before deltas get; it then keeps no copy of the snapshot.
+	FullSnapshots bool
 }
 
 // MaxSnapshotBytes is the largest snapshot a proxy accepts.
@@ -94,6 +97,13 @@ type Agent struct {
 	lastSync       atomic.Int64
 	disconnectedAt atomic.Int64
 	streamsEnded   atomic.Int64
+
+	// base is the snapshot last applied as the controller sent it (before localize), which the
+	// next delta changes; sealer checks a rebuilt snapshot's version with the encodings of the
+	// parts it shares with base. Only the session goroutine touches them, one push at a time.
+	base     *irv1.Snapshot
+	sealer   irv1.Sealer
+	unprimed bool // base came in full and the sealer has not seen it yet (primeSealer)
 
 	mu      sync.Mutex
 	addrs   []string // resolved addresses of the current round
@@ -121,7 +131,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 5 * time.Second
 	}
-	a := &Agent{opts: opts, log: opts.Log, metrics: newMetrics(opts.Metrics)}
+	a := &Agent{opts: opts, log: opts.Log, metrics: newMetrics(opts.Metrics), sealer: irv1.Sealer{SkipRoutes: true}}
 	a.disconnectedAt.Store(time.Now().UnixNano())
 	if opts.Gateway != "" {
 		ns, name, ok := strings.Cut(opts.Gateway, "/")
@@ -351,6 +361,7 @@ func (a *Agent) session(ctx context.Context, addr string) (progressed bool, err 
 		if err := out.reply(a.opts.Engine, a.apply(ctx, push)); err != nil {
 			return progressed, recvErr(stream, err)
 		}
+		a.primeSealer()
 	}
 }
 
@@ -471,7 +482,7 @@ func (a *Agent) hello() *discv1.StreamRequest {
 	sort.Strings(mods)
 	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Hello{Hello: &discv1.Hello{
 		WireVersion: discv1.WireVersion_WIRE_VERSION_1, Node: a.opts.Node, Mode: mode, Gateway: a.gateway,
-		Modules: mods, Version: a.opts.Engine.Version(), Build: a.opts.Build,
+		Modules: mods, Version: a.opts.Engine.Version(), Build: a.opts.Build, Deltas: !a.opts.FullSnapshots,
 	}}}
 }
 
@@ -494,29 +505,37 @@ var bindReasons = map[proxy.BindReason]discv1.BindFailureReason{
 }
 
 // apply applies one push and returns the reply: the Ack, or a Nack when the snapshot could not be
-// decoded or built (the engine keeps its previous table). Listeners the engine could not bind do
-// not make it a Nack: the NodeStatus sent before the Ack lists them.
+// decoded, rebuilt from a delta or built (the engine keeps its previous table). Listeners the
+// engine could not bind do not make it a Nack: the NodeStatus sent before the Ack lists them.
 func (a *Agent) apply(ctx context.Context, push *discv1.Push) *discv1.StreamRequest {
-	nack := func(err error) *discv1.StreamRequest {
-		a.metrics.rejected.Inc()
-		a.log.Warn("snapshot rejected; serving the previous one", zap.String("version", push.GetVersion()), zap.Error(err))
-		return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Nack{Nack: &discv1.Nack{Version: push.GetVersion(), Error: err.Error()}}}
+	var snap *irv1.Snapshot
+	if len(push.GetDelta()) > 0 {
+		rebuilt, err := a.rebuild(push)
+		if err != nil {
+			return a.deltaMismatch(push, err)
+		}
+		snap = rebuilt
+	} else {
+		snap = &irv1.Snapshot{}
+		if err := proto.Unmarshal(push.GetSnapshot(), snap); err != nil {
+			return a.nack(push, fmt.Errorf("decoding: %w", err))
+		}
+		if snap.GetVersion() != push.GetVersion() {
+			return a.nack(push, fmt.Errorf("snapshot says version %q, push says %q", snap.GetVersion(), push.GetVersion()))
+		}
 	}
-	snap := &irv1.Snapshot{}
-	if err := proto.Unmarshal(push.GetSnapshot(), snap); err != nil {
-		return nack(fmt.Errorf("decoding: %w", err))
-	}
-	if snap.GetVersion() != push.GetVersion() {
-		return nack(fmt.Errorf("snapshot says version %q, push says %q", snap.GetVersion(), push.GetVersion()))
-	}
-	a.localize(snap)
 	start := time.Now()
-	if err := a.opts.Engine.Apply(ctx, snap); err != nil {
-		return nack(err)
+	if err := a.opts.Engine.Apply(ctx, a.localize(snap)); err != nil {
+		return a.nack(push, err)
 	}
+	a.keepBase(snap, len(push.GetDelta()) > 0)
 	a.metrics.applied.Inc()
 	a.metrics.applySeconds.Observe(time.Since(start).Seconds())
-	a.metrics.snapshotBytes.Set(float64(len(push.GetSnapshot())))
+	if len(push.GetDelta()) > 0 {
+		a.metrics.deltasApplied.Inc()
+	} else {
+		a.metrics.snapshotBytes.Set(float64(len(push.GetSnapshot())))
+	}
 	now := time.Now()
 	a.lastSync.Store(now.UnixNano())
 	a.metrics.lastSync.Set(float64(now.UnixNano()) / 1e9)
@@ -524,17 +543,31 @@ func (a *Agent) apply(ctx context.Context, push *discv1.Push) *discv1.StreamRequ
 	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Ack{Ack: &discv1.Ack{Version: snap.GetVersion()}}}
 }
 
-// localize binds unaddressed listeners to ListenAddress. The version stays the controller's: it
-// names what was sent, and the listener names (what NodeStatus reports) do not change.
-func (a *Agent) localize(snap *irv1.Snapshot) {
+// nack rejects a push the proxy cannot serve: the controller does not send that version again.
+func (a *Agent) nack(push *discv1.Push, err error) *discv1.StreamRequest {
+	a.metrics.rejected.Inc()
+	a.log.Warn("snapshot rejected; serving the previous one", zap.String("version", push.GetVersion()), zap.Error(err))
+	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Nack{Nack: &discv1.Nack{Version: push.GetVersion(), Error: err.Error()}}}
+}
+
+// localize binds unaddressed listeners to ListenAddress, in copies: snap stays the controller's
+// (the base of the next delta, which must seal to the controller's versions). The version stays
+// the controller's too: it names what was sent, and the listener names (what NodeStatus
+// reports) do not change.
+func (a *Agent) localize(snap *irv1.Snapshot) *irv1.Snapshot {
 	if a.opts.ListenAddress == "" {
-		return
+		return snap
 	}
-	for _, l := range snap.GetListeners() {
+	out := shallow(snap)
+	out.Listeners = make([]*irv1.Listener, len(snap.GetListeners()))
+	for i, l := range snap.GetListeners() {
 		if l.GetAddress() == "" {
+			l = shallow(l)
 			l.Address = a.opts.ListenAddress
 		}
+		out.Listeners[i] = l
 	}
+	return out
 }
 
 func equalFailed(a, b []proxy.ListenerFailure) bool {

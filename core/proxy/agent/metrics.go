@@ -14,6 +14,10 @@ type metrics struct {
 	lastSync      prometheus.Gauge
 	svidExpiry    prometheus.Gauge
 	snapshotBytes prometheus.Gauge
+	// deltasApplied counts the pushes applied as deltas (applied counts them too);
+	// deltaMismatches the deltas the proxy could not rebuild a snapshot from, after which it
+	// asked for the snapshot in full.
+	deltasApplied, deltaMismatches prometheus.Counter
 	// listenersFailed counts the listeners of the snapshot serving now that could not be bound.
 	listenersFailed prometheus.Gauge
 }
@@ -35,12 +39,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		svidExpiry: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_svid_expiry_timestamp_seconds",
 			Help: "When the current SVID expires (unix seconds)."}),
 		snapshotBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_snapshot_bytes",
-			Help: "Encoded size of the last snapshot applied."}),
+			Help: "Encoded size of the last full snapshot applied (a delta leaves it)."}),
+		deltasApplied: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_proxy_deltas_applied_total",
+			Help: "Snapshots received as deltas (changes to the previous one), rebuilt, verified and applied."}),
+		deltaMismatches: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_proxy_delta_mismatches_total",
+			Help: "Deltas the proxy could not rebuild the snapshot from (no base, a misfit, another version); it asked for the snapshot in full."}),
 		listenersFailed: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_proxy_listeners_failed",
 			Help: "Listeners of the snapshot serving now that could not be bound (port taken, address not local); retried with backoff."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.applied, m.rejected, m.applySeconds, m.connected, m.reconnects, m.lastSync, m.svidExpiry, m.snapshotBytes, m.listenersFailed)
+		reg.MustRegister(m.applied, m.rejected, m.applySeconds, m.connected, m.reconnects, m.lastSync, m.svidExpiry, m.snapshotBytes, m.deltasApplied, m.deltaMismatches, m.listenersFailed)
 	}
 	return m
 }

@@ -19,7 +19,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,15 +26,14 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/coxswain-labs/coxswain/controller"
 	"github.com/coxswain-labs/coxswain/controller/discovery"
+	"github.com/coxswain-labs/coxswain/controller/discovery/discoverytest"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/controller/translator/translatortest"
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
-	"github.com/coxswain-labs/coxswain/modules/httproute"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/standard"
 )
@@ -45,6 +43,7 @@ type result struct {
 	Last  time.Duration   // Publish to the gate's Applied
 	Each  []time.Duration // Publish to each proxy's acknowledgement
 	Bytes int             // the encoded snapshot
+	Sent  int             // what each proxy was sent, on average: the snapshot, or a delta
 }
 
 func main() {
@@ -99,7 +98,7 @@ func run(dir string, routes int, token string) error {
 		return fmt.Errorf("synthetic translation: %d listeners, problems %v", len(base.GetListeners()), res.Problems)
 	}
 	base.Listeners[0].Address, base.Listeners[0].Port = "127.0.0.1", 0 // every proxy binds a free port
-	current, err := routeChange(base, 1)
+	current, err := discoverytest.RouteChange(base, 1)
 	if err != nil {
 		return err
 	}
@@ -120,7 +119,7 @@ func run(dir string, routes int, token string) error {
 			fmt.Println("= ok")
 		case "prepare":
 			gen, _ := strconv.ParseInt(arg, 10, 64)
-			if next, err = routeChange(base, gen); err != nil {
+			if next, err = discoverytest.RouteChange(base, gen); err != nil {
 				return err
 			}
 			fmt.Println("= ok")
@@ -136,10 +135,15 @@ func run(dir string, routes int, token string) error {
 			}
 			r := result{Last: time.Since(start)}
 			f := srv.Fleet()
+			sent := 0
 			for _, p := range f.Proxies {
 				if p.AckedVersion == next.GetVersion() {
 					r.Each = append(r.Each, p.AckedAt.Sub(f.PublishedAt))
+					sent += p.LastPushBytes
 				}
+			}
+			if len(r.Each) > 0 {
+				r.Sent = sent / len(r.Each)
 			}
 			data, _ := proto.Marshal(next)
 			r.Bytes = len(data)
@@ -161,44 +165,6 @@ func acked(f discovery.Fleet, version string) int {
 		}
 	}
 	return n
-}
-
-// routeChange is base with the path of one route (in the middle of the table) changed and the
-// Gateway at generation gen, sealed. It shares every other message with base, so that making it
-// costs what the change costs, not a copy of 10,000 routes.
-func routeChange(base *irv1.Snapshot, gen int64) (*irv1.Snapshot, error) {
-	l := shallow(base.Listeners[0])
-	srv := shallow(l.Servers[0])
-	vhs := slices.Clone(srv.VirtualHosts)
-	k := len(vhs) / 2
-	vh := shallow(vhs[k])
-	vh.Routes = slices.Clone(vh.Routes)
-	r := shallow(vh.Routes[0])
-	m, err := json.Marshal(httproute.Match{Path: &httproute.PathMatch{Type: httproute.MatchPathPrefix, Value: "/changed-" + strconv.FormatInt(gen, 10)}})
-	if err != nil {
-		return nil, err
-	}
-	r.Match = &irv1.ModuleConfig{Id: httproute.ModuleID, Json: m}
-	vh.Routes[0], vhs[k] = r, vh
-	srv.VirtualHosts = vhs
-	l.Servers = []*irv1.Server{srv}
-	out := &irv1.Snapshot{Listeners: []*irv1.Listener{l}, Clusters: base.GetClusters(), Secrets: base.GetSecrets()}
-	for _, g := range base.GetGateways() {
-		out.Gateways = append(out.Gateways, &irv1.GatewayGeneration{Namespace: g.GetNamespace(), Name: g.GetName(), Generation: gen})
-	}
-	return out, irv1.Seal(out)
-}
-
-// shallow copies m's fields (by reflection, so fields added later are copied too); its children
-// are shared.
-func shallow[M proto.Message](m M) M {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		dst.Set(fd, v)
-		return true
-	})
-	return dst.Interface().(M)
 }
 
 // reporter records the generations the gate reports applied.
