@@ -103,6 +103,7 @@ func (c *h1sConn) unwatchClient() {
 	_ = c.nc.SetReadDeadline(aLongTimeAgo)
 	<-w.done
 	w.stop.Store(false)
+	c.hdrDL = time.Time{}
 	_ = c.nc.SetReadDeadline(time.Time{})
 }
 
