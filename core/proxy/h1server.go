@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -240,6 +239,7 @@ type h1sConn struct {
 	remote   string
 	tls      *tls.ConnectionState // nil on cleartext
 	rw       readWaiter
+	src      connSource  // beneath br: the bytes rw took off the socket, then the socket
 	idle     atomic.Bool // waiting for a request (Shutdown may close it)
 	hijacked bool
 	// now is when the request being served arrived: one clock read per request serves its Date,
@@ -276,7 +276,7 @@ var (
 
 func (c *h1sConn) buffers() {
 	c.br = readers.Get().(*bufio.Reader)
-	c.br.Reset(c.nc)
+	c.br.Reset(&c.src)
 	c.bw = writers.Get().(*bufio.Writer)
 	c.bw.Reset(c.nc)
 }
@@ -297,7 +297,8 @@ func (c *h1sConn) releaseBuffers() {
 func (c *h1sConn) start() {
 	s := c.srv
 	c.remote = c.nc.RemoteAddr().String()
-	c.rw.init(c.nc)
+	c.src.nc = c.nc
+	c.rw.init(c.nc, &c.src)
 	c.buffers()
 	c.quiet = time.Now()
 	if s.readHeader > 0 {
@@ -421,7 +422,7 @@ func (c *h1sConn) wait() waitResult {
 	if s.closing.Load() {
 		return waitClose
 	}
-	if c.br.Buffered() > 0 {
+	if c.br.Buffered() > 0 || c.src.pending() {
 		c.now = time.Now()
 		return waitReady
 	}
@@ -524,63 +525,11 @@ func (c *h1sConn) parked() {
 	c.run()
 }
 
-// readWaiter waits until a socket has data (or EOF, or an error) under its read deadline, without
-// a buffer. The first check peeks with MSG_PEEK|MSG_DONTWAIT, because the poller forgets a readiness
-// it saw before the wait began; after the poller reports readable it trusts it without another
-// syscall (a stale report only makes the next read wait as usual). So a wait costs the same one
-// EAGAIN a buffered read would.
-type readWaiter struct {
-	nc     net.Conn
-	rc     syscall.RawConn
-	polled bool
-	err    error
-	fn     func(uintptr) bool // step, bound once so that waiting allocates nothing
-}
-
-func (w *readWaiter) init(nc net.Conn) {
-	w.nc = nc
-	if sc, ok := nc.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			w.rc = rc
-			w.fn = w.step
-		}
-	}
-}
-
-func (w *readWaiter) step(fd uintptr) bool {
-	if w.polled {
-		return true
-	}
-	w.polled = true
-	var b [1]byte
-	n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	switch {
-	case errors.Is(e, syscall.EAGAIN) || errors.Is(e, syscall.EINTR):
-		return false
-	case e != nil:
-		w.err = e
-	case n == 0:
-		w.err = errReqNone
-	}
-	return true
-}
-
-func (w *readWaiter) wait() error {
-	if w.rc == nil {
-		_, err := w.nc.Read(nil)
-		return err
-	}
-	w.polled, w.err = false, nil
-	if err := w.rc.Read(w.fn); err != nil {
-		return err
-	}
-	return w.err
-}
-
 func (c *h1sConn) close() {
 	c.srv.untrack(c)
 	_ = c.nc.Close()
 	c.releaseBuffers()
+	c.src.release()
 	if c.cancel != nil {
 		c.cancel()
 	}
