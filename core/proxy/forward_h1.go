@@ -266,7 +266,9 @@ func (f *h1Forwarder) roundTrip(ctx context.Context, r *http.Request, c *h1Conn,
 	}
 	writeRequest(c.bw, r, int64(len(x.body)))
 	_, _ = c.bw.Write(x.body)
+	c.send.armed = true // the flush sends what is left and waits for the answer (h1send.go)
 	err := c.bw.Flush()
+	c.send.armed = false
 	if err == nil {
 		err = x.head.read(c.br)
 	}

@@ -186,6 +186,7 @@ type h1Conn struct {
 	reused   bool      // served a request before this one
 	deadline time.Time // armed on nc; zero when none
 	peek     socketPeek
+	send     sendWaiter // beneath bw (h1send.go)
 }
 
 // alive reports whether a pooled connection is still open and silent: a peek that finds nothing to
@@ -231,7 +232,9 @@ func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), bw: bufio.NewWriterSize(nc, h1WriteBuf), pool: p}
+	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), pool: p}
+	c.send.init(nc)
+	c.bw = bufio.NewWriterSize(&c.send, h1WriteBuf)
 	// A TLS connection is peeked (alive) on its socket: by the time it is reused, the records the
 	// server sends unasked after the handshake (TLS 1.3 session tickets) came before its first
 	// response and were read with it, so anything on the socket of an idle one is its close_notify

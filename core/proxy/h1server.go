@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -240,8 +239,17 @@ type h1sConn struct {
 	remote   string
 	tls      *tls.ConnectionState // nil on cleartext
 	rw       readWaiter
+	src      connSource  // beneath br: the bytes rw took off the socket, then the socket
 	idle     atomic.Bool // waiting for a request (Shutdown may close it)
 	hijacked bool
+	// now is when the request being served arrived: one clock read per request serves its Date,
+	// its body deadline and the header timeout's lazy re-arming (headerWindow).
+	now time.Time
+	// hdrDL is the header timeout's deadline as last armed on the socket; zero when the socket's
+	// read deadline is something else (a body's, none), so that it is armed afresh.
+	hdrDL time.Time
+	// quiet is when the connection last finished a response (or opened): idle from then on.
+	quiet time.Time
 
 	head    h1ReqHead
 	trailer h1ReqHead // a chunked body's trailer section, read and dropped
@@ -268,7 +276,7 @@ var (
 
 func (c *h1sConn) buffers() {
 	c.br = readers.Get().(*bufio.Reader)
-	c.br.Reset(c.nc)
+	c.br.Reset(&c.src)
 	c.bw = writers.Get().(*bufio.Writer)
 	c.bw.Reset(c.nc)
 }
@@ -289,10 +297,13 @@ func (c *h1sConn) releaseBuffers() {
 func (c *h1sConn) start() {
 	s := c.srv
 	c.remote = c.nc.RemoteAddr().String()
-	c.rw.init(c.nc)
+	c.src.nc = c.nc
+	c.rw.init(c.nc, &c.src)
 	c.buffers()
+	c.quiet = time.Now()
 	if s.readHeader > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
+		c.hdrDL = c.quiet.Add(s.readHeader)
+		_ = c.nc.SetReadDeadline(c.hdrDL)
 	}
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		st := tc.ConnectionState()
@@ -404,19 +415,19 @@ const (
 )
 
 // wait waits for the first byte of the next request under the header timeout (armed when the
-// previous request was read or at park). If the connection stays silent that long it is parked; a
-// request that starts late in the window gets a fresh window for its header.
+// previous request was served or at park). If the connection stays silent that long it is parked; a
+// request that starts late in the window gets a fresh window for its header (headerWindow).
 func (c *h1sConn) wait() waitResult {
 	s := c.srv
 	if s.closing.Load() {
 		return waitClose
 	}
-	if c.br.Buffered() > 0 {
+	if c.br.Buffered() > 0 || c.src.pending() {
+		c.now = time.Now()
 		return waitReady
 	}
-	start := time.Now()
 	if c.rw.rc == nil {
-		return c.waitBuffered(start)
+		return c.waitBuffered()
 	}
 	// Between requests the connection holds no buffer: they go back to the pools while it waits
 	// (the response was flushed), and are taken again when the next request arrives.
@@ -427,9 +438,8 @@ func (c *h1sConn) wait() waitResult {
 	switch {
 	case err == nil:
 		c.buffers()
-		if s.readHeader > 0 && time.Since(start) > s.readHeader/2 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
-		}
+		c.now = time.Now()
+		c.headerWindow()
 		return waitReady
 	case s.closing.Load():
 		return waitClose
@@ -439,9 +449,19 @@ func (c *h1sConn) wait() waitResult {
 	return waitClose
 }
 
+// headerWindow gives the header about to be read at least half the header timeout, re-arming it
+// (for the whole timeout) only when less than that is left: a busy connection rarely touches its
+// timer, and a header is always read under between half and all of ReadHeaderTimeout.
+func (c *h1sConn) headerWindow() {
+	if d := c.srv.readHeader; d > 0 && c.hdrDL.Sub(c.now) < d/2 {
+		c.hdrDL = c.now.Add(d)
+		_ = c.nc.SetReadDeadline(c.hdrDL)
+	}
+}
+
 // waitBuffered is wait for a connection the poller cannot be asked about (TLS): it waits in a
 // buffered read, first for the header timeout, then until the idle timeout, and is never parked.
-func (c *h1sConn) waitBuffered(start time.Time) waitResult {
+func (c *h1sConn) waitBuffered() waitResult {
 	s := c.srv
 	// The writer is flushed and goes back to its pool; the reader may hold TLS record bytes.
 	c.bw.Reset(nil)
@@ -456,16 +476,16 @@ func (c *h1sConn) waitBuffered(start time.Time) waitResult {
 	c.idle.Store(true)
 	_, err := c.br.Peek(1)
 	if err != nil && isTimeout(err) && !s.closing.Load() && s.idle > s.readHeader && s.readHeader > 0 {
-		_ = c.nc.SetReadDeadline(start.Add(s.idle))
+		c.hdrDL = time.Time{}
+		_ = c.nc.SetReadDeadline(c.quiet.Add(s.idle))
 		_, err = c.br.Peek(1)
 	}
 	c.idle.Store(false)
 	if err != nil || s.closing.Load() {
 		return waitClose
 	}
-	if s.readHeader > 0 && time.Since(start) > s.readHeader/2 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
-	}
+	c.now = time.Now()
+	c.headerWindow()
 	return waitReady
 }
 
@@ -480,8 +500,9 @@ func isTimeout(err error) bool {
 func (c *h1sConn) park() {
 	var deadline time.Time
 	if s := c.srv; s.idle > 0 {
-		deadline = time.Now().Add(s.idle - s.readHeader)
+		deadline = c.quiet.Add(s.idle)
 	}
+	c.hdrDL = time.Time{}
 	_ = c.nc.SetReadDeadline(deadline)
 	go c.parked()
 }
@@ -496,70 +517,19 @@ func (c *h1sConn) parked() {
 	}
 	c.buffers()
 	if s := c.srv; s.readHeader > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
+		c.hdrDL = time.Now().Add(s.readHeader)
+		_ = c.nc.SetReadDeadline(c.hdrDL)
 	} else {
 		_ = c.nc.SetReadDeadline(time.Time{})
 	}
 	c.run()
 }
 
-// readWaiter waits until a socket has data (or EOF, or an error) under its read deadline, without
-// a buffer. The first check peeks with MSG_PEEK|MSG_DONTWAIT, because the poller forgets a readiness
-// it saw before the wait began; after the poller reports readable it trusts it without another
-// syscall (a stale report only makes the next read wait as usual). So a wait costs the same one
-// EAGAIN a buffered read would.
-type readWaiter struct {
-	nc     net.Conn
-	rc     syscall.RawConn
-	polled bool
-	err    error
-	fn     func(uintptr) bool // step, bound once so that waiting allocates nothing
-}
-
-func (w *readWaiter) init(nc net.Conn) {
-	w.nc = nc
-	if sc, ok := nc.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			w.rc = rc
-			w.fn = w.step
-		}
-	}
-}
-
-func (w *readWaiter) step(fd uintptr) bool {
-	if w.polled {
-		return true
-	}
-	w.polled = true
-	var b [1]byte
-	n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	switch {
-	case errors.Is(e, syscall.EAGAIN) || errors.Is(e, syscall.EINTR):
-		return false
-	case e != nil:
-		w.err = e
-	case n == 0:
-		w.err = errReqNone
-	}
-	return true
-}
-
-func (w *readWaiter) wait() error {
-	if w.rc == nil {
-		_, err := w.nc.Read(nil)
-		return err
-	}
-	w.polled, w.err = false, nil
-	if err := w.rc.Read(w.fn); err != nil {
-		return err
-	}
-	return w.err
-}
-
 func (c *h1sConn) close() {
 	c.srv.untrack(c)
 	_ = c.nc.Close()
 	c.releaseBuffers()
+	c.src.release()
 	if c.cancel != nil {
 		c.cancel()
 	}
@@ -624,12 +594,13 @@ func (c *h1sConn) serve() bool {
 	if h.chunked || h.length > 0 {
 		// The body is read under the body timeout (re-armed as it arrives), not the header's.
 		if s.bodyWait > 0 {
-			c.body.dl = time.Now().Add(s.bodyWait)
+			c.body.dl = c.now.Add(s.bodyWait)
 		}
+		c.hdrDL = time.Time{}
 		_ = c.nc.SetReadDeadline(c.body.dl)
 	}
 	if s.write > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(s.write))
+		_ = c.nc.SetWriteDeadline(c.now.Add(s.write))
 	}
 	c.body.reset(c, h)
 	r.Body = requestBody(&c.body, h)
@@ -650,15 +621,22 @@ func (c *h1sConn) serve() bool {
 		c.linger()
 		ok = false
 	}
+	if !ok {
+		return false
+	}
+	// One timer bounds both the wait for the next request (after which the connection is parked)
+	// and the reading of its header. It is re-armed lazily, only when less than half the timeout
+	// is left, so that a busy connection does not touch its timer on every request: the
+	// connection is parked after between half and all of ReadHeaderTimeout of silence.
+	c.quiet = time.Now()
 	switch {
-	case ok && s.readHeader > 0:
-		// One timer per request: it bounds both the wait for the next request (after which the
-		// connection is parked) and the reading of its header.
-		_ = c.nc.SetReadDeadline(time.Now().Add(s.readHeader))
-	case ok && !c.body.dl.IsZero():
+	case s.readHeader > 0 && c.hdrDL.Sub(c.quiet) < s.readHeader/2:
+		c.hdrDL = c.quiet.Add(s.readHeader)
+		_ = c.nc.SetReadDeadline(c.hdrDL)
+	case s.readHeader <= 0 && !c.body.dl.IsZero():
 		_ = c.nc.SetReadDeadline(time.Time{})
 	}
-	return ok
+	return true
 }
 
 // handle calls the handler, reporting whether it panicked (http.ErrAbortHandler is how a handler

@@ -164,7 +164,7 @@ func (w *h1Writer) commit(final bool) {
 	writeHeaderFields(bw, h)
 	if _, ok := h["Date"]; !ok {
 		_, _ = bw.WriteString("Date: ")
-		_, _ = bw.WriteString(httpDate())
+		_, _ = bw.WriteString(httpDate(w.c.now))
 		_, _ = bw.WriteString("\r\n")
 	}
 	if w.chunked {
@@ -335,9 +335,9 @@ func writeField(bw *bufio.Writer, k string, vv []string) {
 	}
 }
 
-// httpDate is the Date header value, formatted once per second.
-func httpDate() string {
-	now := time.Now().Unix()
+// httpDate is the Date header value for t (the request's arrival), formatted once per second.
+func httpDate(t time.Time) string {
+	now := t.Unix()
 	if d := dateCache.Load(); d != nil && d.sec == now {
 		return d.s
 	}

@@ -43,7 +43,7 @@ type clientWatch struct {
 // before it calls unwatchClient, so the two are ordered).
 func (c *h1sConn) watchClient() {
 	w := &c.watch
-	if w.armed || c.hijacked || c.br.Buffered() > 0 {
+	if w.armed || c.hijacked || c.br.Buffered() > 0 || c.src.pending() {
 		return
 	}
 	if w.t == nil {
@@ -84,7 +84,7 @@ func (c *h1sConn) initPeek() bool {
 
 // clientReady reports, without waiting, whether the client has sent bytes that are not read yet.
 func (c *h1sConn) clientReady() bool {
-	return c.br.Buffered() > 0 || (c.initPeek() && c.watch.peek.ready())
+	return c.br.Buffered() > 0 || c.src.pending() || (c.initPeek() && c.watch.peek.ready())
 }
 
 // unwatchClient disarms the watch; when it is already running, it takes the socket back from it
@@ -103,6 +103,7 @@ func (c *h1sConn) unwatchClient() {
 	_ = c.nc.SetReadDeadline(aLongTimeAgo)
 	<-w.done
 	w.stop.Store(false)
+	c.hdrDL = time.Time{}
 	_ = c.nc.SetReadDeadline(time.Time{})
 }
 

@@ -168,12 +168,14 @@ var _ http.Flusher = (*obsWriter)(nil)
 
 // serveObserved serves r on ls and records its metrics and access log line.
 func (ls *ListenerState) serveObserved(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	var start time.Time
 	var ow *obsWriter
 	hw, isH1 := w.(*h1Writer)
 	if isH1 {
+		start = hw.c.now // the request's arrival, read once by the server
 		hw.rec.on, hw.rec.listener = true, ls.obs.listener
 	} else {
+		start = time.Now()
 		ow = getObsWriter(w, ls.obs.listener)
 		w = ow
 	}

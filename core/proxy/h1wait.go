@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+)
+
+// readWaiter waits, without holding a read buffer, until a socket has data (or EOF, or an error)
+// under its read deadline, and takes the data that is there off the socket on the way: each step
+// reads into a pooled stash, which it keeps only when something came. Reading (rather than peeking
+// and then reading) inside the socket's RawConn.Read, after Go's poller has begun to listen, means
+// that a request already waiting costs one read(2) and a request yet to come costs an EAGAIN, the
+// poller's wake-up and one read(2), as a blocking read would; a readiness the poller saw before
+// the wait began is not lost, since the first step reads before waiting.
+type readWaiter struct {
+	nc  net.Conn
+	rc  syscall.RawConn
+	src *connSource // where the data read goes
+	err error
+	fn  func(uintptr) bool // step, bound once so that waiting allocates nothing
+}
+
+// stashes are the readWaiter's read buffers: the size of the connection's reader, so that its
+// first fill takes a whole stash in one copy.
+var stashes = sync.Pool{New: func() any { b := make([]byte, h1ReadBufSize); return &b }}
+
+func (w *readWaiter) init(nc net.Conn, src *connSource) {
+	w.nc, w.src = nc, src
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			w.rc = rc
+			w.fn = w.step
+		}
+	}
+}
+
+func (w *readWaiter) step(fd uintptr) bool {
+	b := stashes.Get().(*[]byte)
+	for {
+		n, err := syscall.Read(int(fd), *b)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			stashes.Put(b)
+			return false
+		case err != nil:
+			w.err = err
+		case n <= 0:
+			w.err = errReqNone
+		default:
+			w.src.stash, w.src.data = b, (*b)[:n]
+			return true
+		}
+		stashes.Put(b)
+		return true
+	}
+}
+
+// wait returns nil once the socket has data, which is then in w.src; an error at its end or
+// when the read deadline passes.
+func (w *readWaiter) wait() error {
+	if w.rc == nil {
+		_, err := w.nc.Read(nil)
+		return err
+	}
+	w.err = nil
+	if err := w.rc.Read(w.fn); err != nil {
+		return err
+	}
+	return w.err
+}
+
+// connSource is what a connection's reader reads from: the bytes a readWaiter took off the socket,
+// then the socket.
+type connSource struct {
+	nc    net.Conn
+	stash *[]byte // holds data; nil when there is none
+	data  []byte
+}
+
+func (s *connSource) Read(p []byte) (int, error) {
+	if s.stash == nil {
+		return s.nc.Read(p)
+	}
+	n := copy(p, s.data)
+	s.data = s.data[n:]
+	if len(s.data) == 0 {
+		s.release()
+	}
+	return n, nil
+}
+
+// pending reports whether bytes read off the socket wait in the stash.
+func (s *connSource) pending() bool { return s.stash != nil }
+
+// release returns the stash to its pool.
+func (s *connSource) release() {
+	if s.stash != nil {
+		stashes.Put(s.stash)
+		s.stash, s.data = nil, nil
+	}
+}
