@@ -62,6 +62,7 @@ type Logger struct {
 	// queue holds the records by value in preallocated slots (ring.go): Log copies the
 	// caller's Record into one, the writer encodes it there; neither side allocates or locks.
 	queue   *ring
+	clock   stampCache // the writer's: the formatted second of the latest line
 	kick    chan struct{} // wakes the writer early when the queue is half full
 	every   time.Duration
 	stop    chan struct{}
@@ -160,7 +161,7 @@ func (l *Logger) drain() {
 			l.flush(n)
 			n = 0
 		}
-		_, _ = l.sink.Write(appendRecord(l.sink.AvailableBuffer(), r, l.query))
+		_, _ = l.sink.Write(appendRecord(l.sink.AvailableBuffer(), r, l.query, &l.clock))
 		l.queue.release()
 		n++
 	}

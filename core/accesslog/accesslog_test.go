@@ -3,10 +3,14 @@ package accesslog
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,6 +112,60 @@ func (w blockedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// TestManyLoggers: lines logged by many goroutines at once while the writer drains come out
+// whole (never interleaved), once each, and each goroutine's in its order (run under -race:
+// the lock is what orders a line's copy and its write).
+func TestManyLoggers(t *testing.T) {
+	const goroutines, each = 8, 2000
+	var out buf
+	l := New(Options{Sink: &out, Queue: goroutines * each, FlushInterval: time.Millisecond})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				l.Log(&Record{Path: "/" + strconv.Itoa(g) + "/" + strconv.Itoa(i), Status: 200})
+			}
+		})
+	}
+	wg.Wait()
+	l.Close(nil)
+	next := make([]int, goroutines)
+	n := 0
+	for line := range bytes.Lines(out.b.Bytes()) {
+		var m struct{ Path string }
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		var g, i int
+		if _, err := fmt.Sscanf(m.Path, "/%d/%d", &g, &i); err != nil || g < 0 || g >= goroutines || i != next[g] {
+			t.Fatalf("line %d: path %q, want goroutine %d's line %d next", n, m.Path, g, next[g])
+		}
+		next[g]++
+		n++
+	}
+	if n != goroutines*each {
+		t.Fatalf("%d lines, want %d", n, goroutines*each)
+	}
+}
+
+// TestTimeCache: the cached second is reused only for its own second and location: lines of
+// the same second with other nanoseconds (none, trailing zeros), of the next second, and of the
+// same instant in other zones are each what time.RFC3339Nano writes.
+func TestTimeCache(t *testing.T) {
+	base := time.Date(2026, 12, 6, 7, 6, 21, 0, time.UTC)
+	east, west := time.FixedZone("east", 5*3600+30*60), time.FixedZone("west", -7*3600)
+	var clock stampCache
+	for _, at := range []time.Time{
+		base, base.Add(1), base.Add(120 * time.Millisecond), base.Add(999999999), base.Add(10 * time.Microsecond),
+		base.In(east), base.Add(5).In(east), base.In(west), base.Add(time.Second), base,
+		base.Add(time.Second - 1).In(time.Local), time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 0, west),
+	} {
+		if got, want := string(clock.appendTime(nil, at)), at.Format(time.RFC3339Nano); got != want {
+			t.Errorf("%v: got %s, want %s", at, got, want)
+		}
+	}
+}
+
 // TestBatchedWrites: lines queued together reach the sink in one write.
 func TestBatchedWrites(t *testing.T) {
 	var out buf
@@ -200,9 +258,10 @@ func TestLineIsZapJSON(t *testing.T) {
 		"zoned":      {Time: at, ClientIP: netip.MustParseAddr("fe80::1%we\"ird\\zone"), PeerIP: netip.MustParseAddr("fe80::2%\x01")},
 		"local time": {Time: time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", -5*3600)), Duration: -time.Millisecond},
 	}
+	var clock stampCache // shared: the cases hit and miss its cached second
 	for name, r := range cases {
 		for _, query := range []bool{false, true} {
-			got := string(appendRecord(nil, &r, query))
+			got := string(appendRecord(nil, &r, query, &clock))
 			if want := zapLine(t, &r, query); got != want {
 				t.Errorf("%s (query %t):\n got %s\nwant %s", name, query, got, want)
 			}
@@ -228,40 +287,57 @@ func TestLineIsZapJSONRandom(t *testing.T) {
 		}
 		return string(b)
 	}
+	var clock stampCache
 	for range 2000 {
 		r := Record{Time: time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).UTC(), Path: randString(), Host: randString(),
 			RequestID: randString(), Status: rng.IntN(600), Duration: time.Duration(rng.Int64N(1e11)),
 			Upstream: randString()}
-		if got, want := string(appendRecord(nil, &r, false)), zapLine(t, &r, false); got != want {
+		if got, want := string(appendRecord(nil, &r, false, &clock)), zapLine(t, &r, false); got != want {
 			t.Fatalf("\n got %q\nwant %q", got, want)
 		}
 	}
 }
 
-// FuzzLineIsZapJSON is TestLineIsZapJSONRandom driven by the fuzzer.
+// FuzzLineIsZapJSON is TestLineIsZapJSONRandom driven by the fuzzer, durations and the time's
+// nanoseconds too.
 func FuzzLineIsZapJSON(f *testing.F) {
-	f.Add("/a\"b", "h\xff", "id\n")
-	f.Fuzz(func(t *testing.T, path, host, id string) {
-		r := Record{Time: time.Unix(1, 2).UTC(), Path: path, Host: host, RequestID: id}
-		if got, want := string(appendRecord(nil, &r, false)), zapLine(t, &r, false); got != want {
+	f.Add("/a\"b", "h\xff", "id\n", int64(814513), int64(1))
+	f.Add("", "", "", int64(-1e15), int64(0))
+	f.Fuzz(func(t *testing.T, path, host, id string, d, ns int64) {
+		r := Record{Time: time.Unix(1, ns).UTC(), Path: path, Host: host, RequestID: id, Duration: time.Duration(d)}
+		if got, want := string(appendRecord(nil, &r, false, new(stampCache))), zapLine(t, &r, false); got != want {
 			t.Fatalf("\n got %q\nwant %q", got, want)
 		}
 	})
 }
 
-// BenchmarkLog is the request goroutine's share of a line: copying the record into the queue.
-// The writer drains into io.Discard meanwhile.
+// BenchmarkLog is the request goroutine's share of a line, all of the access log's per-request
+// cost but the writer's write(2): encoding the record and copying the line into the queue. The
+// writer drains into io.Discard meanwhile.
 func BenchmarkLog(b *testing.B) {
 	l := New(Options{Sink: io.Discard, Queue: 1 << 16, FlushInterval: time.Millisecond})
 	defer l.Close(nil)
 	r := benchRecord()
 	b.ReportAllocs()
+	before := processCPU(b)
 	for b.Loop() {
 		l.Log(&r)
 	}
+	l.Close(nil) // the writer's last batch counts too
+	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
 }
 
-// BenchmarkLogParallel is BenchmarkLog from every P at once: the queue's cost under contention,
+// processCPU is the process's user and system CPU time so far: on a loaded machine a
+// benchmark's ns/op is mostly waiting for a CPU, its CPU time per operation much less so.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkLogParallel is BenchmarkLog from every P at once: the queue's lock under contention,
 // as a proxy's request goroutines log.
 func BenchmarkLogParallel(b *testing.B) {
 	l := New(Options{Sink: io.Discard, Queue: 1 << 16, FlushInterval: time.Millisecond})
@@ -275,14 +351,17 @@ func BenchmarkLogParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkEncode is the writer's share: encoding one line.
+// BenchmarkEncode is encoding one line, the time from the cached second.
 func BenchmarkEncode(b *testing.B) {
 	r := benchRecord()
+	var clock stampCache
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
+	before := processCPU(b)
 	for b.Loop() {
-		buf = appendRecord(buf[:0], &r, false)
+		buf = appendRecord(buf[:0], &r, false, &clock)
 	}
+	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkEncodeZap is the same line through zap's encoder, for comparison.
@@ -299,4 +378,29 @@ func benchRecord() Record {
 		Route: "HTTPRoute/default/app/rule/0/match/0", Backend: "default/app-v1:80", Upstream: "127.0.0.1:9001",
 		Method: "GET", Host: "127.0.0.1:8080", Path: "/app/hello", Protocol: "HTTP/1.1", Status: 200,
 		BytesOut: 333, Duration: 814513, UpstreamDuration: 801001, ClientIP: netip.MustParseAddr("127.0.0.1"), RequestID: "7f3c"}
+}
+
+// BenchmarkLogWritten is a line's whole cost, both sides: the logging goroutine's and the
+// writer's, per line that reached the sink (batches of 512 lines, each drained before the next,
+// so none is dropped); cpu-ns/op is the process's CPU time per line.
+func BenchmarkLogWritten(b *testing.B) {
+	var written atomic.Int64
+	l := New(Options{Sink: io.Discard, FlushInterval: time.Millisecond, Written: func(n int) { written.Add(int64(n)) }})
+	r := benchRecord()
+	b.ReportAllocs()
+	before := processCPU(b)
+	logged := int64(0)
+	for b.Loop() {
+		l.Log(&r)
+		if logged++; logged%512 == 0 {
+			for written.Load() < logged {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}
+	l.Close(nil)
+	if written.Load() != logged {
+		b.Fatalf("%d lines written of %d", written.Load(), logged)
+	}
+	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
 }
