@@ -62,7 +62,7 @@ type Logger struct {
 	// queue holds the records by value in preallocated slots (ring.go): Log copies the
 	// caller's Record into one, the writer encodes it there; neither side allocates or locks.
 	queue   *ring
-	clock   stampCache // the writer's: the formatted second of the latest line
+	clock   stampCache    // the writer's: the formatted second of the latest line
 	kick    chan struct{} // wakes the writer early when the queue is half full
 	every   time.Duration
 	stop    chan struct{}
