@@ -152,7 +152,12 @@ func (t *session) translateRoutes() {
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
 			if t.memo != nil {
-				sts[i].memo = t.memo.memoOf(sts[i])
+				m := t.memo.memoOf(sts[i])
+				if m.curEpoch == t.memo.epoch {
+					m.dupEpoch = t.memo.epoch
+				}
+				m.cur, m.curEpoch = sts[i], t.memo.epoch
+				sts[i].memo = m
 			}
 		}
 		var epoch uint64
@@ -450,6 +455,7 @@ func (t *session) setRouteHostnames(st *routeState) {
 		return
 	}
 	before := len(st.problems)
+	st.fresh = true
 	st.hostnames = t.routeHostnames(st)
 	if m := st.memo; m != nil {
 		m.hosts = &memoHosts{hostnames: st.hostnames, hasHostnames: st.hasHostnames, problems: slices.Clone(st.problems[before:])}

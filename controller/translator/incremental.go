@@ -118,6 +118,17 @@ type routeMemo struct {
 	rankEpoch uint64
 	// seen is the epoch of the latest translation that used the record (memos.go).
 	seen uint64
+	// cur is the route's state in translation curEpoch; dupEpoch a translation whose Store held
+	// the route twice (settled).
+	cur                *routeState
+	curEpoch, dupEpoch uint64
+}
+
+// settled says the route of rm was translated in translation epoch wholly from its records (no
+// Build run, attachment replayed), and once: it was placed on the same listeners with the same
+// hostnames and entries as in the previous translation (vhosts.go).
+func (rm *routeMemo) settled(epoch uint64) bool {
+	return rm != nil && rm.curEpoch == epoch && rm.dupEpoch != epoch && !rm.cur.fresh
 }
 
 type placeBuild struct {
