@@ -116,7 +116,9 @@ type objectPool struct {
 func loadPool(t *testing.T, reg *core.Registry) *objectPool {
 	t.Helper()
 	var inputs []string
-	for _, g := range []string{"../../examples/*", "testdata/policies/*.in.yaml", "../../modules/*/translate/testdata/*.in.yaml"} {
+	for _, g := range []string{"../../examples/*", "testdata/policies/*.in.yaml", "../../modules/*/translate/testdata/*.in.yaml",
+		// Layer-4 routes shadowing each other on one listener, gRPC beside HTTP.
+		"../../modules/tlsroute/translate/testdata/l4.yaml", "../../modules/grpcroute/translate/testdata/grpc.yaml"} {
 		m, err := filepath.Glob(g)
 		if err != nil {
 			t.Fatal(err)
