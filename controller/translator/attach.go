@@ -37,8 +37,13 @@ type routeState struct {
 	implemented int
 
 	parents []*parentStatus
-	// placedOn are the listeners the route is placed on (a route is on a few, so a slice).
-	placedOn []*listenerState
+	// placedOn are the listeners the route is placed on (a route is on a few, so a slice);
+	// placedBuf holds the first, parentBuf the first parent's status and parentsBuf the pointer
+	// to it, so that most routes need no allocation of their own for these.
+	placedOn   []*listenerState
+	placedBuf  [1]*listenerState
+	parentBuf  parentStatus
+	parentsBuf [1]*parentStatus
 	// problems wait until the route turns out to have one of our parents: a route of another
 	// controller is none of our business.
 	problems []*Problem
@@ -146,9 +151,11 @@ func (t *session) translateRoutes() {
 		gk := normalGroupKind(api.GroupKind())
 		rs := t.routesOf(k, api.GVK.GroupKind())
 		sts := make([]*routeState, len(rs))
+		states := make([]routeState, len(rs)) // one allocation for all: thousands of routes
 		for i, r := range rs {
 			m := r.Object()
-			sts[i] = &routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
+			sts[i] = &states[i]
+			*sts[i] = routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
 			if t.memo != nil {
@@ -201,12 +208,17 @@ func (t *session) routesOf(k translation.RouteKind, gk schema.GroupKind) []trans
 // validateRoute runs Build once without a listener, so every problem of the route is known
 // before attachment decides Accepted.
 func (t *session) validateRoute(st *routeState) {
-	rc := &routeContext{t: t, st: st}
 	var rec *buildRecord
 	if st.memo != nil {
 		rec = st.memo.validate
 	}
-	n, _ := t.build(rc, &rec, nil)
+	if rec != nil { // a replay, which needs no routeContext
+		t.memo.reused++
+		n, _ := t.replay(st, rec)
+		st.implemented += n
+		return
+	}
+	n, _ := t.build(&routeContext{t: t, st: st}, &rec, nil)
 	st.implemented += n
 	if st.memo != nil {
 		st.memo.validate = rec
@@ -333,23 +345,27 @@ func (t *session) attachParent(st *routeState, ps *parentStatus, field string, l
 // listener is programmed.
 func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, hosts []string) {
 	if pr := t.placing; pr != nil {
-		pr.places = append(pr.places, placeRecord{listener: l.placeKey(), hosts: hosts})
+		pr.places = append(pr.places, placeRecord{listener: t.placeIDOf(l), hosts: hosts})
 	}
 	if slices.Contains(st.placedOn, l) {
 		return // placed there already, by another parentRef
 	}
+	if st.placedOn == nil {
+		st.placedOn = st.placedBuf[:0]
+	}
 	st.placedOn = append(st.placedOn, l)
 	l.attached++
 	ps.listeners++
-	a := &attachment{route: st, parent: ps, hostnames: hosts}
+	a := t.newAttachment()
+	*a = attachment{route: st, parent: ps, hostnames: hosts}
 	l.routes = append(l.routes, a)
 	if !l.programmed() {
 		return
 	}
 	var rec *buildRecord
-	var k placeKey
+	var k placeID
 	if st.memo != nil {
-		k = l.placeKey()
+		k = t.placeIDOf(l)
 		if rec = st.memo.placeRecordOf(k); rec != nil {
 			t.memo.reused++
 			_, a.entries = t.replay(st, rec)
@@ -373,6 +389,29 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 	if st.memo != nil && rec != nil {
 		st.memo.setPlaceRecord(k, rec)
 	}
+}
+
+// newAttachment allocates attachments in chunks: one each was a tenth of an incremental
+// translation's allocations.
+func (t *session) newAttachment() *attachment {
+	if len(t.attachSlab) == cap(t.attachSlab) {
+		t.attachSlab = make([]attachment, 0, 256)
+	}
+	t.attachSlab = t.attachSlab[:len(t.attachSlab)+1]
+	return &t.attachSlab[len(t.attachSlab)-1]
+}
+
+// newParent is a new parent status of st: the first one inside st itself.
+func (st *routeState) newParent(ps parentStatus) *parentStatus {
+	if len(st.parents) == 0 && st.parents == nil {
+		st.parentBuf = ps
+		st.parents = st.parentsBuf[:1]
+		st.parents[0] = &st.parentBuf
+		return &st.parentBuf
+	}
+	p := &ps
+	st.parents = append(st.parents, p)
+	return p
 }
 
 func (st *routeState) droppedSummary() string {

@@ -85,6 +85,8 @@ type listenerState struct {
 	// pkey names the listener across translations (placeKey), computed on first use.
 	pkey    placeKey
 	pkeySet bool
+	pid     placeID
+	pidSet  bool
 	// selector caches allowedRoutes.namespaces.selector; selectorErr when it does not parse.
 	selector    labels.Selector
 	selectorErr bool

@@ -132,12 +132,12 @@ func (rm *routeMemo) settled(epoch uint64) bool {
 }
 
 type placeBuild struct {
-	key placeKey
+	key placeID
 	rec *buildRecord
 }
 
 // placeRecordOf returns the build recorded for listener k.
-func (rm *routeMemo) placeRecordOf(k placeKey) *buildRecord {
+func (rm *routeMemo) placeRecordOf(k placeID) *buildRecord {
 	for i := range rm.places {
 		if rm.places[i].key == k {
 			return rm.places[i].rec
@@ -146,7 +146,7 @@ func (rm *routeMemo) placeRecordOf(k placeKey) *buildRecord {
 	return nil
 }
 
-func (rm *routeMemo) setPlaceRecord(k placeKey, rec *buildRecord) {
+func (rm *routeMemo) setPlaceRecord(k placeID, rec *buildRecord) {
 	for i := range rm.places {
 		if rm.places[i].key == k {
 			rm.places[i].rec = rec
@@ -171,7 +171,26 @@ type placeKey struct {
 	hostname string
 }
 
-// placeKey is computed once per listener: replays look it up for every route placed on it.
+// placeID numbers a placeKey for the records of one world (memoIndex.places): the records name
+// listeners by number, so that replaying a route's attachment compares and looks up integers,
+// not three strings per listener.
+type placeID int32
+
+// placeIDOf is l's number, computed once per listener and translation.
+func (t *session) placeIDOf(l *listenerState) placeID {
+	if !l.pidSet {
+		k := l.placeKey()
+		id, ok := t.memo.places[k]
+		if !ok {
+			id = placeID(len(t.memo.places))
+			t.memo.places[k] = id
+		}
+		l.pid, l.pidSet = id, true
+	}
+	return l.pid
+}
+
+// placeKey is computed once per listener.
 func (l *listenerState) placeKey() placeKey {
 	if !l.pkeySet {
 		l.pkey = placeKey{listener: l.name, hostname: l.hostname}
@@ -295,9 +314,13 @@ func (t *session) replay(st *routeState, r *buildRecord) (int, []*translation.En
 		}
 	}
 	for _, c := range r.clusters {
+		if c == t.lastReplayed {
+			continue // many routes name the same cluster: it is in t.clusters already
+		}
 		if _, ok := t.clusters[c.GetName()]; !ok {
 			t.clusters[c.GetName()] = t.refreshCluster(c)
 		}
+		t.lastReplayed = c
 	}
 	for _, name := range r.filterClusters {
 		t.filterClusters[name] = true
