@@ -44,6 +44,9 @@ type routeState struct {
 	placedBuf  [1]*listenerState
 	parentBuf  parentStatus
 	parentsBuf [1]*parentStatus
+	// attachments are the route's attachments, one per listener of placedOn (carry.go).
+	attachments   []*attachment
+	attachmentBuf [1]*attachment
 	// problems wait until the route turns out to have one of our parents: a route of another
 	// controller is none of our business.
 	problems []*Problem
@@ -53,10 +56,12 @@ type routeState struct {
 
 	// memo is the route's record for an Incremental, rec the record of the Build under way;
 	// fresh says this translation built or attached the route anew rather than replaying all
-	// of it (statusmemo.go).
-	memo  *routeMemo
-	rec   *buildRecord
-	fresh bool
+	// of it (statusmemo.go); carryEpoch is the latest translation that carried the state over
+	// from the one before (carry.go).
+	memo       *routeMemo
+	rec        *buildRecord
+	fresh      bool
+	carryEpoch uint64
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -151,10 +156,20 @@ func (t *session) translateRoutes() {
 		gk := normalGroupKind(api.GroupKind())
 		rs := t.routesOf(k, api.GVK.GroupKind())
 		sts := make([]*routeState, len(rs))
-		states := make([]routeState, len(rs)) // one allocation for all: thousands of routes
+		var epoch uint64
+		if t.memo != nil {
+			epoch = t.memo.epoch
+		}
 		for i, r := range rs {
+			if t.memo != nil {
+				if st := t.carried(k, r); st != nil { // carry.go
+					st.carryEpoch, st.memo.cur, st.memo.curEpoch = epoch, st, epoch
+					sts[i] = st
+					continue
+				}
+			}
 			m := r.Object()
-			sts[i] = &states[i]
+			sts[i] = t.newRouteState()
 			*sts[i] = routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
@@ -167,15 +182,15 @@ func (t *session) translateRoutes() {
 				sts[i].memo = m
 			}
 		}
-		var epoch uint64
-		if t.memo != nil {
-			epoch = t.memo.epoch
-		}
 		t.ages.sort(api.GVK.GroupKind(), sts, epoch)
 		for _, st := range sts {
-			t.validateRoute(st)
-			t.setRouteHostnames(st)
-			t.attachRoute(st, st.route)
+			if t.memo != nil && st.carryEpoch == epoch {
+				t.carry(st)
+			} else {
+				t.validateRoute(st)
+				t.setRouteHostnames(st)
+				t.attachRoute(st, st.route)
+			}
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
 				for _, p := range st.warnings {
@@ -359,6 +374,10 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 	a := t.newAttachment()
 	*a = attachment{route: st, parent: ps, hostnames: hosts}
 	l.routes = append(l.routes, a)
+	if st.attachments == nil {
+		st.attachments = st.attachmentBuf[:0]
+	}
+	st.attachments = append(st.attachments, a)
 	if !l.programmed() {
 		return
 	}
@@ -399,6 +418,15 @@ func (t *session) newAttachment() *attachment {
 	}
 	t.attachSlab = t.attachSlab[:len(t.attachSlab)+1]
 	return &t.attachSlab[len(t.attachSlab)-1]
+}
+
+// newRouteState allocates route states in chunks.
+func (t *session) newRouteState() *routeState {
+	if len(t.stateSlab) == cap(t.stateSlab) {
+		t.stateSlab = make([]routeState, 0, 64)
+	}
+	t.stateSlab = t.stateSlab[:len(t.stateSlab)+1]
+	return &t.stateSlab[len(t.stateSlab)-1]
 }
 
 // newParent is a new parent status of st: the first one inside st itself.

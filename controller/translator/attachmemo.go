@@ -54,24 +54,13 @@ func (t *session) attachRoute(st *routeState, r translation.Route) {
 // replayAttach attaches st as its record says; false (having done nothing) when a listener of
 // the record is not there, which a world that did not change rules out.
 func (t *session) replayAttach(st *routeState, rec *attachRecord) bool {
-	if t.listenersByID == nil {
-		t.listenersByID = make([]*listenerState, 0, len(t.memo.places))
-		for _, g := range t.gateways {
-			for _, l := range g.listeners {
-				id := int(t.placeIDOf(l))
-				for len(t.listenersByID) <= id {
-					t.listenersByID = append(t.listenersByID, nil)
-				}
-				t.listenersByID[id] = l
-			}
-		}
-	}
+	byID := t.listenersOfPlaces()
 	ls := t.attachScratch[:0] // each listener looked up once
 	for _, pr := range rec.parents {
 		for _, pl := range pr.places {
 			var l *listenerState
-			if int(pl.listener) < len(t.listenersByID) {
-				l = t.listenersByID[pl.listener]
+			if int(pl.listener) < len(byID) {
+				l = byID[pl.listener]
 			}
 			if l == nil {
 				return false

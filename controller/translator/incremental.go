@@ -56,7 +56,7 @@ type Incremental struct {
 	vhosts vhostMemo
 	ages   ageOrder
 	// stats of the latest translation.
-	reused, built, statuses int
+	reused, built, statuses, carried int
 }
 
 // NewIncremental returns an Incremental with no records: its first translation is a full one.
@@ -82,7 +82,7 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	res := t.run()
 	inc.routes.sweep()
 	inc.keep = store
-	inc.reused, inc.built, inc.statuses = t.memo.reused, t.memo.built, t.memo.statuses
+	inc.reused, inc.built, inc.statuses, inc.carried = t.memo.reused, t.memo.built, t.memo.statuses, t.memo.carried
 	return res
 }
 
@@ -90,6 +90,10 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 // run.
 func (inc *Incremental) Reused() int { return inc.reused }
 func (inc *Incremental) Built() int  { return inc.built }
+
+// Carried counts the routes of the latest translation whose state was the previous
+// translation's (carry.go).
+func (inc *Incremental) Carried() int { return inc.carried }
 
 // ReusedStatuses counts the route statuses of the latest translation that were the previous
 // translation's (statusmemo.go).
@@ -99,7 +103,7 @@ func (inc *Incremental) ReusedStatuses() int { return inc.statuses }
 // this one keeps for the next.
 type memoSet struct {
 	*memoIndex
-	reused, built, statuses int
+	reused, built, statuses, carried int
 }
 
 // routeMemo is what one route's Build calls did, and the route as it was then: the record holds
@@ -313,6 +317,12 @@ func (t *session) replay(st *routeState, r *buildRecord) (int, []*translation.En
 			st.warn(e.field, e.msg)
 		}
 	}
+	t.replaySession(r)
+	return r.implemented, r.entries
+}
+
+// replaySession applies what a record added to the session (not to its route).
+func (t *session) replaySession(r *buildRecord) {
 	for _, c := range r.clusters {
 		if c == t.lastReplayed {
 			continue // many routes name the same cluster: it is in t.clusters already
@@ -328,7 +338,6 @@ func (t *session) replay(st *routeState, r *buildRecord) (int, []*translation.En
 	for _, u := range r.unresolved {
 		t.unresolvedFilter(u[0], u[1])
 	}
-	return r.implemented, r.entries
 }
 
 // The recording hooks: the session calls them wherever a Build leaves a mark.

@@ -47,7 +47,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	if testing.Short() {
 		steps = 100
 	}
-	statusesReused := 0 // over all seeds: in some, no route ever attaches
+	statusesReused, carried := 0, 0 // over all seeds: in some, no route ever attaches
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
@@ -85,6 +85,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 				want := translator.Translate(context.Background(), store, opts)
 				reused += inc.Reused()
 				statuses += inc.ReusedStatuses()
+				carried += inc.Carried()
 				if msg := diffResults(got, want); msg != "" {
 					t.Fatalf("step %d (%s %v, %d objects): incremental differs from full: %s", step, what, id, len(world), msg)
 				}
@@ -96,6 +97,10 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 			t.Logf("%d Build calls replayed, %d route statuses reused over %d steps", reused, statuses, steps)
 		})
 	}
+	if carried == 0 {
+		t.Errorf("no route state was ever carried over: the test does not exercise carry.go")
+	}
+	t.Logf("%d route states carried over", carried)
 	if statusesReused == 0 {
 		t.Errorf("no route status was ever reused: the test does not exercise statusmemo.go")
 	}
