@@ -162,7 +162,7 @@ func (t *session) translateRoutes() {
 		}
 		for i, r := range rs {
 			if t.memo != nil {
-				if st := t.carried(k, r); st != nil { // carry.go
+				if st := t.carried(k, api.GVK.GroupKind(), r); st != nil { // carry.go
 					st.carryEpoch, st.memo.cur, st.memo.curEpoch = epoch, st, epoch
 					sts[i] = st
 					continue

@@ -1,7 +1,6 @@
 package translator
 
 import (
-
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/modules/translation"

@@ -1,6 +1,10 @@
 package translator
 
-import "github.com/coxswain-labs/coxswain/modules/translation"
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/coxswain-labs/coxswain/modules/translation"
+)
 
 // Carrying a route's state over. A route whose previous translation replayed all of it (its
 // validation, hostnames, attachment and listener builds: routeState.fresh unset) and whose object
@@ -21,8 +25,8 @@ import "github.com/coxswain-labs/coxswain/modules/translation"
 // translation like everything else.
 
 // carried returns rm's routeState of the previous translation when it can be taken over for
-// route r of kind k, else nil.
-func (t *session) carried(k translation.RouteKind, r translation.Route) *routeState {
+// route r of kind k (of API group and kind gk), else nil.
+func (t *session) carried(k translation.RouteKind, gk schema.GroupKind, r translation.Route) *routeState {
 	obj := r.Object()
 	p := ifacePointer(obj)
 	rm := t.memo.byPtr[p]
@@ -31,7 +35,6 @@ func (t *session) carried(k translation.RouteKind, r translation.Route) *routeSt
 		return nil
 	}
 	st := rm.cur
-	gk := k.API().GVK.GroupKind()
 	if st.fresh || st.key.Kind != gk.Kind || st.key.Group != gk.Group || rm.attach == nil || rm.validate == nil {
 		return nil
 	}
