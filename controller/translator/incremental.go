@@ -21,8 +21,9 @@ import (
 
 // Incremental translates a sequence of Stores, reusing what each route's kind module built for
 // the previous one. It gives exactly what Translate gives for the same Store and Options (the
-// same Snapshot.Version, the same statuses); TestIncrementalEqualsTranslate checks that after
-// random sequences of creates, updates and deletes of every kind.
+// same Snapshot.Version, the same statuses, but for the earlier lastTransitionTime of the route
+// statuses it reuses: statusmemo.go); TestIncrementalEqualsTranslate checks that after random
+// sequences of creates, updates and deletes of every kind.
 //
 // What is reused, and when: a route's Build calls (one validation pass, one per listener it is
 // placed on) are the bulk of a translation. Their outcome depends on the route object and on the
@@ -32,9 +33,12 @@ import (
 // not resolve, its warnings, the clusters it named, the ExtensionRefs it found missing) and, while
 // the route object and the world stay the same, replayed instead of run. EndpointSlices are not
 // part of the world: a replayed cluster's endpoints are recomputed from the Store, as the
-// endpoints fast path does. Everything that relates routes to each other (attachment, listener
-// counts, precedence, conflicts, shadowing, status) runs every time over all routes, as it does
-// in Translate: it is cheap next to Build, and so there is one code path for it.
+// endpoints fast path does. Attachment is recorded and replayed the same way (attachmemo.go), and
+// a route whose previous translation replayed all of it keeps its whole translated state
+// (carry.go). What relates routes to each other (listener counts, precedence, conflicts,
+// shadowing) runs through the same code as in Translate, so there is one code path for it; it
+// is made cheap by keeping what did not change: the virtual hosts of hostnames no changed route
+// is on (vhosts.go), the age order (ageorder.go), the statuses (statusmemo.go).
 //
 // A change to the world drops every record: the next translation is a full one (and records
 // afresh). A Build that read something outside Store and Options (a remote document), or that
