@@ -160,16 +160,26 @@ func (t *session) translateRoutes() {
 		if t.memo != nil {
 			epoch = t.memo.epoch
 		}
-		for i, r := range rs {
-			if t.memo != nil {
+		fresh := len(rs)
+		if t.memo != nil {
+			for i, r := range rs {
 				if st := t.carried(k, api.GVK.GroupKind(), r); st != nil { // carry.go
 					st.carryEpoch, st.memo.cur, st.memo.curEpoch = epoch, st, epoch
 					sts[i] = st
-					continue
+					fresh--
 				}
 			}
+		}
+		// The other routes' states, in one allocation of the exact size: a carried state keeps
+		// its allocation alive, so a chunk of spare ones would stay with it.
+		states := make([]routeState, fresh)
+		for i, r := range rs {
+			if sts[i] != nil {
+				continue
+			}
 			m := r.Object()
-			sts[i] = t.newRouteState()
+			sts[i] = &states[0]
+			states = states[1:]
 			*sts[i] = routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
 				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 			}}
@@ -411,22 +421,15 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 }
 
 // newAttachment allocates attachments in chunks: one each was a tenth of an incremental
-// translation's allocations.
+// translation's allocations. The chunks double from one up to 256, so that a translation that
+// makes few attachments (the others are carried, carry.go) allocates no spare ones that the
+// carried attachments would keep alive with them.
 func (t *session) newAttachment() *attachment {
 	if len(t.attachSlab) == cap(t.attachSlab) {
-		t.attachSlab = make([]attachment, 0, 256)
+		t.attachSlab = make([]attachment, 0, min(max(2*cap(t.attachSlab), 1), 256))
 	}
 	t.attachSlab = t.attachSlab[:len(t.attachSlab)+1]
 	return &t.attachSlab[len(t.attachSlab)-1]
-}
-
-// newRouteState allocates route states in chunks.
-func (t *session) newRouteState() *routeState {
-	if len(t.stateSlab) == cap(t.stateSlab) {
-		t.stateSlab = make([]routeState, 0, 64)
-	}
-	t.stateSlab = t.stateSlab[:len(t.stateSlab)+1]
-	return &t.stateSlab[len(t.stateSlab)-1]
 }
 
 // newParent is a new parent status of st: the first one inside st itself.

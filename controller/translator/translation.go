@@ -108,9 +108,8 @@ type session struct {
 	listenersByID       []*listenerState // by placeID (replayAttach)
 	// lastReplayed is the recorded cluster replay saw last (replay).
 	lastReplayed *irv1.Cluster
-	// attachSlab and stateSlab are the chunks newAttachment and newRouteState allocate from.
+	// attachSlab is the chunk newAttachment allocates from.
 	attachSlab []attachment
-	stateSlab  []routeState
 	// ages keeps the routes' age order across an Incremental's translations (ageorder.go).
 	ages *ageOrder
 	// attachScratch holds the listeners of the attachment being replayed (replayAttach).
