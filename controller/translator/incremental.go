@@ -84,6 +84,16 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	t.vhosts = &inc.vhosts
 	t.ages = &inc.ages
 	res := t.run()
+	// Something keeps each translation's listener states reachable (not found yet: the records
+	// and carried states name only the latest translation's listeners), and with them their
+	// attachment lists, a pointer per route: ~50 KB per route change at 5,000 routes, measured by
+	// BenchmarkTranslateIncremental's live-MB. Nothing reads a listener's attachments after the
+	// translation, so they go here.
+	for _, g := range t.gateways {
+		for _, l := range g.listeners {
+			l.routes = nil
+		}
+	}
 	inc.routes.sweep()
 	inc.keep = store
 	inc.reused, inc.built, inc.statuses, inc.carried = t.memo.reused, t.memo.built, t.memo.statuses, t.memo.carried
