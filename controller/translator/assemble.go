@@ -19,9 +19,9 @@ type irListenerKey struct {
 
 type serverBuild struct {
 	server *irv1.Server
-	// vhosts hold the placed entries by value: at thousands of routes one allocation per entry
-	// was a sixth of an incremental translation's.
-	vhosts map[string][]placed
+	// listeners are those merged into the server, in order; their attachments are gathered
+	// into virtual hosts by finishServer.
+	listeners []*listenerState
 }
 
 // placed is one entry in a virtual host, with what precedence tie-breaking needs.
@@ -122,7 +122,7 @@ func (g *gatewayState) anyProgrammed() bool {
 func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState) {
 	sb := servers[l.hostname]
 	if sb == nil {
-		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname, Filters: l.filters}, vhosts: make(map[string][]placed, len(l.routes))}
+		sb = &serverBuild{server: &irv1.Server{Hostname: l.hostname, Filters: l.filters}}
 		switch {
 		case l.passthrough:
 			sb.server.Tls = &irv1.TLS{Mode: irv1.TLS_PASSTHROUGH}
@@ -137,14 +137,29 @@ func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState)
 			sb.server.Sources = append(sb.server.Sources, src)
 		}
 	}
-	for _, a := range l.routes {
-		for _, h := range a.hostnames {
-			origin := hostnameOrigin(l.hostname, a.route.hostnames, h)
-			for _, e := range a.entries {
-				sb.vhosts[h] = append(sb.vhosts[h], placed{entry: e, route: a.route, parent: a.parent, origin: origin})
+	sb.listeners = append(sb.listeners, l)
+}
+
+// gather collects the placed entries of the server's listeners by virtual host, for the
+// hostnames b gathers (all of them but for an Incremental's unchanged ones, vhosts.go). The
+// entries are values: at thousands of routes one allocation per entry was a sixth of an
+// incremental translation's.
+func gather(sb *serverBuild, b *serverBuilder) map[string][]placed {
+	vhosts := map[string][]placed{}
+	for _, l := range sb.listeners {
+		for _, a := range l.routes {
+			for _, h := range a.hostnames {
+				if !b.gathers(h) {
+					continue
+				}
+				origin := hostnameOrigin(l.hostname, a.route.hostnames, h)
+				for _, e := range a.entries {
+					vhosts[h] = append(vhosts[h], placed{entry: e, route: a.route, parent: a.parent, origin: origin})
+				}
 			}
 		}
 	}
+	return vhosts
 }
 
 func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map[string]bool, useCluster func(string)) *irv1.Server {
@@ -155,9 +170,14 @@ func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map
 			usedSecrets[c] = true
 		}
 	}
-	b := t.vhosts.server(serverKey{listener: listener, server: s.Hostname}, len(sb.vhosts))
-	vhs := make([]*irv1.VirtualHost, 0, len(sb.vhosts))
-	for h, ps := range sb.vhosts {
+	var epoch uint64
+	if t.memo != nil {
+		epoch = t.memo.epoch
+	}
+	b := t.vhosts.server(serverKey{listener: listener, server: s.Hostname}, sb.listeners, epoch)
+	gathered := gather(sb, b)
+	vhs := make([]*irv1.VirtualHost, 0, len(gathered))
+	for h, ps := range gathered {
 		if vh := b.reuse(h, ps); vh != nil {
 			vhs = append(vhs, vh)
 			continue
@@ -176,7 +196,7 @@ func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map
 				} else if p.route != winner {
 					msg := shadowMessage(h, winner)
 					p.parent.shadow(msg)
-					shadows = append(shadows, vhostShadow{placed: slices.Index(in, *p), msg: msg})
+					shadows = append(shadows, vhostShadow{placed: slices.Index(in, *p), parent: slices.Index(p.route.parents, p.parent), msg: msg})
 					continue
 				}
 			}
@@ -189,6 +209,7 @@ func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map
 		b.record(h, in, vh, shadows)
 		vhs = append(vhs, vh)
 	}
+	b.keepClean(gathered)
 	s.VirtualHosts = b.finish(vhs, useCluster)
 	return s
 }

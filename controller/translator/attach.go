@@ -37,8 +37,16 @@ type routeState struct {
 	implemented int
 
 	parents []*parentStatus
-	// placedOn are the listeners the route is placed on (a route is on a few, so a slice).
-	placedOn []*listenerState
+	// placedOn are the listeners the route is placed on (a route is on a few, so a slice);
+	// placedBuf holds the first, parentBuf the first parent's status and parentsBuf the pointer
+	// to it, so that most routes need no allocation of their own for these.
+	placedOn   []*listenerState
+	placedBuf  [1]*listenerState
+	parentBuf  parentStatus
+	parentsBuf [1]*parentStatus
+	// attachments are the route's attachments, one per listener of placedOn (carry.go).
+	attachments   []*attachment
+	attachmentBuf [1]*attachment
 	// problems wait until the route turns out to have one of our parents: a route of another
 	// controller is none of our business.
 	problems []*Problem
@@ -48,10 +56,12 @@ type routeState struct {
 
 	// memo is the route's record for an Incremental, rec the record of the Build under way;
 	// fresh says this translation built or attached the route anew rather than replaying all
-	// of it (statusmemo.go).
-	memo  *routeMemo
-	rec   *buildRecord
-	fresh bool
+	// of it (statusmemo.go); carryEpoch is the latest translation that carried the state over
+	// from the one before (carry.go).
+	memo       *routeMemo
+	rec        *buildRecord
+	fresh      bool
+	carryEpoch uint64
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -146,24 +156,51 @@ func (t *session) translateRoutes() {
 		gk := normalGroupKind(api.GroupKind())
 		rs := t.routesOf(k, api.GVK.GroupKind())
 		sts := make([]*routeState, len(rs))
-		for i, r := range rs {
-			m := r.Object()
-			sts[i] = &routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
-				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
-			}}
-			if t.memo != nil {
-				sts[i].memo = t.memo.memoOf(sts[i])
-			}
-		}
 		var epoch uint64
 		if t.memo != nil {
 			epoch = t.memo.epoch
 		}
+		fresh := len(rs)
+		if t.memo != nil {
+			for i, r := range rs {
+				if st := t.carried(k, api.GVK.GroupKind(), r); st != nil { // carry.go
+					st.carryEpoch, st.memo.cur, st.memo.curEpoch = epoch, st, epoch
+					sts[i] = st
+					fresh--
+				}
+			}
+		}
+		// The other routes' states, in one allocation of the exact size: a carried state keeps
+		// its allocation alive, so a chunk of spare ones would stay with it.
+		states := make([]routeState, fresh)
+		for i, r := range rs {
+			if sts[i] != nil {
+				continue
+			}
+			m := r.Object()
+			sts[i] = &states[0]
+			states = states[1:]
+			*sts[i] = routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
+				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
+			}}
+			if t.memo != nil {
+				m := t.memo.memoOf(sts[i])
+				if m.curEpoch == t.memo.epoch {
+					m.dupEpoch = t.memo.epoch
+				}
+				m.cur, m.curEpoch = sts[i], t.memo.epoch
+				sts[i].memo = m
+			}
+		}
 		t.ages.sort(api.GVK.GroupKind(), sts, epoch)
 		for _, st := range sts {
-			t.validateRoute(st)
-			t.setRouteHostnames(st)
-			t.attachRoute(st, st.route)
+			if t.memo != nil && st.carryEpoch == epoch {
+				t.carry(st)
+			} else {
+				t.validateRoute(st)
+				t.setRouteHostnames(st)
+				t.attachRoute(st, st.route)
+			}
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
 				for _, p := range st.warnings {
@@ -196,12 +233,17 @@ func (t *session) routesOf(k translation.RouteKind, gk schema.GroupKind) []trans
 // validateRoute runs Build once without a listener, so every problem of the route is known
 // before attachment decides Accepted.
 func (t *session) validateRoute(st *routeState) {
-	rc := &routeContext{t: t, st: st}
 	var rec *buildRecord
 	if st.memo != nil {
 		rec = st.memo.validate
 	}
-	n, _ := t.build(rc, &rec, nil)
+	if rec != nil { // a replay, which needs no routeContext
+		t.memo.reused++
+		n, _ := t.replay(st, rec)
+		st.implemented += n
+		return
+	}
+	n, _ := t.build(&routeContext{t: t, st: st}, &rec, nil)
 	st.implemented += n
 	if st.memo != nil {
 		st.memo.validate = rec
@@ -328,23 +370,31 @@ func (t *session) attachParent(st *routeState, ps *parentStatus, field string, l
 // listener is programmed.
 func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, hosts []string) {
 	if pr := t.placing; pr != nil {
-		pr.places = append(pr.places, placeRecord{listener: l.placeKey(), hosts: hosts})
+		pr.places = append(pr.places, placeRecord{listener: t.placeIDOf(l), hosts: hosts})
 	}
 	if slices.Contains(st.placedOn, l) {
 		return // placed there already, by another parentRef
 	}
+	if st.placedOn == nil {
+		st.placedOn = st.placedBuf[:0]
+	}
 	st.placedOn = append(st.placedOn, l)
 	l.attached++
 	ps.listeners++
-	a := &attachment{route: st, parent: ps, hostnames: hosts}
+	a := t.newAttachment()
+	*a = attachment{route: st, parent: ps, hostnames: hosts}
 	l.routes = append(l.routes, a)
+	if st.attachments == nil {
+		st.attachments = st.attachmentBuf[:0]
+	}
+	st.attachments = append(st.attachments, a)
 	if !l.programmed() {
 		return
 	}
 	var rec *buildRecord
-	var k placeKey
+	var k placeID
 	if st.memo != nil {
-		k = l.placeKey()
+		k = t.placeIDOf(l)
 		if rec = st.memo.placeRecordOf(k); rec != nil {
 			t.memo.reused++
 			_, a.entries = t.replay(st, rec)
@@ -368,6 +418,31 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 	if st.memo != nil && rec != nil {
 		st.memo.setPlaceRecord(k, rec)
 	}
+}
+
+// newAttachment allocates attachments in chunks: one each was a tenth of an incremental
+// translation's allocations. The chunks double from one up to 256, so that a translation that
+// makes few attachments (the others are carried, carry.go) allocates no spare ones that the
+// carried attachments would keep alive with them.
+func (t *session) newAttachment() *attachment {
+	if len(t.attachSlab) == cap(t.attachSlab) {
+		t.attachSlab = make([]attachment, 0, min(max(2*cap(t.attachSlab), 1), 256))
+	}
+	t.attachSlab = t.attachSlab[:len(t.attachSlab)+1]
+	return &t.attachSlab[len(t.attachSlab)-1]
+}
+
+// newParent is a new parent status of st: the first one inside st itself.
+func (st *routeState) newParent(ps parentStatus) *parentStatus {
+	if len(st.parents) == 0 && st.parents == nil {
+		st.parentBuf = ps
+		st.parents = st.parentsBuf[:1]
+		st.parents[0] = &st.parentBuf
+		return &st.parentBuf
+	}
+	p := &ps
+	st.parents = append(st.parents, p)
+	return p
 }
 
 func (st *routeState) droppedSummary() string {
@@ -450,6 +525,7 @@ func (t *session) setRouteHostnames(st *routeState) {
 		return
 	}
 	before := len(st.problems)
+	st.fresh = true
 	st.hostnames = t.routeHostnames(st)
 	if m := st.memo; m != nil {
 		m.hosts = &memoHosts{hostnames: st.hostnames, hasHostnames: st.hasHostnames, problems: slices.Clone(st.problems[before:])}

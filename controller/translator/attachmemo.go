@@ -1,8 +1,6 @@
 package translator
 
 import (
-	"slices"
-
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/modules/translation"
@@ -27,7 +25,7 @@ type parentRecord struct {
 }
 
 type placeRecord struct {
-	listener placeKey
+	listener placeID
 	hosts    []string
 }
 
@@ -55,18 +53,14 @@ func (t *session) attachRoute(st *routeState, r translation.Route) {
 // replayAttach attaches st as its record says; false (having done nothing) when a listener of
 // the record is not there, which a world that did not change rules out.
 func (t *session) replayAttach(st *routeState, rec *attachRecord) bool {
-	if t.listenersByKey == nil {
-		t.listenersByKey = map[placeKey]*listenerState{}
-		for _, g := range t.gateways {
-			for _, l := range g.listeners {
-				t.listenersByKey[l.placeKey()] = l
-			}
-		}
-	}
-	ls := t.attachScratch[:0] // each listener looked up once: a placeKey is three strings to hash
+	byID := t.listenersOfPlaces()
+	ls := t.attachScratch[:0] // each listener looked up once
 	for _, pr := range rec.parents {
 		for _, pl := range pr.places {
-			l := t.listenersByKey[pl.listener]
+			var l *listenerState
+			if int(pl.listener) < len(byID) {
+				l = byID[pl.listener]
+			}
 			if l == nil {
 				return false
 			}
@@ -74,10 +68,8 @@ func (t *session) replayAttach(st *routeState, rec *attachRecord) bool {
 		}
 	}
 	t.attachScratch = ls
-	st.parents = slices.Grow(st.parents, len(rec.parents))
 	for _, pr := range rec.parents {
-		ps := &parentStatus{ref: pr.ref, accepted: pr.accepted}
-		st.parents = append(st.parents, ps)
+		ps := st.newParent(parentStatus{ref: pr.ref, accepted: pr.accepted})
 		for _, pl := range pr.places {
 			t.place(st, ps, ls[0], pl.hosts)
 			ls = ls[1:]

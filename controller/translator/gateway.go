@@ -78,9 +78,15 @@ type listenerState struct {
 	// attached counts the accepted routes attached; routes are what to place in the snapshot.
 	attached int32
 	routes   []*attachment
+	// crossRoute says a pass over several routes took an attachment off the listener or changed
+	// its hostnames (kind conflicts, implicit routes yielding): its virtual hosts are not only
+	// the sum of its routes' own records (vhosts.go).
+	crossRoute bool
 	// pkey names the listener across translations (placeKey), computed on first use.
 	pkey    placeKey
 	pkeySet bool
+	pid     placeID
+	pidSet  bool
 	// selector caches allowedRoutes.namespaces.selector; selectorErr when it does not parse.
 	selector    labels.Selector
 	selectorErr bool

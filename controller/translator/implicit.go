@@ -88,6 +88,7 @@ func (t *session) yieldToGatewayAPI() {
 			if len(claimed) == 0 {
 				continue
 			}
+			l.crossRoute = true
 			for _, a := range l.routes {
 				ik, ok := a.route.kind.(translation.ImplicitParentKind)
 				if !ok || !ik.YieldsToGatewayAPI() {

@@ -21,8 +21,9 @@ import (
 
 // Incremental translates a sequence of Stores, reusing what each route's kind module built for
 // the previous one. It gives exactly what Translate gives for the same Store and Options (the
-// same Snapshot.Version, the same statuses); TestIncrementalEqualsTranslate checks that after
-// random sequences of creates, updates and deletes of every kind.
+// same Snapshot.Version, the same statuses, but for the earlier lastTransitionTime of the route
+// statuses it reuses: statusmemo.go); TestIncrementalEqualsTranslate checks that after random
+// sequences of creates, updates and deletes of every kind.
 //
 // What is reused, and when: a route's Build calls (one validation pass, one per listener it is
 // placed on) are the bulk of a translation. Their outcome depends on the route object and on the
@@ -32,9 +33,12 @@ import (
 // not resolve, its warnings, the clusters it named, the ExtensionRefs it found missing) and, while
 // the route object and the world stay the same, replayed instead of run. EndpointSlices are not
 // part of the world: a replayed cluster's endpoints are recomputed from the Store, as the
-// endpoints fast path does. Everything that relates routes to each other (attachment, listener
-// counts, precedence, conflicts, shadowing, status) runs every time over all routes, as it does
-// in Translate: it is cheap next to Build, and so there is one code path for it.
+// endpoints fast path does. Attachment is recorded and replayed the same way (attachmemo.go), and
+// a route whose previous translation replayed all of it keeps its whole translated state
+// (carry.go). What relates routes to each other (listener counts, precedence, conflicts,
+// shadowing) runs through the same code as in Translate, so there is one code path for it; it
+// is made cheap by keeping what did not change: the virtual hosts of hostnames no changed route
+// is on (vhosts.go), the age order (ageorder.go), the statuses (statusmemo.go).
 //
 // A change to the world drops every record: the next translation is a full one (and records
 // afresh). A Build that read something outside Store and Options (a remote document), or that
@@ -56,7 +60,7 @@ type Incremental struct {
 	vhosts vhostMemo
 	ages   ageOrder
 	// stats of the latest translation.
-	reused, built, statuses int
+	reused, built, statuses, carried int
 }
 
 // NewIncremental returns an Incremental with no records: its first translation is a full one.
@@ -80,9 +84,19 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	t.vhosts = &inc.vhosts
 	t.ages = &inc.ages
 	res := t.run()
+	// Something keeps each translation's listener states reachable (not found yet: the records
+	// and carried states name only the latest translation's listeners), and with them their
+	// attachment lists, a pointer per route: ~50 KB per route change at 5,000 routes, measured by
+	// BenchmarkTranslateIncremental's live-MB. Nothing reads a listener's attachments after the
+	// translation, so they go here.
+	for _, g := range t.gateways {
+		for _, l := range g.listeners {
+			l.routes = nil
+		}
+	}
 	inc.routes.sweep()
 	inc.keep = store
-	inc.reused, inc.built, inc.statuses = t.memo.reused, t.memo.built, t.memo.statuses
+	inc.reused, inc.built, inc.statuses, inc.carried = t.memo.reused, t.memo.built, t.memo.statuses, t.memo.carried
 	return res
 }
 
@@ -90,6 +104,10 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 // run.
 func (inc *Incremental) Reused() int { return inc.reused }
 func (inc *Incremental) Built() int  { return inc.built }
+
+// Carried counts the routes of the latest translation whose state was the previous
+// translation's (carry.go).
+func (inc *Incremental) Carried() int { return inc.carried }
 
 // ReusedStatuses counts the route statuses of the latest translation that were the previous
 // translation's (statusmemo.go).
@@ -99,7 +117,7 @@ func (inc *Incremental) ReusedStatuses() int { return inc.statuses }
 // this one keeps for the next.
 type memoSet struct {
 	*memoIndex
-	reused, built, statuses int
+	reused, built, statuses, carried int
 }
 
 // routeMemo is what one route's Build calls did, and the route as it was then: the record holds
@@ -118,15 +136,26 @@ type routeMemo struct {
 	rankEpoch uint64
 	// seen is the epoch of the latest translation that used the record (memos.go).
 	seen uint64
+	// cur is the route's state in translation curEpoch; dupEpoch a translation whose Store held
+	// the route twice (settled).
+	cur                *routeState
+	curEpoch, dupEpoch uint64
+}
+
+// settled says the route of rm was translated in translation epoch wholly from its records (no
+// Build run, attachment replayed), and once: it was placed on the same listeners with the same
+// hostnames and entries as in the previous translation (vhosts.go).
+func (rm *routeMemo) settled(epoch uint64) bool {
+	return rm != nil && rm.curEpoch == epoch && rm.dupEpoch != epoch && !rm.cur.fresh
 }
 
 type placeBuild struct {
-	key placeKey
+	key placeID
 	rec *buildRecord
 }
 
 // placeRecordOf returns the build recorded for listener k.
-func (rm *routeMemo) placeRecordOf(k placeKey) *buildRecord {
+func (rm *routeMemo) placeRecordOf(k placeID) *buildRecord {
 	for i := range rm.places {
 		if rm.places[i].key == k {
 			return rm.places[i].rec
@@ -135,7 +164,7 @@ func (rm *routeMemo) placeRecordOf(k placeKey) *buildRecord {
 	return nil
 }
 
-func (rm *routeMemo) setPlaceRecord(k placeKey, rec *buildRecord) {
+func (rm *routeMemo) setPlaceRecord(k placeID, rec *buildRecord) {
 	for i := range rm.places {
 		if rm.places[i].key == k {
 			rm.places[i].rec = rec
@@ -160,7 +189,26 @@ type placeKey struct {
 	hostname string
 }
 
-// placeKey is computed once per listener: replays look it up for every route placed on it.
+// placeID numbers a placeKey for the records of one world (memoIndex.places): the records name
+// listeners by number, so that replaying a route's attachment compares and looks up integers,
+// not three strings per listener.
+type placeID int32
+
+// placeIDOf is l's number, computed once per listener and translation.
+func (t *session) placeIDOf(l *listenerState) placeID {
+	if !l.pidSet {
+		k := l.placeKey()
+		id, ok := t.memo.places[k]
+		if !ok {
+			id = placeID(len(t.memo.places))
+			t.memo.places[k] = id
+		}
+		l.pid, l.pidSet = id, true
+	}
+	return l.pid
+}
+
+// placeKey is computed once per listener.
 func (l *listenerState) placeKey() placeKey {
 	if !l.pkeySet {
 		l.pkey = placeKey{listener: l.name, hostname: l.hostname}
@@ -283,10 +331,20 @@ func (t *session) replay(st *routeState, r *buildRecord) (int, []*translation.En
 			st.warn(e.field, e.msg)
 		}
 	}
+	t.replaySession(r)
+	return r.implemented, r.entries
+}
+
+// replaySession applies what a record added to the session (not to its route).
+func (t *session) replaySession(r *buildRecord) {
 	for _, c := range r.clusters {
+		if c == t.lastReplayed {
+			continue // many routes name the same cluster: it is in t.clusters already
+		}
 		if _, ok := t.clusters[c.GetName()]; !ok {
 			t.clusters[c.GetName()] = t.refreshCluster(c)
 		}
+		t.lastReplayed = c
 	}
 	for _, name := range r.filterClusters {
 		t.filterClusters[name] = true
@@ -294,7 +352,6 @@ func (t *session) replay(st *routeState, r *buildRecord) (int, []*translation.En
 	for _, u := range r.unresolved {
 		t.unresolvedFilter(u[0], u[1])
 	}
-	return r.implemented, r.entries
 }
 
 // The recording hooks: the session calls them wherever a Build leaves a mark.

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/standalone"
 	"github.com/coxswain-labs/coxswain/controller/translator"
@@ -46,7 +47,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	if testing.Short() {
 		steps = 100
 	}
-	statusesReused := 0 // over all seeds: in some, no route ever attaches
+	statusesReused, carried := 0, 0 // over all seeds: in some, no route ever attaches
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
@@ -75,11 +76,16 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 					bumpGeneration(next, cur)
 					world[id], what = next, "update"
 				}
+				if rng.IntN(3) == 0 {
+					// The clock moves on: a reused route status keeps its earlier time (statusmemo.go).
+					now = metav1.NewTime(now.Add(time.Second))
+				}
 				store := storeOf(world)
 				got := inc.Translate(context.Background(), store, opts)
 				want := translator.Translate(context.Background(), store, opts)
 				reused += inc.Reused()
 				statuses += inc.ReusedStatuses()
+				carried += inc.Carried()
 				if msg := diffResults(got, want); msg != "" {
 					t.Fatalf("step %d (%s %v, %d objects): incremental differs from full: %s", step, what, id, len(world), msg)
 				}
@@ -91,6 +97,10 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 			t.Logf("%d Build calls replayed, %d route statuses reused over %d steps", reused, statuses, steps)
 		})
 	}
+	if carried == 0 {
+		t.Errorf("no route state was ever carried over: the test does not exercise carry.go")
+	}
+	t.Logf("%d route states carried over", carried)
 	if statusesReused == 0 {
 		t.Errorf("no route status was ever reused: the test does not exercise statusmemo.go")
 	}
@@ -111,7 +121,9 @@ type objectPool struct {
 func loadPool(t *testing.T, reg *core.Registry) *objectPool {
 	t.Helper()
 	var inputs []string
-	for _, g := range []string{"../../examples/*", "testdata/policies/*.in.yaml", "../../modules/*/translate/testdata/*.in.yaml"} {
+	for _, g := range []string{"../../examples/*", "testdata/policies/*.in.yaml", "../../modules/*/translate/testdata/*.in.yaml",
+		// Layer-4 routes shadowing each other on one listener, gRPC beside HTTP.
+		"../../modules/tlsroute/translate/testdata/l4.yaml", "../../modules/grpcroute/translate/testdata/grpc.yaml"} {
 		m, err := filepath.Glob(g)
 		if err != nil {
 			t.Fatal(err)
@@ -226,7 +238,7 @@ func diffResults(got, want *translator.Result) string {
 		{"GatewayClasses", got.GatewayClasses, want.GatewayClasses},
 		{"Gateways", got.Gateways, want.Gateways},
 		{"ListenerSets", got.ListenerSets, want.ListenerSets},
-		{"Routes", got.Routes, want.Routes},
+		{"Routes", routesAt(got.Routes), routesAt(want.Routes)},
 		{"Policies", got.Policies, want.Policies},
 		{"Problems", got.Problems, want.Problems},
 		{"Warnings", got.Warnings, want.Warnings},
@@ -234,6 +246,39 @@ func diffResults(got, want *translator.Result) string {
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			return c.what + ": " + firstDifference(reflect.ValueOf(c.got), reflect.ValueOf(c.want))
+		}
+	}
+	return laterTransition(got.Routes, want.Routes)
+}
+
+// routesAt is route statuses without their conditions' lastTransitionTime, which an Incremental's
+// reused statuses keep from the translation that computed them (statusmemo.go).
+func routesAt(rs map[translator.RouteKey]*gwapiv1.RouteStatus) map[translator.RouteKey]*gwapiv1.RouteStatus {
+	out := make(map[translator.RouteKey]*gwapiv1.RouteStatus, len(rs))
+	for k, s := range rs {
+		s = s.DeepCopy()
+		for i := range s.Parents {
+			for j := range s.Parents[i].Conditions {
+				s.Parents[i].Conditions[j].LastTransitionTime = metav1.Time{}
+			}
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// laterTransition names a route condition of got whose lastTransitionTime is later than the
+// same condition's in want (a full translation, stamped with the translation's time): a reused
+// status may only be older. got and want are otherwise equal (routesAt).
+func laterTransition(got, want map[translator.RouteKey]*gwapiv1.RouteStatus) string {
+	for k, g := range got {
+		w := want[k]
+		for i := range g.Parents {
+			for j, c := range g.Parents[i].Conditions {
+				if wt := w.Parents[i].Conditions[j].LastTransitionTime; wt.Before(&c.LastTransitionTime) {
+					return fmt.Sprintf("Routes: %v %s lastTransitionTime %v, later than the translation's %v", k, c.Type, c.LastTransitionTime, wt)
+				}
+			}
 		}
 	}
 	return ""

@@ -140,6 +140,7 @@ func (t *session) listenerKindConflicts(l *listenerState, pairs map[kindPair]boo
 	if len(lost) == 0 {
 		return
 	}
+	l.crossRoute = true
 	routes := l.routes[:0]
 	for _, a := range l.routes {
 		if !lost[a] {

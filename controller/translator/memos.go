@@ -12,6 +12,8 @@ import "unsafe"
 type memoIndex struct {
 	byID  map[routeID]*routeMemo
 	byPtr map[unsafe.Pointer]*routeMemo
+	// places numbers the listeners the records name (placeID).
+	places map[placeKey]placeID
 	// epoch counts translations: a record used by this one has seen == epoch; live counts the
 	// records this one used, so that sweep can tell when there is nothing to drop.
 	epoch uint64
@@ -19,7 +21,7 @@ type memoIndex struct {
 }
 
 func newMemoIndex() memoIndex {
-	return memoIndex{byID: map[routeID]*routeMemo{}, byPtr: map[unsafe.Pointer]*routeMemo{}}
+	return memoIndex{byID: map[routeID]*routeMemo{}, byPtr: map[unsafe.Pointer]*routeMemo{}, places: map[placeKey]placeID{}}
 }
 
 // memoOf returns the record of st's object from the previous translation, when it still holds,

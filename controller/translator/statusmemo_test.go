@@ -17,7 +17,8 @@ import (
 // new status when another route changes what it is served as. An HTTPRoute is served alone;
 // then an older GRPCRoute with the same hostname arrives on its listener and takes it
 // (HostnameConflict); then it leaves again. After each step the incremental statuses equal a
-// full translation's, and the HTTPRoute's status is reused only while nothing changed.
+// full translation's (but for the time of reused conditions), and the HTTPRoute's status is
+// reused while nothing changed, even when the clock moved on, and only then.
 func TestReusedStatusFollowsOtherRoutes(t *testing.T) {
 	reg := core.Freeze()
 	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -49,10 +50,14 @@ func TestReusedStatusFollowsOtherRoutes(t *testing.T) {
 	inc := translator.NewIncremental()
 	var prev *gwapiv1.RouteStatus
 	for i, step := range []struct {
-		withGRPC, accepted, reused bool
+		withGRPC, accepted, reused, tick bool
 	}{
-		{false, true, false}, {false, true, true}, {true, false, false}, {true, false, true}, {false, true, false},
+		{false, true, false, false}, {false, true, true, false}, {false, true, true, true}, {true, false, false, true},
+		{true, false, true, false}, {false, true, false, true},
 	} {
+		if step.tick { // a second later: a status that did not change is still reused, time and all
+			now = metav1.NewTime(now.Add(time.Second))
+		}
 		s := store(step.withGRPC)
 		got := inc.Translate(context.Background(), s, opts)
 		want := translator.Translate(context.Background(), s, opts)
@@ -69,6 +74,9 @@ func TestReusedStatusFollowsOtherRoutes(t *testing.T) {
 		}
 		if reused := rs == prev; reused != step.reused {
 			t.Errorf("step %d: status reused %t, want %t", i, reused, step.reused)
+		}
+		if at := rs.Parents[0].Conditions[0].LastTransitionTime; !step.reused && !at.Equal(&now) {
+			t.Errorf("step %d: a new status stamped %v, want the translation's time %v", i, at, now)
 		}
 		prev = rs
 	}

@@ -105,7 +105,11 @@ type session struct {
 	attachRec           *attachRecord
 	placing             *parentRecord
 	attachNotReplayable bool
-	listenersByKey      map[placeKey]*listenerState
+	listenersByID       []*listenerState // by placeID (replayAttach)
+	// lastReplayed is the recorded cluster replay saw last (replay).
+	lastReplayed *irv1.Cluster
+	// attachSlab is the chunk newAttachment allocates from.
+	attachSlab []attachment
 	// ages keeps the routes' age order across an Incremental's translations (ageorder.go).
 	ages *ageOrder
 	// attachScratch holds the listeners of the attachment being replayed (replayAttach).

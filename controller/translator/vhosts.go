@@ -16,6 +16,17 @@ import (
 // and the new ones merged in (hostnameLess is a total order on distinct hostnames, so this is
 // the order sorting would give). Precedence sorting thus runs only within the virtual hosts a
 // change touched. A nil *vhostMemo (Translate) remembers nothing.
+//
+// Nor are the unchanged virtual hosts looked at, in the common case: when every route of a
+// server was settled (routeMemo.settled: placed from its records, on the same listeners with the
+// same hostnames and entries as before) but for a few, only the hostnames of those few — where
+// they are now and where they were — can hold other entries than before (dirtyHosts). The
+// server's record is then updated in place: only those hostnames are gathered, compared and
+// rebuilt, and the others stay as they are, with no pass over their entries. That holds while
+// each virtual host is the sum of its routes' own records: a server one of whose listeners had
+// an attachment taken off or changed by a pass over several routes (listenerState.crossRoute:
+// HTTPRoute/GRPCRoute conflicts, implicit routes yielding), in this translation or the previous
+// one, is gathered whole.
 type vhostMemo struct {
 	prev, next map[serverKey]*serverRecord
 	// epoch counts translations (vhostRecord.succ).
@@ -29,6 +40,8 @@ type serverRecord struct {
 	vhosts map[string]*vhostRecord
 	// order are the virtual hosts in the server's order.
 	order []*vhostRecord
+	// crossRoute: a listener of the server was crossRoute when the record was made.
+	crossRoute bool
 }
 
 type vhostRecord struct {
@@ -49,11 +62,15 @@ type vhostRecord struct {
 type placedEntry struct {
 	entry  *translation.Entry
 	origin string
+	// memo is the record of the entry's route (nil in Translate).
+	memo *routeMemo
 }
 
+// vhostShadow is an entry (by index) whose route another one shadowed, by which of the route's
+// parentRefs it was placed.
 type vhostShadow struct {
-	placed int
-	msg    string
+	placed, parent int
+	msg            string
 }
 
 // serverBuilder assembles the virtual hosts of one server for one translation.
@@ -62,18 +79,90 @@ type serverBuilder struct {
 	prev  *serverRecord
 	next  *serverRecord
 	added []*vhostRecord // hostnames the previous translation did not have
+	// dirty are the hostnames to gather when the record is updated in place (next == prev);
+	// nil when every hostname is.
+	dirty map[string]bool
 }
 
-// server starts the virtual hosts of one server.
-func (m *vhostMemo) server(key serverKey, n int) *serverBuilder {
+// server starts the virtual hosts of one server, whose listeners are ls; epoch is the route
+// records' (memoIndex.epoch).
+func (m *vhostMemo) server(key serverKey, ls []*listenerState, epoch uint64) *serverBuilder {
 	b := &serverBuilder{m: m}
 	if m == nil {
 		return b
 	}
 	b.prev = m.prev[key]
-	b.next = &serverRecord{vhosts: make(map[string]*vhostRecord, n)}
+	cross := false
+	for _, l := range ls {
+		cross = cross || l.crossRoute
+	}
+	if b.prev != nil && !b.prev.crossRoute && !cross {
+		b.next, b.dirty = b.prev, b.dirtyHosts(ls, epoch)
+	} else {
+		n := 0
+		if b.prev != nil {
+			n = len(b.prev.vhosts)
+		}
+		b.next = &serverRecord{vhosts: make(map[string]*vhostRecord, n)}
+	}
+	b.next.crossRoute = cross
 	m.next[key] = b.next
 	return b
+}
+
+// dirtyHosts are the hostnames of the server whose entries may differ from the previous
+// translation's: those the routes that are not settled are placed on now, and those of the
+// previous virtual hosts with an entry of a route that is not settled (changed, gone, or in the
+// Store twice now or then). Every other virtual host is made of settled routes' entries only,
+// the same entries in the same order as before.
+func (b *serverBuilder) dirtyHosts(ls []*listenerState, epoch uint64) map[string]bool {
+	dirty := map[string]bool{}
+	for _, l := range ls {
+		for _, a := range l.routes {
+			if !a.route.memo.settled(epoch) {
+				for _, h := range a.hostnames {
+					dirty[h] = true
+				}
+			}
+		}
+	}
+	for _, r := range b.prev.order {
+		for i := range r.entries {
+			if rm := r.entries[i].memo; !rm.settled(epoch) || rm.dupEpoch+1 == epoch {
+				dirty[r.vh.Hostname] = true
+				break
+			}
+		}
+	}
+	return dirty
+}
+
+// gathers says whether the server's virtual host of hostname h is to be gathered from its
+// listeners' attachments (and then compared with or built afresh).
+func (b *serverBuilder) gathers(h string) bool { return b.dirty == nil || b.dirty[h] }
+
+// keepClean keeps the virtual hosts not gathered, when the record is updated in place: the
+// same records, whose shadowing it replays onto the routes' parent statuses of this
+// translation; and drops the gathered hostnames that no entry holds any more.
+func (b *serverBuilder) keepClean(gathered map[string][]placed) {
+	if b.dirty == nil {
+		return
+	}
+	for h := range b.dirty {
+		if len(gathered[h]) == 0 {
+			delete(b.next.vhosts, h) // its record is no one's successor: finish leaves it out
+		}
+	}
+	for _, r := range b.prev.order {
+		if b.dirty[r.vh.Hostname] {
+			continue
+		}
+		for _, s := range r.shadows {
+			st := r.entries[s.placed].memo.cur
+			st.parents[s.parent].shadow(s.msg)
+		}
+		r.succ, r.succEpoch = r, b.m.epoch
+	}
 }
 
 // reuse returns the remembered virtual host of hostname h, replaying its shadowing onto ps's
@@ -106,10 +195,11 @@ func (b *serverBuilder) record(h string, in []placed, vh *irv1.VirtualHost, shad
 	}
 	r := &vhostRecord{entries: make([]placedEntry, len(in)), vh: vh, shadows: shadows, clusters: clustersOf(vh)}
 	for i, p := range in {
-		r.entries[i] = placedEntry{entry: p.entry, origin: p.origin}
+		r.entries[i] = placedEntry{entry: p.entry, origin: p.origin, memo: p.route.memo}
 	}
+	old := b.prevRecord(h) // before the next record takes its place: they may be one map
 	b.next.vhosts[h] = r
-	if old := b.prevRecord(h); old != nil {
+	if old != nil {
 		old.succ, old.succEpoch = r, b.m.epoch
 	} else {
 		b.added = append(b.added, r)
