@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,11 @@ const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 // goroutines write their streams' frames under wmu. mu guards the stream table and the flow
 // control windows; wmu guards the framer's writer side, the HPACK encoder and the socket
 // writes. mu is never held while waiting for wmu (a write may block on a slow client).
+//
+// Frames are written into bw; when they reach the socket is unlockW's decision (see there):
+// at once while at most one handler runs, else by the connection's flusher goroutine once the
+// handlers that are ready have written theirs, so that concurrent streams' responses share a
+// write(2).
 type conn struct {
 	srv    *Server
 	nc     net.Conn
@@ -44,8 +50,14 @@ type conn struct {
 	henc *hpack.Encoder
 	hbuf bytes.Buffer
 	werr error // the first write error; every later write fails with it
-	// waiting counts the writers holding or waiting for wmu (see unlockW).
-	waiting atomic.Int32
+	// flushOwed: frames wait in bw for the flusher, which has been woken (see unlockW).
+	flushOwed bool
+	flusher   bool          // the flusher goroutine has been started
+	flushc    chan struct{} // wakes the flusher
+	done      chan struct{} // closed when the connection closes: the flusher exits
+	// busy counts the streams whose handler is running: with more than one, a response's
+	// frames wait for the flusher so that those of the others can join them.
+	busy atomic.Int32
 	// peerFrame is the client's SETTINGS_MAX_FRAME_SIZE (read by writers under wmu).
 	peerFrame atomic.Int32
 
@@ -75,7 +87,7 @@ func newConn(s *Server, nc net.Conn, r io.Reader) *conn {
 		r = nc
 	}
 	c := &conn{srv: s, nc: nc, remote: nc.RemoteAddr().String(), streams: map[uint32]*stream{},
-		sendWin: 65535, peerWin: 65535}
+		sendWin: 65535, peerWin: 65535, flushc: make(chan struct{}, 1), done: make(chan struct{})}
 	c.peerFrame.Store(16384)
 	c.bw = bufio.NewWriterSize(&deadlineWriter{nc: nc, stall: s.cfg.StallTimeout}, 32<<10)
 	c.br = bufio.NewReaderSize(r, 16<<10)
@@ -121,6 +133,8 @@ func (c *conn) serve() {
 	err := c.readLoop()
 	if err == nil {
 		// A graceful end (drained): the client reads the last responses before the close.
+		c.lockW()
+		_ = c.unlockWFlush(nil)
 		c.lingerClose()
 		return
 	}
@@ -142,32 +156,71 @@ func (c *conn) writeSettings() error {
 	return c.unlockW(err)
 }
 
-// lockW takes the write lock for a group of frames; unlockW ends it.
-func (c *conn) lockW() {
-	c.waiting.Add(1)
-	c.wmu.Lock()
-}
+// lockW takes the write lock for a group of frames; unlockW or unlockWFlush ends it.
+func (c *conn) lockW() { c.wmu.Lock() }
 
-// unlockW releases the write lock after a group of frames, flushing unless another writer is
-// already waiting for the lock: then the last writer in line flushes for all of them, so that
-// the responses of concurrent streams leave in one write. err is an error of the group's frame
-// writes, returned as is.
+// unlockW releases the write lock after a group of frames. While at most one handler runs
+// nothing else could join the write, so the frames are flushed now; with more, the flusher
+// goroutine is woken (once per batch) and flushes after the goroutines that are ready have
+// run, so that the responses of the streams answered together leave in one write(2) (as
+// nginx and nghttp2 flush a connection once per event-loop turn). err is an error of the
+// group's frame writes, returned as is; a later flush error ends the connection and fails the
+// next write.
 func (c *conn) unlockW(err error) error {
 	if err == nil {
 		err = c.werr
 	}
-	if c.waiting.Add(-1) > 0 && err == nil {
+	if err == nil && c.busy.Load() > 1 {
+		wake := !c.flushOwed
+		c.flushOwed = true
+		if !c.flusher {
+			c.flusher = true
+			go c.flushLoop()
+		}
 		c.wmu.Unlock()
+		if wake {
+			select {
+			case c.flushc <- struct{}{}:
+			default:
+			}
+		}
 		return nil
 	}
+	return c.unlockWFlush(err)
+}
+
+// unlockWFlush releases the write lock after flushing everything buffered (a GOAWAY before
+// the close, or a lone stream's response).
+func (c *conn) unlockWFlush(err error) error {
 	err = c.flushLocked(err)
 	c.wmu.Unlock()
 	return err
 }
 
+// flushLoop writes out what the writers left in bw, once per wake-up, until the connection
+// closes. It yields before flushing: it was woken by the first handler of a batch, and the
+// handlers already runnable (their upstream answers arrived together) run first and add their
+// frames to the same write.
+func (c *conn) flushLoop() {
+	for {
+		select {
+		case <-c.flushc:
+		case <-c.done:
+			return
+		}
+		runtime.Gosched()
+		c.wmu.Lock()
+		if c.flushOwed {
+			_ = c.flushLocked(nil)
+		}
+		c.wmu.Unlock()
+	}
+}
+
 // flushLocked flushes the writer; err is an earlier error of the same write, returned as is.
 // Called with wmu held.
 func (c *conn) flushLocked(err error) error {
+	c.flushOwed = false
 	if err == nil && c.werr != nil {
 		err = c.werr
 	}
@@ -224,7 +277,7 @@ func (c *conn) fail(err error) {
 	c.goingAway = true
 	c.mu.Unlock()
 	c.lockW()
-	werr := c.unlockW(c.fr.WriteGoAway(last, code, nil))
+	werr := c.unlockWFlush(c.fr.WriteGoAway(last, code, nil))
 	if werr == nil {
 		c.lingerClose()
 	}
@@ -258,6 +311,7 @@ func (c *conn) close() {
 		st.abort(errConnClosed)
 	}
 	_ = c.nc.Close()
+	close(c.done)
 	c.cancel()
 }
 
@@ -367,6 +421,7 @@ func (c *conn) runHandler(st *stream, r *http.Request) {
 	} else if err := w.finish(); err != nil {
 		reset = true
 	}
+	c.busy.Add(-1)
 	st.body.closeRead()
 	st.cancel()
 	c.streamEnded(st, reset)

@@ -219,6 +219,7 @@ func (c *conn) endBlock() error {
 		c.mu.Unlock()
 		return streamError{id, http2.ErrCodeProtocol}
 	}
+	c.busy.Add(1)
 	go c.runHandler(st, r)
 	return nil
 }
