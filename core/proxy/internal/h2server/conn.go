@@ -36,8 +36,7 @@ type conn struct {
 	fr     *http2.Framer
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx    context.Context // the streams' parent: values only, never cancelled
 	remote string
 	tls    *tls.ConnectionState
 
@@ -49,6 +48,10 @@ type conn struct {
 	wmu  sync.Mutex
 	henc *hpack.Encoder
 	hbuf bytes.Buffer
+	// lowerCache: lower-case forms of the uncommon response header names (see lowerName).
+	lowerCache map[string]string
+	// tableResized: the client set SETTINGS_HEADER_TABLE_SIZE since the last header block.
+	tableResized bool
 	werr error // the first write error; every later write fails with it
 	// flushOwed: frames wait in bw for the flusher, which has been woken (see unlockW).
 	flushOwed bool
@@ -72,8 +75,9 @@ type conn struct {
 	winCh       chan struct{}
 	recvTaken   int64 // connection window the client used and the server has not yet returned
 	recvUnacked int64 // connection credit consumed but not yet returned by WINDOW_UPDATE
-	lastActive  time.Time
 	idleTimer   *time.Timer
+	ended       uint64 // streams ended, for the idle timer: activity since its last check
+	idleSeen    uint64 // ended when the idle timer last looked
 	resets      int // streams the client reset before their response completed
 	refused     int // streams refused for exceeding MAX_CONCURRENT_STREAMS
 	completed   int
@@ -116,11 +120,13 @@ func (e connError) Error() string {
 }
 
 func (c *conn) serve() {
-	ctx, cancel := context.WithCancel(context.Background())
+	// The connection's context is not cancellable: close aborts every stream itself, and a
+	// stream's context derived from a cancellable one would cost a registration in its parent
+	// (a map insert and delete) per stream.
+	c.ctx = context.Background()
 	if c.srv.cfg.ConnContext != nil {
-		ctx = c.srv.cfg.ConnContext(ctx, c.nc)
+		c.ctx = c.srv.cfg.ConnContext(c.ctx, c.nc)
 	}
-	c.ctx, c.cancel = ctx, cancel
 	defer c.close()
 	_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.PrefaceTimeout))
 	var pre [len(clientPreface)]byte
@@ -312,10 +318,7 @@ func (c *conn) close() {
 	}
 	_ = c.nc.Close()
 	close(c.done)
-	c.cancel()
 }
-
-var timeNow = time.Now
 
 var (
 	errConnClosed  = errors.New("http2: connection closed")
@@ -349,25 +352,23 @@ func (c *conn) armIdleLocked() {
 		return
 	}
 	if c.idleTimer == nil {
+		c.idleSeen = c.ended
 		c.idleTimer = time.AfterFunc(d, c.onIdle)
 	}
 }
 
-// onIdle closes the connection if it had no streams for the idle timeout, else waits on.
+// onIdle closes the connection if no stream was open or ended since the timer's last check,
+// else waits another IdleTimeout. Streams only count up (no clock read per stream), so an idle
+// connection closes between one and two IdleTimeouts after its last stream.
 func (c *conn) onIdle() {
-	d := c.srv.cfg.IdleTimeout
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	if len(c.streams) > 0 {
-		c.idleTimer.Reset(d)
-		c.mu.Unlock()
-		return
-	}
-	if left := d - time.Since(c.lastActive); left > 0 {
-		c.idleTimer.Reset(left)
+	if len(c.streams) > 0 || c.ended != c.idleSeen {
+		c.idleSeen = c.ended
+		c.idleTimer.Reset(c.srv.cfg.IdleTimeout)
 		c.mu.Unlock()
 		return
 	}
@@ -390,7 +391,7 @@ func (c *conn) streamEnded(st *stream, reset bool) {
 	if !reset {
 		c.completed++
 	}
-	c.lastActive = time.Now()
+	c.ended++
 	c.armIdleLocked()
 	drained := c.goingAway && len(c.streams) == 0
 	c.mu.Unlock()

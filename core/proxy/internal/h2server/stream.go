@@ -50,9 +50,6 @@ func (c *conn) newStreamLocked(id uint32, endStream bool) *stream {
 	}
 	st.w.st = st
 	c.streams[id] = st
-	if c.idleTimer != nil {
-		c.lastActive = timeNow()
-	}
 	return st
 }
 
