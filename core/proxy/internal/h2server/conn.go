@@ -52,7 +52,7 @@ type conn struct {
 	lowerCache map[string]string
 	// tableResized: the client set SETTINGS_HEADER_TABLE_SIZE since the last header block.
 	tableResized bool
-	werr error // the first write error; every later write fails with it
+	werr         error // the first write error; every later write fails with it
 	// flushOwed: frames wait in bw for the flusher, which has been woken (see unlockW).
 	flushOwed bool
 	flusher   bool          // the flusher goroutine has been started
@@ -78,8 +78,8 @@ type conn struct {
 	idleTimer   *time.Timer
 	ended       uint64 // streams ended, for the idle timer: activity since its last check
 	idleSeen    uint64 // ended when the idle timer last looked
-	resets      int // streams the client reset before their response completed
-	refused     int // streams refused for exceeding MAX_CONCURRENT_STREAMS
+	resets      int    // streams the client reset before their response completed
+	refused     int    // streams refused for exceeding MAX_CONCURRENT_STREAMS
 	completed   int
 	// recentClosed are the last streams closed (ring), for STREAM_CLOSED versus PROTOCOL_ERROR.
 	recentClosed [32]uint32

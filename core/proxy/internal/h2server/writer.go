@@ -26,8 +26,8 @@ type responseWriter struct {
 	// small is buf's first store: a small response body (an API answer, a gRPC message) costs
 	// no allocation of its own, as it lives in the stream.
 	small    [256]byte
-	declared    []string // trailer names the "Trailer" header announced
-	failed      atomic.Pointer[error]
+	declared []string // trailer names the "Trailer" header announced
+	failed   atomic.Pointer[error]
 }
 
 var (
