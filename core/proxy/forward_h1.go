@@ -120,11 +120,16 @@ func isH2CUpgrade(r *http.Request) bool {
 }
 
 // guard arms the cancellation of the exchange. A request of the own HTTP/1.1 server, unwrapped, is
-// watched by its connection (clientWatch), which costs nothing here; any other request whose
-// context can end gets a context.AfterFunc (an HTTP/2 stream reset, a route timeout).
+// watched by its connection (clientWatch), which costs nothing here; a stream of the own HTTP/2
+// server runs abort when reset (watchReset); any other request whose context can end gets a
+// context.AfterFunc (a route timeout, net/http's HTTP/2 server).
 func (x *h1Exchange) guard(w http.ResponseWriter, r *http.Request) {
 	if hw, ok := w.(*h1Writer); ok && r == hw.c.req {
 		x.sc = hw.c
+		return
+	}
+	if stop, ok := watchReset(w, r, x.abortFn); ok {
+		x.stop = stop // the own HTTP/2 server's stream: see watchReset
 		return
 	}
 	if r.Context().Done() != nil {

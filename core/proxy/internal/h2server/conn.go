@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,14 +25,18 @@ const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 // goroutines write their streams' frames under wmu. mu guards the stream table and the flow
 // control windows; wmu guards the framer's writer side, the HPACK encoder and the socket
 // writes. mu is never held while waiting for wmu (a write may block on a slow client).
+//
+// Frames are written into bw; when they reach the socket is unlockW's decision (see there):
+// at once while at most one handler runs, else by the connection's flusher goroutine once the
+// handlers that are ready have written theirs, so that concurrent streams' responses share a
+// write(2).
 type conn struct {
 	srv    *Server
 	nc     net.Conn
 	fr     *http2.Framer
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx    context.Context // the streams' parent: values only, never cancelled
 	remote string
 	tls    *tls.ConnectionState
 
@@ -43,9 +48,19 @@ type conn struct {
 	wmu  sync.Mutex
 	henc *hpack.Encoder
 	hbuf bytes.Buffer
-	werr error // the first write error; every later write fails with it
-	// waiting counts the writers holding or waiting for wmu (see unlockW).
-	waiting atomic.Int32
+	// lowerCache: lower-case forms of the uncommon response header names (see lowerName).
+	lowerCache map[string]string
+	// tableResized: the client set SETTINGS_HEADER_TABLE_SIZE since the last header block.
+	tableResized bool
+	werr         error // the first write error; every later write fails with it
+	// flushOwed: frames wait in bw for the flusher, which has been woken (see unlockW).
+	flushOwed bool
+	flusher   bool          // the flusher goroutine has been started
+	flushc    chan struct{} // wakes the flusher
+	done      chan struct{} // closed when the connection closes: the flusher exits
+	// busy counts the streams whose handler is running: with more than one, a response's
+	// frames wait for the flusher so that those of the others can join them.
+	busy atomic.Int32
 	// peerFrame is the client's SETTINGS_MAX_FRAME_SIZE (read by writers under wmu).
 	peerFrame atomic.Int32
 
@@ -60,10 +75,11 @@ type conn struct {
 	winCh       chan struct{}
 	recvTaken   int64 // connection window the client used and the server has not yet returned
 	recvUnacked int64 // connection credit consumed but not yet returned by WINDOW_UPDATE
-	lastActive  time.Time
 	idleTimer   *time.Timer
-	resets      int // streams the client reset before their response completed
-	refused     int // streams refused for exceeding MAX_CONCURRENT_STREAMS
+	ended       uint64 // streams ended, for the idle timer: activity since its last check
+	idleSeen    uint64 // ended when the idle timer last looked
+	resets      int    // streams the client reset before their response completed
+	refused     int    // streams refused for exceeding MAX_CONCURRENT_STREAMS
 	completed   int
 	// recentClosed are the last streams closed (ring), for STREAM_CLOSED versus PROTOCOL_ERROR.
 	recentClosed [32]uint32
@@ -75,7 +91,7 @@ func newConn(s *Server, nc net.Conn, r io.Reader) *conn {
 		r = nc
 	}
 	c := &conn{srv: s, nc: nc, remote: nc.RemoteAddr().String(), streams: map[uint32]*stream{},
-		sendWin: 65535, peerWin: 65535}
+		sendWin: 65535, peerWin: 65535, flushc: make(chan struct{}, 1), done: make(chan struct{})}
 	c.peerFrame.Store(16384)
 	c.bw = bufio.NewWriterSize(&deadlineWriter{nc: nc, stall: s.cfg.StallTimeout}, 32<<10)
 	c.br = bufio.NewReaderSize(r, 16<<10)
@@ -104,11 +120,13 @@ func (e connError) Error() string {
 }
 
 func (c *conn) serve() {
-	ctx, cancel := context.WithCancel(context.Background())
+	// The connection's context is not cancellable: close aborts every stream itself, and a
+	// stream's context derived from a cancellable one would cost a registration in its parent
+	// (a map insert and delete) per stream.
+	c.ctx = context.Background()
 	if c.srv.cfg.ConnContext != nil {
-		ctx = c.srv.cfg.ConnContext(ctx, c.nc)
+		c.ctx = c.srv.cfg.ConnContext(c.ctx, c.nc)
 	}
-	c.ctx, c.cancel = ctx, cancel
 	defer c.close()
 	_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.PrefaceTimeout))
 	var pre [len(clientPreface)]byte
@@ -121,6 +139,8 @@ func (c *conn) serve() {
 	err := c.readLoop()
 	if err == nil {
 		// A graceful end (drained): the client reads the last responses before the close.
+		c.lockW()
+		_ = c.unlockWFlush(nil)
 		c.lingerClose()
 		return
 	}
@@ -142,32 +162,71 @@ func (c *conn) writeSettings() error {
 	return c.unlockW(err)
 }
 
-// lockW takes the write lock for a group of frames; unlockW ends it.
-func (c *conn) lockW() {
-	c.waiting.Add(1)
-	c.wmu.Lock()
-}
+// lockW takes the write lock for a group of frames; unlockW or unlockWFlush ends it.
+func (c *conn) lockW() { c.wmu.Lock() }
 
-// unlockW releases the write lock after a group of frames, flushing unless another writer is
-// already waiting for the lock: then the last writer in line flushes for all of them, so that
-// the responses of concurrent streams leave in one write. err is an error of the group's frame
-// writes, returned as is.
+// unlockW releases the write lock after a group of frames. While at most one handler runs
+// nothing else could join the write, so the frames are flushed now; with more, the flusher
+// goroutine is woken (once per batch) and flushes after the goroutines that are ready have
+// run, so that the responses of the streams answered together leave in one write(2) (as
+// nginx and nghttp2 flush a connection once per event-loop turn). err is an error of the
+// group's frame writes, returned as is; a later flush error ends the connection and fails the
+// next write.
 func (c *conn) unlockW(err error) error {
 	if err == nil {
 		err = c.werr
 	}
-	if c.waiting.Add(-1) > 0 && err == nil {
+	if err == nil && c.busy.Load() > 1 {
+		wake := !c.flushOwed
+		c.flushOwed = true
+		if !c.flusher {
+			c.flusher = true
+			go c.flushLoop()
+		}
 		c.wmu.Unlock()
+		if wake {
+			select {
+			case c.flushc <- struct{}{}:
+			default:
+			}
+		}
 		return nil
 	}
+	return c.unlockWFlush(err)
+}
+
+// unlockWFlush releases the write lock after flushing everything buffered (a GOAWAY before
+// the close, or a lone stream's response).
+func (c *conn) unlockWFlush(err error) error {
 	err = c.flushLocked(err)
 	c.wmu.Unlock()
 	return err
 }
 
+// flushLoop writes out what the writers left in bw, once per wake-up, until the connection
+// closes. It yields before flushing: it was woken by the first handler of a batch, and the
+// handlers already runnable (their upstream answers arrived together) run first and add their
+// frames to the same write.
+func (c *conn) flushLoop() {
+	for {
+		select {
+		case <-c.flushc:
+		case <-c.done:
+			return
+		}
+		runtime.Gosched()
+		c.wmu.Lock()
+		if c.flushOwed {
+			_ = c.flushLocked(nil)
+		}
+		c.wmu.Unlock()
+	}
+}
+
 // flushLocked flushes the writer; err is an earlier error of the same write, returned as is.
 // Called with wmu held.
 func (c *conn) flushLocked(err error) error {
+	c.flushOwed = false
 	if err == nil && c.werr != nil {
 		err = c.werr
 	}
@@ -224,7 +283,7 @@ func (c *conn) fail(err error) {
 	c.goingAway = true
 	c.mu.Unlock()
 	c.lockW()
-	werr := c.unlockW(c.fr.WriteGoAway(last, code, nil))
+	werr := c.unlockWFlush(c.fr.WriteGoAway(last, code, nil))
 	if werr == nil {
 		c.lingerClose()
 	}
@@ -258,10 +317,8 @@ func (c *conn) close() {
 		st.abort(errConnClosed)
 	}
 	_ = c.nc.Close()
-	c.cancel()
+	close(c.done)
 }
-
-var timeNow = time.Now
 
 var (
 	errConnClosed  = errors.New("http2: connection closed")
@@ -295,25 +352,23 @@ func (c *conn) armIdleLocked() {
 		return
 	}
 	if c.idleTimer == nil {
+		c.idleSeen = c.ended
 		c.idleTimer = time.AfterFunc(d, c.onIdle)
 	}
 }
 
-// onIdle closes the connection if it had no streams for the idle timeout, else waits on.
+// onIdle closes the connection if no stream was open or ended since the timer's last check,
+// else waits another IdleTimeout. Streams only count up (no clock read per stream), so an idle
+// connection closes between one and two IdleTimeouts after its last stream.
 func (c *conn) onIdle() {
-	d := c.srv.cfg.IdleTimeout
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	if len(c.streams) > 0 {
-		c.idleTimer.Reset(d)
-		c.mu.Unlock()
-		return
-	}
-	if left := d - time.Since(c.lastActive); left > 0 {
-		c.idleTimer.Reset(left)
+	if len(c.streams) > 0 || c.ended != c.idleSeen {
+		c.idleSeen = c.ended
+		c.idleTimer.Reset(c.srv.cfg.IdleTimeout)
 		c.mu.Unlock()
 		return
 	}
@@ -336,7 +391,7 @@ func (c *conn) streamEnded(st *stream, reset bool) {
 	if !reset {
 		c.completed++
 	}
-	c.lastActive = time.Now()
+	c.ended++
 	c.armIdleLocked()
 	drained := c.goingAway && len(c.streams) == 0
 	c.mu.Unlock()
@@ -367,6 +422,7 @@ func (c *conn) runHandler(st *stream, r *http.Request) {
 	} else if err := w.finish(); err != nil {
 		reset = true
 	}
+	c.busy.Add(-1)
 	st.body.closeRead()
 	st.cancel()
 	c.streamEnded(st, reset)

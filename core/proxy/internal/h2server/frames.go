@@ -115,6 +115,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		case http2.SettingHeaderTableSize:
 			c.wmu.Lock()
 			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
+			c.tableResized = true
 			c.wmu.Unlock()
 		}
 		return nil

@@ -31,6 +31,7 @@ type headerBlock struct {
 	pseudo    [4]string
 	seen      uint8 // bit i: pseudo[i] was set
 	hdr       http.Header
+	vals      []string // backing store of hdr's first values (see onField)
 	cookies   []string
 }
 
@@ -124,7 +125,19 @@ func (b *headerBlock) onField(hf hpack.HeaderField) {
 		return
 	}
 	k := textproto.CanonicalMIMEHeaderKey(hf.Name)
-	b.hdr[k] = append(b.hdr[k], hf.Value)
+	if vv, ok := b.hdr[k]; ok {
+		b.hdr[k] = append(vv, hf.Value)
+		return
+	}
+	// A name's first value goes into a slice shared by the block's fields (capacity capped, so
+	// that a second value of the same name is appended elsewhere): one allocation for the
+	// usual handful of fields, as net/textproto's header reader does.
+	if len(b.vals) == cap(b.vals) {
+		b.vals = make([]string, 0, 8)
+	}
+	b.vals = append(b.vals, hf.Value)
+	n := len(b.vals)
+	b.hdr[k] = b.vals[n-1 : n : n]
 }
 
 func (b *headerBlock) onPseudo(hf hpack.HeaderField) {
@@ -219,6 +232,7 @@ func (c *conn) endBlock() error {
 		c.mu.Unlock()
 		return streamError{id, http2.ErrCodeProtocol}
 	}
+	c.busy.Add(1)
 	go c.runHandler(st, r)
 	return nil
 }
@@ -296,7 +310,9 @@ func (c *conn) newRequest(st *stream, b *headerBlock) (*http.Request, error) {
 		cl = 0
 	}
 	st.declLen = cl
-	r := &http.Request{
+	// base stays on the stack (escape analysis is flow-insensitive: it must not be the variable
+	// that later holds the heap copy WithContext makes): one Request allocated per stream.
+	base := http.Request{
 		Method:     method,
 		URL:        u,
 		Proto:      "HTTP/2.0",
@@ -308,16 +324,15 @@ func (c *conn) newRequest(st *stream, b *headerBlock) (*http.Request, error) {
 		TLS:        c.tls,
 	}
 	if b.endStream {
-		r.Body, r.ContentLength = http.NoBody, 0
+		base.Body, base.ContentLength = http.NoBody, 0
 	} else {
-		r.Body, r.ContentLength = &st.body, cl
+		base.Body, base.ContentLength = &st.body, cl
 		if tr := b.hdr["Trailer"]; len(tr) > 0 {
-			r.Trailer = declaredTrailers(tr)
+			base.Trailer = declaredTrailers(tr)
 		}
-		st.body.req = r
 	}
 	st.w.reqHead = method == http.MethodHead
-	r = r.WithContext(st.ctx)
+	r := base.WithContext(st.ctx)
 	if !b.endStream {
 		st.body.req = r
 	}
@@ -350,9 +365,7 @@ func declaredTrailers(tr []string) http.Header {
 // sending it.
 func (c *conn) refuseTooLarge(id uint32, endStream bool) error {
 	c.lockW()
-	err := c.writeHeaderBlock(id, func(enc *hpack.Encoder) {
-		_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "431"})
-	}, true)
+	err := c.writeHeaderBlock(id, func(c *conn) { c.encodeStatus(http.StatusRequestHeaderFieldsTooLarge) }, true)
 	if err == nil && !endStream {
 		err = c.fr.WriteRSTStream(id, http2.ErrCodeNo)
 	}

@@ -41,7 +41,8 @@ type Config struct {
 	MaxHeaderListSize uint32
 	// PrefaceTimeout bounds the wait for the client preface and its first SETTINGS. Default 10s.
 	PrefaceTimeout time.Duration
-	// IdleTimeout closes (GOAWAY, then close) a connection without streams this long. 0: none.
+	// IdleTimeout closes (GOAWAY, then close) a connection without streams this long (up to twice
+	// as long: the timer checks for activity, not for its time). 0: none.
 	IdleTimeout time.Duration
 	// StallTimeout bounds how long a stream waits for flow-control credit, and how long one socket
 	// write may block, before the stream is reset or the connection closed. Default 30s.

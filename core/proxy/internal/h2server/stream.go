@@ -33,6 +33,10 @@ type stream struct {
 	// stream is closed.
 	responded atomic.Bool
 
+	// watchFn runs when the stream is aborted while watchState is watchArmed (WatchReset).
+	watchFn    func()
+	watchState atomic.Int32
+
 	declLen int64 // Content-Length, -1 unknown
 	gotLen  int64 // DATA payload received (read loop only)
 
@@ -50,18 +54,52 @@ func (c *conn) newStreamLocked(id uint32, endStream bool) *stream {
 	}
 	st.w.st = st
 	c.streams[id] = st
-	if c.idleTimer != nil {
-		c.lastActive = timeNow()
-	}
 	return st
 }
 
-// abort fails the stream's body and writer with err and cancels its context: the handler and
-// the upstream request it made see the client go away.
+// abort fails the stream's body and writer with err, cancels its context and runs the watch
+// function, if armed: the handler and the upstream request it made see the client go away.
 func (st *stream) abort(err error) {
 	st.body.fail(err)
 	st.cancel()
+	if st.watchState.Swap(watchFired) == watchArmed {
+		st.watchFn()
+	}
 }
+
+// The states of a stream's reset watch (WatchReset).
+const (
+	watchIdle int32 = iota
+	watchArming
+	watchArmed
+	watchFired // the stream was aborted: no watch arms again
+)
+
+// WatchReset arranges for abort to run once, when the stream is reset or its connection closes,
+// until stop is called; stop reports whether it disarmed the watch before abort started (false:
+// abort ran or is running). It is what context.AfterFunc on the request's context would do,
+// without the context's registration, Done channel and goroutine; abort runs in the goroutine
+// that aborts the stream and must not block. ok is false, and nothing is armed, when r's context
+// is not the stream's own (a handler derived one with a deadline of its own: only an AfterFunc
+// on it sees that end too) or the stream is aborted already.
+func (w *responseWriter) WatchReset(r *http.Request, abort func()) (stop func() bool, ok bool) {
+	st := w.st
+	if r.Context() != st.ctx {
+		return nil, false
+	}
+	// watchFn is written only in the arming state and read only by the abort that finds the
+	// watch armed: the two never overlap.
+	if !st.watchState.CompareAndSwap(watchIdle, watchArming) {
+		return nil, false
+	}
+	st.watchFn = abort
+	if !st.watchState.CompareAndSwap(watchArming, watchArmed) {
+		return nil, false // aborted meanwhile
+	}
+	return st.unwatch, true
+}
+
+func (st *stream) unwatch() bool { return st.watchState.CompareAndSwap(watchArmed, watchIdle) }
 
 func (c *conn) onData(f *http2.DataFrame) error {
 	id := f.StreamID

@@ -23,8 +23,11 @@ type responseWriter struct {
 	sentHeader  bool
 	reqHead     bool // a HEAD request: the body is not sent
 	buf         []byte
-	declared    []string // trailer names the "Trailer" header announced
-	failed      atomic.Pointer[error]
+	// small is buf's first store: a small response body (an API answer, a gRPC message) costs
+	// no allocation of its own, as it lives in the stream.
+	small    [256]byte
+	declared []string // trailer names the "Trailer" header announced
+	failed   atomic.Pointer[error]
 }
 
 var (
@@ -85,7 +88,11 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	}
 	if len(w.buf)+len(p) <= responseBufferSize {
 		if w.buf == nil {
-			w.buf = make([]byte, 0, min(responseBufferSize, max(len(p), 512)))
+			if len(p) <= len(w.small) {
+				w.buf = w.small[:0]
+			} else {
+				w.buf = make([]byte, 0, min(responseBufferSize, max(len(p), 2*len(w.small))))
+			}
 		}
 		w.buf = append(w.buf, p...)
 		return len(p), nil
@@ -130,11 +137,12 @@ func (w *responseWriter) finish() error {
 	if err := w.err(); err != nil {
 		return err
 	}
+	trailers := w.trailers()
 	if !w.sentHeader && !w.reqHead && w.status != http.StatusNoContent && w.status != http.StatusNotModified &&
-		w.hdr["Content-Length"] == nil && w.trailers() == nil {
+		w.hdr["Content-Length"] == nil && trailers == nil {
 		w.Header()["Content-Length"] = []string{strconv.Itoa(len(w.buf))}
 	}
-	if err := w.send(w.buf, true, w.trailers()); err != nil {
+	if err := w.send(w.buf, true, trailers); err != nil {
 		return err
 	}
 	st, c := w.st, w.st.c
@@ -253,7 +261,7 @@ func (w *responseWriter) writeFrames(data []byte, last, end bool, trailers http.
 		data = data[k:]
 	}
 	if last && end && trailers != nil {
-		return c.writeHeaderBlock(id, func(enc *hpack.Encoder) { encodeFields(enc, trailers) }, true)
+		return c.writeHeaderBlock(id, func(c *conn) { c.encodeFields(trailers) }, true)
 	}
 	return nil
 }
@@ -307,14 +315,48 @@ func (c *conn) takeWindow(st *stream, want int, wait bool) (int, error) {
 	}
 }
 
-func (w *responseWriter) encodeHeader(enc *hpack.Encoder) {
-	_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
-	encodeFields(enc, w.hdr)
+func (w *responseWriter) encodeHeader(c *conn) {
+	c.encodeStatus(w.status)
+	c.encodeFields(w.hdr)
+}
+
+// encodeStatus encodes :status. The common codes are entries of HPACK's static table (RFC 7541
+// Appendix A, indices 8-14): one byte, written without the encoder's table search.
+// A dynamic table size update owed since the client's SETTINGS_HEADER_TABLE_SIZE must open the
+// next block (RFC 7541 §4.2): the encoder writes it, so that block goes through the encoder.
+func (c *conn) encodeStatus(code int) {
+	if i, ok := staticStatus(code); ok && !c.tableResized {
+		c.hbuf.WriteByte(0x80 | i) // indexed header field representation
+		return
+	}
+	c.tableResized = false
+	_ = c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(code)})
+}
+
+func staticStatus(code int) (byte, bool) {
+	switch code {
+	case 200:
+		return 8, true
+	case 204:
+		return 9, true
+	case 206:
+		return 10, true
+	case 304:
+		return 11, true
+	case 400:
+		return 12, true
+	case 404:
+		return 13, true
+	case 500:
+		return 14, true
+	}
+	return 0, false
 }
 
 // encodeFields encodes a header map minus the fields HTTP/2 forbids (connection-specific ones)
-// and those that are only instructions to this writer (Trailer, TrailerPrefix keys).
-func encodeFields(enc *hpack.Encoder, h http.Header) {
+// and those that are only instructions to this writer (Trailer, TrailerPrefix keys). Called
+// with wmu held.
+func (c *conn) encodeFields(h http.Header) {
 	for k, vv := range h {
 		switch k {
 		case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Trailer":
@@ -323,18 +365,18 @@ func encodeFields(enc *hpack.Encoder, h http.Header) {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
-		name := lowerName(k)
+		name := c.lowerName(k)
 		for _, v := range vv {
-			_ = enc.WriteField(hpack.HeaderField{Name: name, Value: v, Sensitive: name == "set-cookie"})
+			_ = c.henc.WriteField(hpack.HeaderField{Name: name, Value: v, Sensitive: name == "set-cookie"})
 		}
 	}
 }
 
 // writeHeaderBlock encodes a header block and writes it as HEADERS and CONTINUATION frames.
 // Called with wmu held (the encoder's table is the connection's, in wire order).
-func (c *conn) writeHeaderBlock(id uint32, encode func(*hpack.Encoder), end bool) error {
+func (c *conn) writeHeaderBlock(id uint32, encode func(*conn), end bool) error {
 	c.hbuf.Reset()
-	encode(c.henc)
+	encode(c)
 	block := c.hbuf.Bytes()
 	frame := c.frameSize()
 	first := block[:min(len(block), frame)]
@@ -356,9 +398,9 @@ func (c *conn) writeHeaderBlock(id uint32, encode func(*hpack.Encoder), end bool
 // writeInformational sends a 1xx response header (103 Early Hints, 100 Continue).
 func (c *conn) writeInformational(st *stream, code int, h http.Header) error {
 	c.lockW()
-	err := c.writeHeaderBlock(st.id, func(enc *hpack.Encoder) {
-		_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(code)})
-		encodeFields(enc, h)
+	err := c.writeHeaderBlock(st.id, func(c *conn) {
+		c.encodeStatus(code)
+		c.encodeFields(h)
 	}, false)
 	return c.unlockW(err)
 }
@@ -392,9 +434,24 @@ var commonLower = func() map[string]string {
 	return m
 }()
 
-func lowerName(k string) string {
+// lowerName is k in lower case. Names not in commonLower are remembered per connection (up to
+// maxLowerCache of them), so that an upstream's own headers (X-Backend-Port, X-Request-Start)
+// are lowered once per connection rather than once per response. Called with wmu held.
+func (c *conn) lowerName(k string) string {
 	if v, ok := commonLower[k]; ok {
 		return v
 	}
-	return strings.ToLower(k)
+	if v, ok := c.lowerCache[k]; ok {
+		return v
+	}
+	v := strings.ToLower(k)
+	if len(c.lowerCache) < maxLowerCache {
+		if c.lowerCache == nil {
+			c.lowerCache = make(map[string]string)
+		}
+		c.lowerCache[k] = v
+	}
+	return v
 }
+
+const maxLowerCache = 64
