@@ -79,7 +79,9 @@ func TestProvisionedDriftAndConflicts(t *testing.T) {
 				d.Spec.Replicas = ptr.To(int32(7))
 				d.Spec.Template.Spec.Containers[0].Image = "example.com/not-coxswain:1"
 			},
-			func(d *appsv1.Deployment) (*appsv1.Deployment, error) { return deps.Update(ctxFor(t), d, metav1.UpdateOptions{}) })
+			func(d *appsv1.Deployment) (*appsv1.Deployment, error) {
+				return deps.Update(ctxFor(t), d, metav1.UpdateOptions{})
+			})
 		eventually(t, "the edited Deployment repaired", func() error {
 			got, err := deps.Get(ctxFor(t), name, metav1.GetOptions{})
 			if err != nil {

@@ -176,7 +176,9 @@ func TestDedicatedServiceSockets(t *testing.T) {
 		})
 		edited := editLatest(t, func() (*corev1.ConfigMap, error) { return cms.Get(ctxFor(t), cm.Name, metav1.GetOptions{}) },
 			func(cm *corev1.ConfigMap) { cm.Data["ca.crt"] = "tampered" },
-			func(cm *corev1.ConfigMap) (*corev1.ConfigMap, error) { return cms.Update(ctxFor(t), cm, metav1.UpdateOptions{}) })
+			func(cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+				return cms.Update(ctxFor(t), cm, metav1.UpdateOptions{})
+			})
 		eventually(t, "the trust bundle repaired", func() error {
 			got, err := cms.Get(ctxFor(t), cm.Name, metav1.GetOptions{})
 			if err != nil {
@@ -213,7 +215,9 @@ func TestDedicatedServiceSockets(t *testing.T) {
 			pdb, err = pdbs.Get(ctxFor(t), name, metav1.GetOptions{})
 			return err
 		})
-		editLatest(t, func() (*policyv1.PodDisruptionBudget, error) { return pdbs.Get(ctxFor(t), pdb.Name, metav1.GetOptions{}) },
+		editLatest(t, func() (*policyv1.PodDisruptionBudget, error) {
+			return pdbs.Get(ctxFor(t), pdb.Name, metav1.GetOptions{})
+		},
 			func(pdb *policyv1.PodDisruptionBudget) { pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(5)) },
 			func(pdb *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, error) {
 				return pdbs.Update(ctxFor(t), pdb, metav1.UpdateOptions{})

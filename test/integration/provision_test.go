@@ -191,7 +191,9 @@ func TestSharedProvisioning(t *testing.T) {
 		es := waitVIPEndpoints(t, e, a, map[string]bool{"10.244.0.12": true})
 		slices := e.Kube.DiscoveryV1().EndpointSlices(ns)
 		es = editLatest(t, func() (*discoveryv1.EndpointSlice, error) { return slices.Get(ctxFor(t), es.Name, metav1.GetOptions{}) },
-			func(es *discoveryv1.EndpointSlice) { es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.1"}}} },
+			func(es *discoveryv1.EndpointSlice) {
+				es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.1"}}}
+			},
 			func(es *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error) {
 				return slices.Update(ctxFor(t), es, metav1.UpdateOptions{})
 			})
@@ -270,7 +272,9 @@ func TestSharedProvisioning(t *testing.T) {
 				svc.Spec.Ports[0].TargetPort = intstr.FromInt32(9999)
 				svc.Spec.Selector = map[string]string{"app": "elsewhere"}
 			},
-			func(svc *corev1.Service) (*corev1.Service, error) { return svcs.Update(ctxFor(t), svc, metav1.UpdateOptions{}) })
+			func(svc *corev1.Service) (*corev1.Service, error) {
+				return svcs.Update(ctxFor(t), svc, metav1.UpdateOptions{})
+			})
 		waitService(t, e, ns, "b", func(svc *corev1.Service) error {
 			if got := targetPort(svc, 80); got != portB || len(svc.Spec.Selector) != 0 {
 				return fmt.Errorf("targetPort %d selector %v, want %d and none", got, svc.Spec.Selector, portB)

@@ -5,9 +5,6 @@ import (
 	"slices"
 	"strconv"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 	"github.com/coxswain-labs/coxswain/modules/httproute"
 )
@@ -18,13 +15,13 @@ import (
 // translator's snapshots do, so that making it costs what the change costs, not a copy of
 // thousands of routes.
 func RouteChange(base *irv1.Snapshot, gen int64) (*irv1.Snapshot, error) {
-	l := shallow(base.GetListeners()[0])
-	srv := shallow(l.GetServers()[0])
+	l := irv1.Shallow(base.GetListeners()[0])
+	srv := irv1.Shallow(l.GetServers()[0])
 	vhs := slices.Clone(srv.GetVirtualHosts())
 	k := len(vhs) / 2
-	vh := shallow(vhs[k])
+	vh := irv1.Shallow(vhs[k])
 	vh.Routes = slices.Clone(vh.GetRoutes())
-	r := shallow(vh.GetRoutes()[0])
+	r := irv1.Shallow(vh.GetRoutes()[0])
 	m, err := json.Marshal(httproute.Match{Path: &httproute.PathMatch{Type: httproute.MatchPathPrefix, Value: "/changed-" + strconv.FormatInt(gen, 10)}})
 	if err != nil {
 		return nil, err
@@ -38,16 +35,4 @@ func RouteChange(base *irv1.Snapshot, gen int64) (*irv1.Snapshot, error) {
 		out.Gateways = append(out.Gateways, &irv1.GatewayGeneration{Namespace: g.GetNamespace(), Name: g.GetName(), Generation: gen})
 	}
 	return out, irv1.Seal(out)
-}
-
-// shallow copies m's fields (by reflection, so fields added later are copied too); its children
-// are shared.
-func shallow[M proto.Message](m M) M {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		dst.Set(fd, v)
-		return true
-	})
-	return dst.Interface().(M)
 }

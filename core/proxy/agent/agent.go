@@ -558,11 +558,11 @@ func (a *Agent) localize(snap *irv1.Snapshot) *irv1.Snapshot {
 	if a.opts.ListenAddress == "" {
 		return snap
 	}
-	out := shallow(snap)
+	out := irv1.Shallow(snap)
 	out.Listeners = make([]*irv1.Listener, len(snap.GetListeners()))
 	for i, l := range snap.GetListeners() {
 		if l.GetAddress() == "" {
-			l = shallow(l)
+			l = irv1.Shallow(l)
 			l.Address = a.opts.ListenAddress
 		}
 		out.Listeners[i] = l

@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/coxswain-labs/coxswain/core/discovery/delta"
 	discv1 "github.com/coxswain-labs/coxswain/core/discovery/v1"
@@ -74,23 +73,11 @@ func (a *Agent) primeSealer() {
 		return
 	}
 	a.unprimed = false
-	c := shallow(a.base)
+	c := irv1.Shallow(a.base)
 	if err := a.sealer.Seal(c); err != nil || c.GetVersion() != a.base.GetVersion() {
 		a.log.Warn("the snapshot received in full does not seal to its version; the next delta will ask for it again",
 			zap.String("version", a.base.GetVersion()), zap.String("sealed", c.GetVersion()), zap.Error(err))
 		a.base = nil
 		a.sealer.Forget()
 	}
-}
-
-// shallow copies m's fields (by reflection, so fields added later are copied too); its children
-// are shared.
-func shallow[M proto.Message](m M) M {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		dst.Set(fd, v)
-		return true
-	})
-	return dst.Interface().(M)
 }
