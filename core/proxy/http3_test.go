@@ -172,8 +172,8 @@ func TestHTTP3ZeroRTT(t *testing.T) {
 				_, ok := cache.Get("example.com")
 				return ok
 			})
-			err := get(http3.MethodGet0RTT)
 			if !allow {
+				err := get(http3.MethodGet0RTT)
 				// quic-go's client reports the refusal instead of resending; a browser resends.
 				if err == nil || !strings.Contains(err.Error(), "0-RTT rejected") {
 					t.Fatalf("0-RTT not allowed: the early request got %v, want 0-RTT rejected", err)
@@ -183,12 +183,28 @@ func TestHTTP3ZeroRTT(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
+			// RFC 8470 asks for Early-Data: 1 on a request forwarded before the client's handshake
+			// completed; on a loaded machine the handshake may complete before the handler runs,
+			// and the request then goes without it, rightly. Each attempt is a new resumed
+			// connection; one of them must be forwarded early.
+			var seen []string
+			for range 10 {
+				if err := get(http3.MethodGet0RTT); err != nil {
+					t.Fatal(err)
+				}
+				h := <-early
+				if !last.ConnectionState().Used0RTT {
+					t.Fatalf("0-RTT allowed: the resumed connection did not use 0-RTT (Early-Data %q)", h)
+				}
+				if h == "1" {
+					return
+				}
+				if h != "" {
+					t.Fatalf("0-RTT allowed: Early-Data %q, want \"1\" or none", h)
+				}
+				seen = append(seen, h)
 			}
-			if h, used := <-early, last.ConnectionState().Used0RTT; !used || h != "1" {
-				t.Errorf("0-RTT allowed: used 0-RTT %v, Early-Data %q; want true, \"1\"", used, h)
-			}
+			t.Errorf("0-RTT allowed: no early request carried Early-Data: 1 in %d attempts", len(seen))
 		})
 	}
 }
