@@ -337,7 +337,7 @@ func processCPU(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkLogParallel is BenchmarkLog from every P at once: the queue's lock under contention,
+// BenchmarkLogParallel is BenchmarkLog from every P at once: the ring's producers contending,
 // as a proxy's request goroutines log.
 func BenchmarkLogParallel(b *testing.B) {
 	l := New(Options{Sink: io.Discard, Queue: 1 << 16, FlushInterval: time.Millisecond})

@@ -1,43 +1,34 @@
 package accesslog
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // stampCache formats the time field. time.Time.AppendFormat with RFC 3339 nanoseconds (what zap
 // writes) redoes the calendar and zone arithmetic for every line, though a busy proxy logs
 // thousands of lines within one second: the cache keeps the formatted second and zone of the
-// last line, and a line of the same second and location appends them and its nanoseconds.
+// last line, and a line of the same second and location appends them and its nanoseconds. It
+// belongs to one goroutine (the Logger's writer).
 type stampCache struct {
-	last atomic.Pointer[stamp] // shared by every goroutine that logs: an immutable value, swapped
-}
-
-// stamp is one second, formatted: "2006-01-02T15:04:05" and the zone, "Z" or "-07:00".
-type stamp struct {
 	sec    int64
-	loc    *time.Location
-	second []byte
-	zone   []byte
+	loc    *time.Location // nil until the first line
+	second []byte         // "2006-01-02T15:04:05"
+	zone   []byte         // "Z" or "-07:00"
 }
 
 // appendTime appends t as time.RFC3339Nano does: the fraction without its trailing zeros, and
 // no fraction at all on a whole second. A zone's offset changes only on a whole second, so one
 // second of one location always has the same zone.
 func (c *stampCache) appendTime(b []byte, t time.Time) []byte {
-	sec, loc := t.Unix(), t.Location()
-	s := c.last.Load()
-	if s == nil || s.sec != sec || s.loc != loc {
+	if sec, loc := t.Unix(), t.Location(); c.loc == nil || c.sec != sec || c.loc != loc {
 		whole := t.Truncate(time.Second)
-		s = &stamp{sec: sec, loc: loc, second: whole.AppendFormat(nil, "2006-01-02T15:04:05"),
-			zone: whole.AppendFormat(nil, "Z07:00")}
-		c.last.Store(s) // once a second (a line of the previous second may swap it back: harmless)
+		c.sec, c.loc = sec, loc
+		c.second = whole.AppendFormat(c.second[:0], "2006-01-02T15:04:05")
+		c.zone = whole.AppendFormat(c.zone[:0], "Z07:00")
 	}
-	b = append(b, s.second...)
+	b = append(b, c.second...)
 	if ns := t.Nanosecond(); ns != 0 {
 		b = appendFraction(b, ns)
 	}
-	return append(b, s.zone...)
+	return append(b, c.zone...)
 }
 
 // appendFraction appends "." and ns (0 < ns < 1e9) as nine digits without the trailing zeros.
