@@ -190,6 +190,7 @@ func TestDeployManifests(t *testing.T) {
 	})
 	t.Run("discovery runs with the chart's RBAC; proxies have none", func(t *testing.T) { deployDiscoveryRBAC(t, e) })
 	t.Run("shared-mode provisioning runs with the chart's RBAC", func(t *testing.T) { deployProvisioningRBAC(t, e) })
+	t.Run("dedicated-mode provisioning runs with the chart's RBAC", func(t *testing.T) { deployDedicatedRBAC(t, e) })
 }
 
 // TestCRDsChartExperimental dry-runs the coxswain-crds chart's experimental channel against an API
