@@ -117,12 +117,24 @@ func (s *server) peakRSS() int {
 	return 0
 }
 
+// abuseGrowthLimit bounds what one test's attacks may add to the server's peak RSS over the idle
+// process, in KiB. The growth measured is a few MiB (docs/reliability.md, "Peak memory per
+// attack"); the limit is far above it so that load and GC timing never trip it, and far below
+// what an attack that memory grows with would take (a buffer kept per byte sent or per
+// connection: 1 MiB headers on 200 connections are 200 MiB). The race detector's shadow memory
+// multiplies the growth, hence a larger limit for a race build.
+var abuseGrowthLimit = map[bool]int{false: 64 << 10, true: 256 << 10}[raceBuild]
+
 // reportRSS logs the process's peak RSS for one attack, in the form docs/reliability.md quotes
-// ("go test -v ... | grep 'peak RSS'").
+// ("go test -v ... | grep 'peak RSS'"), and fails the test when the attacks so far grew it past
+// abuseGrowthLimit.
 func (s *server) reportRSS(attack string, baseline int) {
 	s.t.Helper()
 	peak := s.peakRSS()
 	s.t.Logf("peak RSS %-28s %6d KiB (%.1f MiB; %+d KiB over the idle process)", attack, peak, float64(peak)/1024, peak-baseline)
+	if peak-baseline > abuseGrowthLimit {
+		s.t.Errorf("%s: peak RSS grew %d KiB over the idle process, over the %d KiB an attack may add", attack, peak-baseline, abuseGrowthLimit)
+	}
 }
 
 // listenerStats returns the /stats counters of the listener on port (protocol as in the listener

@@ -190,6 +190,7 @@ func TestDeployManifests(t *testing.T) {
 	})
 	t.Run("discovery runs with the chart's RBAC; proxies have none", func(t *testing.T) { deployDiscoveryRBAC(t, e) })
 	t.Run("shared-mode provisioning runs with the chart's RBAC", func(t *testing.T) { deployProvisioningRBAC(t, e) })
+	t.Run("dedicated-mode provisioning runs with the chart's RBAC", func(t *testing.T) { deployDedicatedRBAC(t, e) })
 }
 
 // TestCRDsChartExperimental dry-runs the coxswain-crds chart's experimental channel against an API
@@ -313,9 +314,13 @@ func checkAccess(t *testing.T, e *env.Env) {
 	allow("", gw, "backendtlspolicies", "status", "update")
 	allow("", gw, "gateways", "finalizers", "update")
 	allow(controllerNS, "coordination.k8s.io", "leases", "", "update")
-	allow("", "autoscaling", "horizontalpodautoscalers", "", "create", "update", "patch", "delete")
-	allow("", "policy", "poddisruptionbudgets", "", "create", "update", "patch", "delete")
-	allow("", "", "configmaps", "", "create", "update")
+	// Drift repair's informers and server-side apply of what the controller provisions.
+	allow("", "apps", "deployments", "", "get", "list", "watch", "patch")
+	allow("", "", "services", "", "patch")
+	allow("", "", "serviceaccounts", "", "get", "list", "watch", "patch")
+	allow("", "autoscaling", "horizontalpodautoscalers", "", "get", "list", "watch", "create", "update", "patch", "delete")
+	allow("", "policy", "poddisruptionbudgets", "", "get", "list", "watch", "create", "update", "patch", "delete")
+	allow("", "", "configmaps", "", "create", "update", "patch", "delete")
 	allow("", "", "namespaces", "", "get", "list", "watch")
 	allow("", "certificates.k8s.io", "clustertrustbundles", "", "list", "watch")
 	allow("", "apiextensions.k8s.io", "customresourcedefinitions", "", "get", "list", "watch")
