@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1server"
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1wire"
 )
 
@@ -126,7 +127,11 @@ func writeRequestURI(bw *bufio.Writer, u *url.URL) {
 func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x *h1Exchange) outcome {
 	hd := &x.head
 	h := w.Header()
-	hd.CopyFields(h, "")
+	var vals []string
+	if hw, ok := w.(*h1server.Writer); ok {
+		vals = hw.Values(len(hd.Fields)) // the connection's, reused like its header map
+	}
+	hd.CopyFieldsInto(h, "", vals)
 	for _, fl := range f.resp {
 		fl.FilterResponse(r, hd.Status, h)
 	}

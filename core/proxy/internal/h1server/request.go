@@ -318,7 +318,7 @@ var pathTable = func() (t [128]bool) {
 var chunkedTE = []string{"chunked"}
 
 // fillRequest turns the parsed head into c's reused request: one string for the whole header block,
-// one slice for the field values, the reused header map and URL.
+// and the connection's reused header map, value slices and URL.
 func (c *conn) fillRequest(r *http.Request, h *reqHead) error {
 	s := string(h.raw)
 	target := s[h.t0:h.t1]
@@ -326,12 +326,15 @@ func (c *conn) fillRequest(r *http.Request, h *reqHead) error {
 		return err
 	}
 	clear(c.hdr)
-	vals := make([]string, len(h.fields))
+	if cap(c.vals) < len(h.fields) {
+		c.vals = make([]string, len(h.fields))
+	}
+	vals := c.vals[:len(h.fields)]
 	host := ""
 	for i, f := range h.fields {
 		k, v := s[f.K0:f.K1], s[f.V0:f.V1]
 		if i == h.host {
-			host = v
+			host, vals[i] = v, ""
 			continue
 		}
 		vals[i] = v

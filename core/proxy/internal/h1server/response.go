@@ -36,6 +36,7 @@ type Writer struct {
 	err     error
 	// scratch is the engine's per-connection value (Config.NewScratch), kept across requests.
 	scratch any
+	vals    []string // Values' slice, reused by the connection's next response
 }
 
 const pendingMax = 4 << 10
@@ -49,7 +50,7 @@ var (
 func (w *Writer) reset(c *conn, minor int, head, closeAfter bool) {
 	clear(w.hdr)
 	*w = Writer{c: c, hdr: w.hdr, status: http.StatusOK, head: head, minor: minor, close: closeAfter,
-		length: -1, pending: w.pending[:0], trailer: w.trailer[:0], scratch: w.scratch}
+		length: -1, pending: w.pending[:0], trailer: w.trailer[:0], scratch: w.scratch, vals: w.vals}
 	if w.hdr == nil {
 		w.hdr = make(http.Header, 8)
 	}
@@ -89,6 +90,17 @@ func (w *Writer) ObservedOrigin() (listener, gateway string) {
 		return o.ObservedOrigin()
 	}
 	return "", ""
+}
+
+// Values returns n strings for the values of the response header (slices of it put into
+// Header), valid until the response is finished: the connection reuses them for its next
+// response, as it reuses the header map. A handler copying an upstream's header saves an
+// allocation per response with it.
+func (w *Writer) Values(n int) []string {
+	if cap(w.vals) < n {
+		w.vals = make([]string, n)
+	}
+	return w.vals[:n]
 }
 
 // Header implements http.ResponseWriter.

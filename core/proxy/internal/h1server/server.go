@@ -289,10 +289,14 @@ type conn struct {
 	trailer reqHead // a chunked body's trailer section, read and dropped
 	req     *http.Request
 	hdr     http.Header
-	u       url.URL
-	body    Body
-	w       Writer
-	watch   clientWatch
+	// vals backs the request header's value slices, reused by the next request like hdr (a
+	// handler keeps neither; filters that append to a value copy it, each slice having the
+	// capacity of its values).
+	vals  []string
+	u     url.URL
+	body  Body
+	w     Writer
+	watch clientWatch
 }
 
 // A connection holds its buffers only while it serves a request (they go back to the pools in

@@ -216,14 +216,23 @@ func isConnReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 // CopyFields copies the end-to-end fields of h into hdr, keys prefixed with prefix (trailers), with
 // one allocation for all the names and values and one for the value slices.
 func (h *Head) CopyFields(hdr http.Header, prefix string) {
+	h.CopyFieldsInto(hdr, prefix, nil)
+}
+
+// CopyFieldsInto is CopyFields with the value slices cut from vals, which must have
+// len(h.Fields) elements (nil: allocated). hdr's values then share vals.
+func (h *Head) CopyFieldsInto(hdr http.Header, prefix string, vals []string) {
 	if len(h.Fields) == 0 {
 		return
 	}
 	s := string(h.Raw)
-	vals := make([]string, len(h.Fields))
+	if vals == nil {
+		vals = make([]string, len(h.Fields))
+	}
 	for i, fl := range h.Fields {
 		k := s[fl.K0:fl.K1]
 		if hopResponse(k) || h.connListed(k) {
+			vals[i] = ""
 			continue
 		}
 		if prefix != "" {
