@@ -9,6 +9,8 @@
 //     value (Config.NewScratch);
 //   - Writer.Watch(r) is the watch of the client connection, for an upstream exchange to be
 //     unblocked when the client goes away (ClientWatch);
+//   - Writer.Values(n) is the connection's slice for the values of a response header copied in
+//     whole (an upstream's), reused like the header map;
 //   - a request body of the server is a *Body, whose Ready says whether more of it can be read
 //     without waiting.
 //
