@@ -226,7 +226,8 @@ clean:
 FUZZTIME ?= 1m
 FUZZ_ARGS ?=
 FUZZ_TARGETS := \
-	core/proxy:FuzzH1Request core/proxy:FuzzH1Head core/proxy:FuzzH1ChunkedBody core/proxy:FuzzParseField \
+	core/proxy/internal/h1server:FuzzH1Request core/proxy/internal/h1wire:FuzzH1Head \
+	core/proxy/internal/h1server:FuzzH1ChunkedBody core/proxy/internal/h1wire:FuzzParseField \
 	core/proxy:FuzzProxyProtocolHeader core/proxy/listener/internal/clienthello:FuzzPeekClientHello \
 	controller/standalone:FuzzLoadManifest controller/standalone:FuzzSnapshot \
 	modules/httproute:FuzzPathRegex modules/httproute:FuzzFirstQueryValue modules/httproute:FuzzQueryUnescapedEqual \

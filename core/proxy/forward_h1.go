@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1server"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1wire"
 )
 
 // h1Forwarder is the fast path to HTTP/1.1 clusters. The serving goroutine writes the request and
@@ -40,13 +42,13 @@ var _ forwarder = (*h1Forwarder)(nil)
 
 // h1Exchange is the per-request scratch of the fast path, pooled.
 type h1Exchange struct {
-	head    h1Head
+	head    h1wire.Head
 	body    []byte  // the request body, read whole
 	bodyBuf *[]byte // its pooled buffer, nil when none
 
 	// Cancellation (guard): the own server's connection watching its client, or else a
 	// context.AfterFunc on the request's context, unblocks the connection in use.
-	sc      *h1sConn
+	sc      *h1server.ClientWatch
 	stop    func() bool
 	live    atomic.Pointer[h1Conn]
 	abortFn func() // abort, bound once
@@ -106,7 +108,7 @@ func fastPathable(r *http.Request) bool {
 		return false
 	}
 	if r.ContentLength < 0 {
-		if _, own := r.Body.(*h1Body); !own {
+		if _, own := r.Body.(*h1server.Body); !own {
 			return false
 		}
 	}
@@ -124,9 +126,10 @@ func isH2CUpgrade(r *http.Request) bool {
 // server runs abort when reset (watchReset); any other request whose context can end gets a
 // context.AfterFunc (a route timeout, net/http's HTTP/2 server).
 func (x *h1Exchange) guard(w http.ResponseWriter, r *http.Request) {
-	if hw, ok := w.(*h1Writer); ok && r == hw.c.req {
-		x.sc = hw.c
-		return
+	if hw, ok := w.(*h1server.Writer); ok {
+		if x.sc = hw.Watch(r); x.sc != nil {
+			return
+		}
 	}
 	if stop, ok := watchReset(w, r, x.abortFn); ok {
 		x.stop = stop // the own HTTP/2 server's stream: see watchReset
@@ -141,7 +144,7 @@ func (x *h1Exchange) guard(w http.ResponseWriter, r *http.Request) {
 func (x *h1Exchange) use(c *h1Conn) {
 	switch {
 	case x.sc != nil:
-		x.sc.watch.upstream.Store(c)
+		x.sc.SetUpstream(&c.nc)
 	case x.stop != nil:
 		x.live.Store(c)
 	}
@@ -152,7 +155,7 @@ func (x *h1Exchange) use(c *h1Conn) {
 func (x *h1Exchange) cancelled(ctx context.Context) bool {
 	switch {
 	case x.sc != nil:
-		return x.sc.watch.gone.Load()
+		return x.sc.Gone()
 	case x.stop != nil:
 		return ctx.Err() != nil
 	}
@@ -171,8 +174,8 @@ func (x *h1Exchange) abort() {
 func (x *h1Exchange) release() bool {
 	switch {
 	case x.sc != nil:
-		x.sc.watch.upstream.Store(nil)
-		ok := !x.sc.watch.gone.Load() // see clientGone: unset now means the watch will not touch it
+		x.sc.SetUpstream(nil)
+		ok := !x.sc.Gone() // see clientGone: unset now means the watch will not touch it
 		x.sc = nil
 		return ok
 	case x.stop != nil:
@@ -240,7 +243,7 @@ func replayable(r *http.Request) bool {
 
 // staleConn reports whether err is how a kept-alive connection closed by the peer shows up.
 func staleConn(err error) bool {
-	return errors.Is(err, errH1NothingRead) || errors.Is(err, syscall.EPIPE) || isConnReset(err)
+	return errors.Is(err, h1wire.ErrNothingRead) || errors.Is(err, syscall.EPIPE) || isConnReset(err)
 }
 
 func isConnReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
@@ -275,7 +278,7 @@ func (f *h1Forwarder) roundTrip(ctx context.Context, r *http.Request, c *h1Conn,
 	err := c.bw.Flush()
 	c.send.armed = false
 	if err == nil {
-		err = x.head.read(c.br)
+		err = x.head.Read(c.br)
 	}
 	if x.cancelled(ctx) {
 		return cancelErr(ctx)
@@ -299,7 +302,7 @@ var errClientGone = fmt.Errorf("client went away: %w", context.Canceled)
 // clientLeft reports whether the client went away during the exchange (rather than a deadline
 // passing). Asked before release.
 func (x *h1Exchange) clientLeft(ctx context.Context) bool {
-	return (x.sc != nil && x.sc.watch.gone.Load()) || errors.Is(ctx.Err(), context.Canceled)
+	return (x.sc != nil && x.sc.Gone()) || errors.Is(ctx.Err(), context.Canceled)
 }
 
 // bodyDeadline sets the deadline the body is read under before it is copied: the request's own, or
@@ -307,7 +310,7 @@ func (x *h1Exchange) clientLeft(ctx context.Context) bool {
 // no read and no timer. It reports false when the request was cancelled meanwhile.
 func bodyDeadline(ctx context.Context, c *h1Conn, x *h1Exchange, method string) bool {
 	hd := &x.head
-	if hd.bodyless(method) || (hd.length >= 0 && int64(c.br.Buffered()) >= hd.length) {
+	if hd.Bodyless(method) || (hd.Length >= 0 && int64(c.br.Buffered()) >= hd.Length) {
 		return true
 	}
 	if d, ok := ctx.Deadline(); ok {

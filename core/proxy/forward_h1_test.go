@@ -175,3 +175,50 @@ func TestFastPathRequestHeader(t *testing.T) {
 		t.Errorf("User-Agent %q added", r.Header.Get("User-Agent"))
 	}
 }
+
+// TestH1HeaderValuesPerRequest sends requests with different header fields on one keep-alive
+// connection, through one pooled upstream connection: the server's request values and the
+// response values the fast path copies are reused per connection, and no value of an earlier
+// exchange may show up in a later one, either way.
+func TestH1HeaderValuesPerRequest(t *testing.T) {
+	be, _ := rawBackend(t, func(n int64, r *http.Request) (string, bool) {
+		seen := strings.Join(r.Header.Values("X-Req"), "|") + ";" + strings.Join(r.Header.Values("X-Extra"), "|")
+		if n%2 == 1 {
+			return "HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B: 2\r\nX-B: 3\r\nConnection: X-Hop\r\nX-Hop: h\r\nX-Seen: " + seen +
+				"\r\nContent-Length: 0\r\n\r\n", false
+		}
+		return "HTTP/1.1 200 OK\r\nX-C: 4\r\nX-Seen: " + seen + "\r\nContent-Length: 0\r\n\r\n", false
+	})
+	addr := rawProxy(t, be)
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	send := func(req string) http.Header {
+		t.Helper()
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.Header
+	}
+	for i := range 3 {
+		h := send("GET /a HTTP/1.1\r\nHost: x\r\nX-Req: first\r\nX-Extra: e1\r\nX-Extra: e2\r\nX-Pad: p\r\n\r\n")
+		if got := h.Values("X-B"); h.Get("X-A") != "1" || len(got) != 2 || got[0] != "2" || got[1] != "3" ||
+			h.Get("X-Seen") != "first;e1|e2" || h.Get("X-Hop") != "" || h.Get("X-C") != "" {
+			t.Fatalf("round %d, first response header %v", i, h)
+		}
+		h = send("GET /b HTTP/1.1\r\nHost: x\r\nX-Req: second\r\n\r\n")
+		if h.Get("X-C") != "4" || h.Get("X-Seen") != "second;" || h.Get("X-A") != "" || len(h.Values("X-B")) != 0 {
+			t.Fatalf("round %d, second response header %v", i, h)
+		}
+	}
+}

@@ -3,10 +3,12 @@ package proxy
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1server"
 )
 
 // maxBufferedBody is the largest request body the fast path takes. It reads such a body whole
@@ -37,7 +39,7 @@ const (
 
 // refuseBody answers a request whose body could not be read: 408 when the client stalled past the
 // body timeout, a filter's status when its body reader refused the body (core.StatusError), 400
-// otherwise (malformed or cut short). The connection then closes (h1Body.drain).
+// otherwise (malformed or cut short). The connection then closes (the HTTP/1.1 server drains no further).
 func (f *h1Forwarder) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := bodyErrorStatus(err)
 	f.errw.WriteError(w, r, status, msg)
@@ -52,6 +54,11 @@ func bodyErrorStatus(err error) (int, string) {
 		return http.StatusRequestTimeout, "request body timeout"
 	}
 	return http.StatusBadRequest, "malformed request body"
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // readBody reads r's body into x. A body of declared length (at most maxBufferedBody, see
@@ -72,11 +79,11 @@ func (x *h1Exchange) readBody(r *http.Request) (bodyResult, error) {
 		}
 		return bodyRead, nil // an own body read whole has armed the client watch
 	}
-	hb := r.Body.(*h1Body) // see fastPathable
+	hb := r.Body.(*h1server.Body) // see fastPathable
 	buf := x.takeBody(maxBufferedBody + 1)
 	n := 0
 	for {
-		if n == len(buf) || !hb.c.clientReady() {
+		if n == len(buf) || !hb.Ready() {
 			x.body = buf[:n]
 			return bodyStreams, nil
 		}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/sockpeek"
 )
 
 // h1Pools holds one keep-alive pool per upstream address ("host:port") and connection policy
@@ -185,7 +187,7 @@ type h1Conn struct {
 	idleFrom time.Time
 	reused   bool      // served a request before this one
 	deadline time.Time // armed on nc; zero when none
-	peek     socketPeek
+	peek     sockpeek.Peek
 	send     sendWaiter // beneath bw (h1send.go)
 }
 
@@ -193,11 +195,7 @@ type h1Conn struct {
 // read. An upstream that closed it while idle has sent end of stream, which shows here before a
 // request is risked on it.
 func (c *h1Conn) alive() bool {
-	p := &c.peek
-	if p.rc == nil {
-		return true
-	}
-	return p.check() && !p.data && p.err == nil
+	return c.peek.Silent()
 }
 
 // setDeadline arms (or with a zero t, clears) the connection's deadline and remembers it.
@@ -245,7 +243,7 @@ func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
 	}
 	if sc, ok := raw.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
-			c.peek.init(rc)
+			c.peek.Init(rc)
 		}
 	}
 	return c, nil

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +10,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1server"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1wire"
 )
 
 // hopRequest are the request headers that describe the client's connection, not the request, plus
@@ -20,16 +22,6 @@ func hopRequest(k string) bool {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect", "Host", "Content-Length",
 		"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto":
-		return true
-	}
-	return false
-}
-
-// hopResponse are the response headers that describe the upstream connection.
-func hopResponse(k string) bool {
-	switch k {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-		"Te", "Transfer-Encoding", "Upgrade":
 		return true
 	}
 	return false
@@ -66,7 +58,7 @@ func writeRequest(bw *bufio.Writer, r *http.Request, n int64) {
 	_ = bw.WriteByte(' ')
 	writeRequestURI(bw, r.URL)
 	_, _ = bw.WriteString(" HTTP/1.1\r\nHost: ")
-	writeValue(bw, r.Host)
+	h1wire.WriteValue(bw, r.Host)
 	_, _ = bw.WriteString("\r\n")
 	conn := r.Header["Connection"]
 	for k, vv := range r.Header {
@@ -79,21 +71,21 @@ func writeRequest(bw *bufio.Writer, r *http.Request, n int64) {
 		for _, v := range vv {
 			_, _ = bw.WriteString(k)
 			_, _ = bw.WriteString(": ")
-			writeValue(bw, v)
+			h1wire.WriteValue(bw, v)
 			_, _ = bw.WriteString("\r\n")
 		}
 	}
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		_, _ = bw.WriteString("X-Forwarded-For: ")
 		for _, prior := range r.Header["X-Forwarded-For"] {
-			writeValue(bw, prior)
+			h1wire.WriteValue(bw, prior)
 			_, _ = bw.WriteString(", ")
 		}
 		_, _ = bw.WriteString(ip)
 		_, _ = bw.WriteString("\r\n")
 	}
 	_, _ = bw.WriteString("X-Forwarded-Host: ")
-	writeValue(bw, r.Host)
+	h1wire.WriteValue(bw, r.Host)
 	if r.TLS != nil {
 		_, _ = bw.WriteString("\r\nX-Forwarded-Proto: https\r\n")
 	} else {
@@ -128,22 +120,6 @@ func writeRequestURI(bw *bufio.Writer, u *url.URL) {
 	}
 }
 
-// writeValue writes a header value with any CR or LF replaced by a space, as net/http's
-// Header.Write does: a value can never end the header early (request splitting).
-func writeValue(bw *bufio.Writer, v string) {
-	if strings.IndexByte(v, '\r') < 0 && strings.IndexByte(v, '\n') < 0 {
-		_, _ = bw.WriteString(v)
-		return
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c == '\r' || c == '\n' {
-			c = ' '
-		}
-		_ = bw.WriteByte(c)
-	}
-}
-
 // relay copies the response x.head (already read from c) and its body to w, then pools c if the
 // exchange ended cleanly. A failure after the header was sent aborts the client's response
 // (outcomeAborted), so the client sees a truncated response, never a short one; it counts against
@@ -151,30 +127,34 @@ func writeValue(bw *bufio.Writer, v string) {
 func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x *h1Exchange) outcome {
 	hd := &x.head
 	h := w.Header()
-	copyFields(h, hd, "")
-	for _, fl := range f.resp {
-		fl.FilterResponse(r, hd.status, h)
+	var vals []string
+	if hw, ok := w.(*h1server.Writer); ok {
+		vals = hw.Values(len(hd.Fields)) // the connection's, reused like its header map
 	}
-	w.WriteHeader(hd.status)
-	out := statusOutcome(hd.status)
+	hd.CopyFieldsInto(h, "", vals)
+	for _, fl := range f.resp {
+		fl.FilterResponse(r, hd.Status, h)
+	}
+	w.WriteHeader(hd.Status)
+	out := statusOutcome(hd.Status)
 	if !bodyDeadline(r.Context(), c, x, r.Method) {
 		_ = c.nc.Close()
 		return x.brokeOff(r.Context(), nil, out)
 	}
-	if hd.bodyless(r.Method) {
+	if hd.Bodyless(r.Method) {
 		f.done(c, x)
 		return out
 	}
 	flusher, _ := w.(http.Flusher)
-	stream := flusher != nil && (hd.length < 0 || isEventStream(h))
+	stream := flusher != nil && (hd.Length < 0 || isEventStream(h))
 	var err error
 	switch {
-	case hd.chunked:
+	case hd.Chunked:
 		err = f.copyChunked(w, c, x, stream, flusher)
-	case hd.length >= 0:
-		err = copyN(w, c.br, hd.length, stream, flusher)
+	case hd.Length >= 0:
+		err = copyN(w, c.br, hd.Length, stream, flusher)
 	default:
-		hd.close = true
+		hd.Close = true
 		err = copyN(w, c.br, -1, stream, flusher)
 	}
 	if err != nil {
@@ -205,7 +185,7 @@ func (e clientWriteError) Unwrap() error { return e.err }
 // done pools c after a complete exchange, unless either side asked to close it or a cancellation
 // may have touched it.
 func (f *h1Forwarder) done(c *h1Conn, x *h1Exchange) {
-	if !x.release() || x.head.close {
+	if !x.release() || x.head.Close {
 		_ = c.nc.Close()
 		return
 	}
@@ -215,47 +195,6 @@ func (f *h1Forwarder) done(c *h1Conn, x *h1Exchange) {
 func isEventStream(h http.Header) bool {
 	ct := h["Content-Type"]
 	return len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
-}
-
-// copyFields copies the end-to-end fields of hd into h, keys prefixed with prefix (trailers), with
-// one allocation for all the names and values and one for the value slices.
-func copyFields(h http.Header, hd *h1Head, prefix string) {
-	if len(hd.fields) == 0 {
-		return
-	}
-	s := string(hd.raw)
-	vals := make([]string, len(hd.fields))
-	for i, fl := range hd.fields {
-		k := s[fl.k0:fl.k1]
-		if hopResponse(k) || connListed(hd, k) {
-			continue
-		}
-		if prefix != "" {
-			k = prefix + k
-		}
-		vals[i] = s[fl.v0:fl.v1]
-		if prev, ok := h[k]; ok {
-			h[k] = append(prev, vals[i])
-		} else {
-			h[k] = vals[i : i+1 : i+1]
-		}
-	}
-}
-
-// connListed reports whether the response's Connection header names k.
-func connListed(hd *h1Head, k string) bool {
-	for _, i := range hd.conn {
-		fl := hd.fields[i]
-		v := hd.raw[fl.v0:fl.v1]
-		for len(v) > 0 {
-			var item []byte
-			item, v, _ = bytes.Cut(v, []byte{','})
-			if strings.EqualFold(string(bytes.Trim(item, " \t")), k) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // copyN copies n bytes (n < 0: until EOF) from br to w straight out of br's buffer. When streaming
@@ -320,10 +259,10 @@ func (f *h1Forwarder) copyChunked(w http.ResponseWriter, c *h1Conn, x *h1Exchang
 		}
 	}
 	hd := &x.head
-	hd.raw, hd.fields, hd.conn, hd.trailer = hd.raw[:0], hd.fields[:0], hd.conn[:0], true
-	if err := hd.readFields(c.br); err != nil {
+	hd.Raw, hd.Fields, hd.Conn, hd.Trailer = hd.Raw[:0], hd.Fields[:0], hd.Conn[:0], true
+	if err := hd.ReadFields(c.br); err != nil {
 		return errors.Join(errTrailer, err)
 	}
-	copyFields(w.Header(), hd, http.TrailerPrefix)
+	hd.CopyFields(w.Header(), http.TrailerPrefix)
 	return nil
 }

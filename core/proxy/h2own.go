@@ -37,17 +37,9 @@ func newOwnHTTP2(sc ServeContext) *h2server.Server {
 	})
 }
 
-func (s *h1Server) hasH2() bool { return s.h2 != nil || s.h2own != nil }
-
-// serveOwnH2 serves a connection that speaks HTTP/2 on the own server, in this goroutine. A
-// cleartext connection's buffered preface is read again through its reader.
-func (c *h1sConn) serveOwnH2(nc net.Conn) {
-	if rc, ok := nc.(*replayConn); ok {
-		c.srv.h2own.ServeConn(rc.Conn, rc.r)
-		return
-	}
-	c.srv.h2own.ServeConn(nc, nil)
-}
+// ownServer is the http.ServerContextKey value of the own servers' connections when net/http's
+// HTTP/2 server is not in use; only its presence matters (see NewHTTP1Server).
+var ownServer = &http.Server{}
 
 // resetWatcher is the own HTTP/2 server's ResponseWriter: it runs a function when its stream is
 // reset or its connection closes (h2server's WatchReset). For the upstream exchange of such a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/accesslog"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1server"
 )
 
 // Per-request observation: the metrics and the access log line of each HTTP request, recorded by
@@ -36,8 +37,11 @@ type reqRecord struct {
 func recordOf(w http.ResponseWriter) *reqRecord {
 	for {
 		switch x := w.(type) {
-		case *h1Writer:
-			return x.rec.active()
+		case *h1server.Writer:
+			if rec, ok := x.Scratch().(*reqRecord); ok {
+				return rec.active()
+			}
+			return nil
 		case *obsWriter:
 			return x.rec.active()
 		case interface{ Unwrap() http.ResponseWriter }:
@@ -70,17 +74,25 @@ func (r *reqRecord) observeClient(a netip.AddrPort) {
 	}
 }
 
-// The proxy's response writers carry the record: they are core.RequestObservers.
+// The proxy's response writers carry the record: they are core.RequestObservers (the HTTP/1.1
+// server's Writer passes the calls on to its scratch value, a reqRecord).
 var (
-	_ core.RequestObserver = (*h1Writer)(nil)
+	_ core.RequestObserver = (*h1server.Writer)(nil)
 	_ core.RequestObserver = (*obsWriter)(nil)
+	_ core.RequestObserver = (*reqRecord)(nil)
 )
 
-// ObserveClient implements core.RequestObserver.
-func (w *h1Writer) ObserveClient(a netip.AddrPort) { w.rec.observeClient(a) }
+// ObserveClient implements core.RequestObserver for the HTTP/1.1 server's Writer.
+func (r *reqRecord) ObserveClient(a netip.AddrPort) { r.observeClient(a) }
 
-// ObservedOrigin implements core.RequestObserver.
-func (w *h1Writer) ObservedOrigin() (string, string) { return w.rec.origin() }
+// ObservedOrigin implements core.RequestObserver for the HTTP/1.1 server's Writer: nothing while
+// the connection's record observes no request.
+func (r *reqRecord) ObservedOrigin() (string, string) {
+	if !r.on {
+		return "", ""
+	}
+	return r.origin()
+}
 
 // ObserveClient implements core.RequestObserver.
 func (w *obsWriter) ObserveClient(a netip.AddrPort) { w.rec.observeClient(a) }
@@ -170,10 +182,15 @@ var _ http.Flusher = (*obsWriter)(nil)
 func (ls *ListenerState) serveObserved(w http.ResponseWriter, r *http.Request) {
 	var start time.Time
 	var ow *obsWriter
-	hw, isH1 := w.(*h1Writer)
+	var rec *reqRecord
+	hw, isH1 := w.(*h1server.Writer)
 	if isH1 {
-		start = hw.c.now // the request's arrival, read once by the server
-		hw.rec.on, hw.rec.listener = true, ls.obs.listener
+		rec, isH1 = hw.Scratch().(*reqRecord)
+	}
+	if isH1 {
+		start = hw.Arrived() // the request's arrival, read once by the server
+		// The record is the connection's: reset for each request, and off again after it.
+		*rec = reqRecord{on: true, listener: ls.obs.listener}
 	} else {
 		start = time.Now()
 		ow = getObsWriter(w, ls.obs.listener)
@@ -182,7 +199,8 @@ func (ls *ListenerState) serveObserved(w http.ResponseWriter, r *http.Request) {
 	completed := false
 	defer func() {
 		if isH1 {
-			ls.observe(r, &hw.rec, hw.status, hw.written, start, !completed)
+			ls.observe(r, rec, hw.Status(), hw.Written(), start, !completed)
+			rec.on = false
 			return
 		}
 		ls.observe(r, &ow.rec, ow.status, ow.written, start, !completed)

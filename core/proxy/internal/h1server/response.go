@@ -1,22 +1,25 @@
-package proxy
+package h1server
 
 import (
 	"bufio"
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1wire"
 )
 
-// h1Writer is the http.ResponseWriter of the HTTP/1.1 server. Like net/http's, it holds the start
+// Writer is the http.ResponseWriter of the HTTP/1.1 server. Like net/http's, it holds the start
 // of the body back: a handler that finishes having written at most pendingMax bytes gets a
 // Content-Length, a longer or flushed body goes out chunked. It also implements http.Flusher and
 // http.Hijacker (for Upgrade tunnels through the stdlib reverse proxy).
-type h1Writer struct {
-	c       *h1sConn
+type Writer struct {
+	c       *conn
 	hdr     http.Header
 	status  int
 	head    bool // HEAD request: no body on the wire
@@ -31,29 +34,79 @@ type h1Writer struct {
 	trailer []string // names declared in the Trailer header
 	hijack  bool
 	err     error
-	rec     reqRecord // the request's metrics and access log record (observe.go)
+	// scratch is the engine's per-connection value (Config.NewScratch), kept across requests.
+	scratch any
+	vals    []string // Values' slice, reused by the connection's next response
 }
 
 const pendingMax = 4 << 10
 
 var (
-	_ http.ResponseWriter = (*h1Writer)(nil)
-	_ http.Flusher        = (*h1Writer)(nil)
-	_ http.Hijacker       = (*h1Writer)(nil)
+	_ http.ResponseWriter = (*Writer)(nil)
+	_ http.Flusher        = (*Writer)(nil)
+	_ http.Hijacker       = (*Writer)(nil)
 )
 
-func (w *h1Writer) reset(c *h1sConn, minor int, head, closeAfter bool) {
+func (w *Writer) reset(c *conn, minor int, head, closeAfter bool) {
 	clear(w.hdr)
-	*w = h1Writer{c: c, hdr: w.hdr, status: http.StatusOK, head: head, minor: minor, close: closeAfter,
-		length: -1, pending: w.pending[:0], trailer: w.trailer[:0]}
+	*w = Writer{c: c, hdr: w.hdr, status: http.StatusOK, head: head, minor: minor, close: closeAfter,
+		length: -1, pending: w.pending[:0], trailer: w.trailer[:0], scratch: w.scratch, vals: w.vals}
 	if w.hdr == nil {
 		w.hdr = make(http.Header, 8)
 	}
 }
 
-func (w *h1Writer) Header() http.Header { return w.hdr }
+// Status is the response's status: 200 until the handler writes another.
+func (w *Writer) Status() int { return w.status }
 
-func (w *h1Writer) WriteHeader(code int) {
+// Written is how many body bytes the handler has written.
+func (w *Writer) Written() int64 { return w.written }
+
+// Arrived is when the request arrived: the server reads the clock once per request, for the
+// response's Date and its timeouts, and the engine's metrics and access log use the same reading.
+func (w *Writer) Arrived() time.Time { return w.c.now }
+
+// Scratch is the engine's value for this connection (Config.NewScratch), nil when it has none.
+// It outlives the request: the engine resets what it keeps there.
+func (w *Writer) Scratch() any { return w.scratch }
+
+// observer is what the engine's scratch value implements for filters to report on the request
+// (core.RequestObserver, which this package does not import).
+type observer interface {
+	ObserveClient(a netip.AddrPort)
+	ObservedOrigin() (listener, gateway string)
+}
+
+// ObserveClient passes the client a filter resolved on to the scratch value, when it observes.
+func (w *Writer) ObserveClient(a netip.AddrPort) {
+	if o, ok := w.scratch.(observer); ok {
+		o.ObserveClient(a)
+	}
+}
+
+// ObservedOrigin is the scratch value's listener and Gateway of the request, when it observes.
+func (w *Writer) ObservedOrigin() (listener, gateway string) {
+	if o, ok := w.scratch.(observer); ok {
+		return o.ObservedOrigin()
+	}
+	return "", ""
+}
+
+// Values returns n strings for the values of the response header (slices of it put into
+// Header), valid until the response is finished: the connection reuses them for its next
+// response, as it reuses the header map. A handler copying an upstream's header saves an
+// allocation per response with it.
+func (w *Writer) Values(n int) []string {
+	if cap(w.vals) < n {
+		w.vals = make([]string, n)
+	}
+	return w.vals[:n]
+}
+
+// Header implements http.ResponseWriter.
+func (w *Writer) Header() http.Header { return w.hdr }
+
+func (w *Writer) WriteHeader(code int) {
 	if w.wrote || w.hijack {
 		return
 	}
@@ -68,7 +121,7 @@ func (w *h1Writer) WriteHeader(code int) {
 }
 
 // interim writes a 1xx response at once with the header as it is now (103 Early Hints).
-func (w *h1Writer) interim(code int) {
+func (w *Writer) interim(code int) {
 	if code == http.StatusContinue || w.minor == 0 {
 		return
 	}
@@ -80,11 +133,11 @@ func (w *h1Writer) interim(code int) {
 	w.err = bw.Flush()
 }
 
-func (w *h1Writer) bodyAllowed() bool {
+func (w *Writer) bodyAllowed() bool {
 	return !w.head && w.status != http.StatusNoContent && w.status != http.StatusNotModified
 }
 
-func (w *h1Writer) Write(p []byte) (int, error) {
+func (w *Writer) Write(p []byte) (int, error) {
 	if w.hijack {
 		return 0, http.ErrHijacked
 	}
@@ -114,7 +167,7 @@ func (w *h1Writer) Write(p []byte) (int, error) {
 
 // commit writes the status line and header, choosing the framing: the handler's Content-Length,
 // else (final) the length of what was written, else chunked; HTTP/1.0 without a length closes.
-func (w *h1Writer) commit(final bool) {
+func (w *Writer) commit(final bool) {
 	if w.sent {
 		return
 	}
@@ -124,7 +177,7 @@ func (w *h1Writer) commit(final bool) {
 	}
 	h := w.hdr
 	if cl := h["Content-Length"]; len(cl) > 0 {
-		n, ok := parseLength([]byte(strings.TrimSpace(cl[0])))
+		n, ok := h1wire.ParseLength([]byte(strings.TrimSpace(cl[0])))
 		if ok {
 			w.length = n
 		} else {
@@ -199,7 +252,7 @@ func hasTrailers(h http.Header) bool {
 }
 
 // body writes p with the chosen framing.
-func (w *h1Writer) body(p []byte) {
+func (w *Writer) body(p []byte) {
 	if len(p) == 0 || w.err != nil {
 		return
 	}
@@ -214,10 +267,10 @@ func (w *h1Writer) body(p []byte) {
 	_, w.err = bw.Write(p)
 }
 
-func (w *h1Writer) Flush() { _ = w.FlushError() }
+func (w *Writer) Flush() { _ = w.FlushError() }
 
 // FlushError sends what the handler wrote so far (http.ResponseController uses it).
-func (w *h1Writer) FlushError() error {
+func (w *Writer) FlushError() error {
 	if w.hijack {
 		return http.ErrHijacked
 	}
@@ -233,7 +286,7 @@ func (w *h1Writer) FlushError() error {
 
 // finish completes the response after the handler returned: header if still held, last chunk and
 // trailers, flush. It reports whether the connection can carry another request.
-func (w *h1Writer) finish() bool {
+func (w *Writer) finish() bool {
 	if w.hijack {
 		return false
 	}
@@ -256,7 +309,7 @@ func (w *h1Writer) finish() bool {
 	return w.err == nil && !w.close
 }
 
-func (w *h1Writer) writeTrailers(bw *bufio.Writer) {
+func (w *Writer) writeTrailers(bw *bufio.Writer) {
 	for k, vv := range w.hdr {
 		name, ok := strings.CutPrefix(k, http.TrailerPrefix)
 		if !ok {
@@ -273,7 +326,7 @@ func (w *h1Writer) writeTrailers(bw *bufio.Writer) {
 
 // Hijack hands the connection to the handler (an Upgrade tunnel). Buffered request bytes stay in the
 // returned reader.
-func (w *h1Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.hijack {
 		return nil, nil, http.ErrHijacked
 	}
@@ -308,7 +361,7 @@ func writeStatusLine(bw *bufio.Writer, code int) {
 }
 
 // writeHeaderFields writes the header except trailers-to-be; names that are not tokens are skipped
-// and values sanitized (writeValue), so no handler can split the response.
+// and values sanitized (h1wire.WriteValue), so no handler can split the response.
 func writeHeaderFields(bw *bufio.Writer, h http.Header) {
 	for k, vv := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
@@ -323,14 +376,14 @@ func writeField(bw *bufio.Writer, k string, vv []string) {
 		return
 	}
 	for i := 0; i < len(k); i++ {
-		if !isTokenByte(k[i]) {
+		if !h1wire.IsTokenByte(k[i]) {
 			return
 		}
 	}
 	for _, v := range vv {
 		_, _ = bw.WriteString(k)
 		_, _ = bw.WriteString(": ")
-		writeValue(bw, strings.TrimSpace(v))
+		h1wire.WriteValue(bw, strings.TrimSpace(v))
 		_, _ = bw.WriteString("\r\n")
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package h1server
 
 import (
 	"bufio"
@@ -9,35 +9,37 @@ import (
 	"net/url"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1wire"
 )
 
-// h1ReqError is a request the server refuses before any handler sees it, with the status it
+// reqError is a request the server refuses before any handler sees it, with the status it
 // answers (then it closes the connection: after a framing error nothing that follows can be
 // trusted).
-type h1ReqError struct {
+type reqError struct {
 	status int
 	msg    string
 }
 
-func (e *h1ReqError) Error() string { return e.msg }
+func (e *reqError) Error() string { return e.msg }
 
-func badRequest(msg string) error { return &h1ReqError{status: http.StatusBadRequest, msg: msg} }
+func badRequest(msg string) error { return &reqError{status: http.StatusBadRequest, msg: msg} }
 
 var (
-	errReqHeaderTooLarge = &h1ReqError{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large"}
-	errReqUnsupportedTE  = &h1ReqError{status: http.StatusNotImplemented, msg: "unsupported transfer encoding"}
-	errReqVersion        = &h1ReqError{status: http.StatusHTTPVersionNotSupported, msg: "unsupported HTTP version"}
+	errReqHeaderTooLarge = &reqError{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large"}
+	errReqUnsupportedTE  = &reqError{status: http.StatusNotImplemented, msg: "unsupported transfer encoding"}
+	errReqVersion        = &reqError{status: http.StatusHTTPVersionNotSupported, msg: "unsupported HTTP version"}
 	errReqNone           = errors.New("connection closed between requests")
 	errReqNotHTTP        = errors.New("request line without an HTTP version")
-	errReqTooManyFields  = &h1ReqError{status: http.StatusRequestHeaderFieldsTooLarge, msg: "too many request header fields"}
+	errReqTooManyFields  = &reqError{status: http.StatusRequestHeaderFieldsTooLarge, msg: "too many request header fields"}
 	errReqBareLF         = badRequest("line not ended by CRLF")
 )
 
-// h1ReqHead is the parsed request line and fields of one request; like h1Head, names and values are
+// reqHead is the parsed request line and fields of one request; like h1Head, names and values are
 // offsets into raw, which becomes one string per request.
-type h1ReqHead struct {
+type reqHead struct {
 	raw     []byte
-	fields  []h1Field
+	fields  []h1wire.Field
 	m0, m1  int // method
 	t0, t1  int // request target
 	minor   int
@@ -50,7 +52,7 @@ type h1ReqHead struct {
 }
 
 // readReqLine reads one line into raw (CRLF or LF stripped) under the header size limit.
-func (h *h1ReqHead) readLine(br *bufio.Reader, limit int) (int, int, error) {
+func (h *reqHead) readLine(br *bufio.Reader, limit int) (int, int, error) {
 	start := len(h.raw)
 	for {
 		frag, err := br.ReadSlice('\n')
@@ -84,8 +86,8 @@ func (h *h1ReqHead) readLine(br *bufio.Reader, limit int) (int, int, error) {
 // repeated Host on HTTP/1.1.
 //
 // limit caps the header's bytes and maxFields its fields (both answered 431).
-func (h *h1ReqHead) read(br *bufio.Reader, limit, maxFields int) error {
-	*h = h1ReqHead{raw: h.raw[:0], fields: h.fields[:0], length: -1, host: -1}
+func (h *reqHead) read(br *bufio.Reader, limit, maxFields int) error {
+	*h = reqHead{raw: h.raw[:0], fields: h.fields[:0], length: -1, host: -1}
 	var s, e int
 	var err error
 	for skipped := 0; ; skipped += 2 {
@@ -117,7 +119,7 @@ func (h *h1ReqHead) read(br *bufio.Reader, limit, maxFields int) error {
 		if len(h.fields) >= maxFields {
 			return errReqTooManyFields
 		}
-		f, err := parseField(h.raw, s, e)
+		f, err := h1wire.ParseField(h.raw, s, e)
 		if err != nil {
 			return badRequest("malformed header field")
 		}
@@ -129,7 +131,7 @@ func (h *h1ReqHead) read(br *bufio.Reader, limit, maxFields int) error {
 	return h.check()
 }
 
-func (h *h1ReqHead) requestLine(s, e int) error {
+func (h *reqHead) requestLine(s, e int) error {
 	line := h.raw[s:e]
 	sp1 := bytes.IndexByte(line, ' ')
 	if sp1 <= 0 {
@@ -141,7 +143,7 @@ func (h *h1ReqHead) requestLine(s, e int) error {
 	}
 	sp2 += sp1 + 1
 	for _, c := range line[:sp1] {
-		if !isTokenByte(c) {
+		if !h1wire.IsTokenByte(c) {
 			return badRequest("malformed method")
 		}
 	}
@@ -170,8 +172,8 @@ func (h *h1ReqHead) requestLine(s, e int) error {
 	return nil
 }
 
-func (h *h1ReqHead) apply(f h1Field) error {
-	name, value := h.raw[f.k0:f.k1], h.raw[f.v0:f.v1]
+func (h *reqHead) apply(f h1wire.Field) error {
+	name, value := h.raw[f.K0:f.K1], h.raw[f.V0:f.V1]
 	switch string(name) {
 	case "Host":
 		if h.host >= 0 {
@@ -179,7 +181,7 @@ func (h *h1ReqHead) apply(f h1Field) error {
 		}
 		h.host = len(h.fields)
 	case "Content-Length":
-		n, ok := parseLength(value)
+		n, ok := h1wire.ParseLength(value)
 		if !ok {
 			return badRequest("bad Content-Length")
 		}
@@ -201,10 +203,10 @@ func (h *h1ReqHead) apply(f h1Field) error {
 		}
 		h.chunked = true
 	case "Connection":
-		if hasToken(value, "close") {
+		if h1wire.HasToken(value, "close") {
 			h.close = true
 		}
-		if hasToken(value, "keep-alive") {
+		if h1wire.HasToken(value, "keep-alive") {
 			h.keep10 = true
 		}
 	case "Expect":
@@ -215,7 +217,7 @@ func (h *h1ReqHead) apply(f h1Field) error {
 	return nil
 }
 
-func (h *h1ReqHead) check() error {
+func (h *reqHead) check() error {
 	switch {
 	case h.chunked && h.length >= 0:
 		return badRequest("both Content-Length and Transfer-Encoding")
@@ -226,7 +228,7 @@ func (h *h1ReqHead) check() error {
 	}
 	if h.host >= 0 {
 		f := h.fields[h.host]
-		if !httpguts.ValidHostHeader(string(h.raw[f.v0:f.v1])) {
+		if !httpguts.ValidHostHeader(string(h.raw[f.V0:f.V1])) {
 			return badRequest("malformed Host")
 		}
 	}
@@ -316,20 +318,23 @@ var pathTable = func() (t [128]bool) {
 var chunkedTE = []string{"chunked"}
 
 // fillRequest turns the parsed head into c's reused request: one string for the whole header block,
-// one slice for the field values, the reused header map and URL.
-func (c *h1sConn) fillRequest(r *http.Request, h *h1ReqHead) error {
+// and the connection's reused header map, value slices and URL.
+func (c *conn) fillRequest(r *http.Request, h *reqHead) error {
 	s := string(h.raw)
 	target := s[h.t0:h.t1]
 	if err := parseTarget(&c.u, target); err != nil {
 		return err
 	}
 	clear(c.hdr)
-	vals := make([]string, len(h.fields))
+	if cap(c.vals) < len(h.fields) {
+		c.vals = make([]string, len(h.fields))
+	}
+	vals := c.vals[:len(h.fields)]
 	host := ""
 	for i, f := range h.fields {
-		k, v := s[f.k0:f.k1], s[f.v0:f.v1]
+		k, v := s[f.K0:f.K1], s[f.V0:f.V1]
 		if i == h.host {
-			host = v
+			host, vals[i] = v, ""
 			continue
 		}
 		vals[i] = v

@@ -1,12 +1,14 @@
-package proxy
+package h1server
 
 import (
 	"crypto/tls"
-	"errors"
-	"io"
+	"net"
+	"net/http"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/sockpeek"
 )
 
 // clientWatchDelay is how long a request may run before its connection is watched for the client
@@ -27,21 +29,46 @@ const clientWatchDelay = 20 * time.Millisecond
 // A client that half-closes after sending its request (shutdown(SHUT_WR)) looks gone too, as it
 // does to net/http.
 type clientWatch struct {
-	t        *time.Timer   // runs watch after clientWatchDelay; nil until first needed
-	done     chan struct{} // one value per run of watch
-	peek     socketPeek    // on the TCP socket (beneath TLS too), for clientReady
-	off      bool          // the socket cannot be polled (clientReady)
-	armed    bool          // the timer is set for the current request (serving goroutine only)
-	stop     atomic.Bool   // the serving goroutine is taking the socket back
-	gone     atomic.Bool   // the client went away; the connection is finished
-	upstream atomic.Pointer[h1Conn]
+	t        *time.Timer              // runs watch after clientWatchDelay; nil until first needed
+	done     chan struct{}            // one value per run of watch
+	peek     sockpeek.Peek            // on the TCP socket (beneath TLS too), for clientReady
+	off      bool                     // the socket cannot be polled (clientReady)
+	armed    bool                     // the timer is set for the current request (serving goroutine only)
+	stop     atomic.Bool              // the serving goroutine is taking the socket back
+	gone     atomic.Bool              // the client went away; the connection is finished
+	upstream atomic.Pointer[net.Conn] // the connection an exchange waits on (ClientWatch)
 }
+
+// ClientWatch is the engine's side of a connection's clientWatch: an upstream exchange made for
+// the request registers the connection it waits on, which the watch unblocks (a deadline in the
+// past) when the client goes away, and asks whether that happened. Registering costs an atomic
+// store, where a context.AfterFunc on the request's context would cost a registration, a Done
+// channel and a goroutine.
+type ClientWatch clientWatch
+
+// Watch returns the watch of the connection serving r, or nil when r is not the connection's
+// own request (a handler passed on a copy or a derived one, whose context can end on its own:
+// only a context.AfterFunc sees that).
+func (w *Writer) Watch(r *http.Request) *ClientWatch {
+	if r != w.c.req {
+		return nil
+	}
+	return (*ClientWatch)(&w.c.watch)
+}
+
+// SetUpstream registers *nc as the connection to unblock if the client goes away; nil
+// deregisters it. *nc must not change while it is registered.
+func (cw *ClientWatch) SetUpstream(nc *net.Conn) { cw.upstream.Store(nc) }
+
+// Gone reports whether the client went away. After SetUpstream(nil), false means the watch will
+// not touch the upstream connection any more (clientGone sets it before it looks).
+func (cw *ClientWatch) Gone() bool { return cw.gone.Load() }
 
 // watchClient arms the watch for the request being served, once the request body, if any, has been
 // read whole, and only while the handler runs: on the serving goroutine, or in the body read that
 // ends the body (which may be a transport's goroutine: serve closes the body, under its lock,
 // before it calls unwatchClient, so the two are ordered).
-func (c *h1sConn) watchClient() {
+func (c *conn) watchClient() {
 	w := &c.watch
 	if w.armed || c.hijacked || c.br.Buffered() > 0 || c.src.pending() {
 		return
@@ -56,9 +83,9 @@ func (c *h1sConn) watchClient() {
 }
 
 // initPeek readies the socket peek; false (for good) when the socket cannot be polled.
-func (c *h1sConn) initPeek() bool {
+func (c *conn) initPeek() bool {
 	w := &c.watch
-	if w.peek.rc != nil {
+	if w.peek.Initialized() {
 		return true
 	}
 	if w.off {
@@ -78,19 +105,19 @@ func (c *h1sConn) initPeek() bool {
 		w.off = true
 		return false
 	}
-	w.peek.init(rc)
+	w.peek.Init(rc)
 	return true
 }
 
 // clientReady reports, without waiting, whether the client has sent bytes that are not read yet.
-func (c *h1sConn) clientReady() bool {
-	return c.br.Buffered() > 0 || c.src.pending() || (c.initPeek() && c.watch.peek.ready())
+func (c *conn) clientReady() bool {
+	return c.br.Buffered() > 0 || c.src.pending() || (c.initPeek() && c.watch.peek.Ready())
 }
 
 // unwatchClient disarms the watch; when it is already running, it takes the socket back from it
 // (a read deadline in the past wakes it) and waits for it to end. Afterwards the socket has no read
 // deadline if the watch ran, and the one it had otherwise.
-func (c *h1sConn) unwatchClient() {
+func (c *conn) unwatchClient() {
 	w := &c.watch
 	if !w.armed {
 		return
@@ -110,7 +137,7 @@ func (c *h1sConn) unwatchClient() {
 // watch1 is one watch, on the timer's goroutine. It clears the read deadline (the header timeout
 // may still be set) and then checks stop, so that unwatchClient's past deadline either comes after
 // the clearing and wakes the wait, or came before it and stop is seen.
-func (c *h1sConn) watch1() {
+func (c *conn) watch1() {
 	w := &c.watch
 	defer func() { w.done <- struct{}{} }()
 	_ = c.nc.SetReadDeadline(time.Time{})
@@ -127,56 +154,13 @@ func (c *h1sConn) watch1() {
 // clientGone marks the connection finished and cancels what runs on its behalf. gone is set before
 // the upstream connection is looked at, so a forwarder that finds gone unset after deregistering its
 // connection knows the watch will not touch it (h1Exchange.release).
-func (c *h1sConn) clientGone() {
+func (c *conn) clientGone() {
 	w := &c.watch
 	w.gone.Store(true)
 	if c.cancel != nil {
 		c.cancel()
 	}
 	if uc := w.upstream.Load(); uc != nil {
-		_ = uc.nc.SetDeadline(aLongTimeAgo)
+		_ = (*uc).SetDeadline(aLongTimeAgo)
 	}
-}
-
-// socketPeek tells, without waiting and without consuming anything, whether a socket has data or
-// has ended: a MSG_PEEK of one byte.
-type socketPeek struct {
-	rc   syscall.RawConn
-	fn   func(uintptr) bool // step, bound once
-	data bool
-	err  error
-}
-
-func (p *socketPeek) init(rc syscall.RawConn) {
-	p.rc, p.fn = rc, p.step
-}
-
-func (p *socketPeek) step(fd uintptr) bool {
-	var b [1]byte
-	for {
-		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case errors.Is(e, syscall.EINTR):
-			continue
-		case errors.Is(e, syscall.EAGAIN):
-		case e != nil:
-			p.err = e
-		case n == 0:
-			p.err = io.EOF
-		default:
-			p.data = true
-		}
-		return true
-	}
-}
-
-// ready reports, without waiting, whether the socket has data to read.
-func (p *socketPeek) ready() bool {
-	return p.check() && p.data
-}
-
-// check peeks; false when the socket cannot be asked.
-func (p *socketPeek) check() bool {
-	p.data, p.err = false, nil
-	return p.rc != nil && p.rc.Read(p.fn) == nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package h1server
 
 import (
 	"bufio"
@@ -26,7 +26,7 @@ func BenchmarkClientWatchArm(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nc.Close()
-	c := &h1sConn{nc: nc, br: bufio.NewReader(nc)}
+	c := &conn{nc: nc, br: bufio.NewReader(nc)}
 	b.ReportAllocs()
 	for b.Loop() {
 		c.watchClient()

@@ -1,4 +1,4 @@
-package proxy
+package h1server
 
 import (
 	"bufio"
@@ -15,70 +15,104 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/coxswain-labs/coxswain/core/proxy/internal/h2server"
 )
 
-// NewHTTP1Server returns the engine's own HTTP/1.1 server, which a listener module may use instead
-// of net/http's: it parses each request into a *http.Request that is reused
-// for the life of the connection (header map, URL and body reader included), so a keep-alive
-// request costs a few allocations instead of net/http's two dozen, and it sheds an idle
-// connection's buffers and goroutine stack after ReadHeaderTimeout of silence, so an idle
-// keep-alive connection costs a few KiB. HTTP/2 goes to the engine's own HTTP/2 server when
-// sc.Limits.HTTP2Server is HTTP2Own and h2 is not nil (h2own.go), else to h2 (which may be nil): cleartext
-// connections that open with the HTTP/2 preface (prior knowledge; h2 must serve unencrypted
-// HTTP/2), and *tls.Conn connections, already handshaken, that negotiated "h2" by ALPN. A TLS
-// connection serving HTTP/1.1 keeps its buffers between requests (the poller cannot tell whether
-// TLS has a whole record) and is not parked.
+// Config is what the engine hands the server: the handler every request goes to (the engine
+// routes it on the table current when it arrives; the server knows nothing of routes), the
+// limits it enforces, and the HTTP/2 server connections that negotiate HTTP/2 are handed to.
+type Config struct {
+	// Handler serves each request. It must not keep the request or its header after returning
+	// (the next request on the connection reuses them).
+	Handler http.Handler
+	// MaxHeaderBytes and MaxHeaderFields bound a request's header (431 beyond): both required.
+	MaxHeaderBytes  int
+	MaxHeaderFields int
+	// ReadHeaderTimeout bounds the reading of a request's header, and is how long a keep-alive
+	// connection may idle before it is parked (its buffers and goroutine let go). Zero: none.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a connection idle that long; zero: never.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds the writing of each response; zero: none.
+	WriteTimeout time.Duration
+	// RequestBodyTimeout is the longest wait for more of a request body; zero: none.
+	RequestBodyTimeout time.Duration
+	// Log gets bad requests (debug) and handler panics.
+	Log *zap.Logger
+	// ConnContext, if set, derives each connection's context (what the listener knows of it).
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// NewScratch, if set, makes the value each connection's Writer carries for the engine
+	// (Writer.Scratch): a per-request record kept there is allocated once per connection.
+	NewScratch func() any
+	// H2 serves the connections that speak HTTP/2: cleartext ones that open with the HTTP/2
+	// preface (prior knowledge) and TLS ones that negotiated "h2" by ALPN. nil: none do.
+	H2 H2Server
+	// H2Stdlib is net/http's HTTP/2 server, used when H2 is nil; it must serve unencrypted
+	// HTTP/2 too. nil with H2: HTTP/2 is not served.
+	H2Stdlib *http.Server
+}
+
+// H2Server is the engine's own HTTP/2 server (core/proxy/internal/h2server) as this server uses
+// it: it takes over a connection in the calling goroutine.
+type H2Server interface {
+	// ServeConn serves nc; r, if not nil, reads what was already read from it, then nc.
+	ServeConn(nc net.Conn, r io.Reader)
+	// Active is the number of connections it serves now.
+	Active() int
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
+// New returns the engine's own HTTP/1.1 server, which a listener module may use instead of
+// net/http's: it parses each request into a *http.Request that is reused for the life of the
+// connection (header map, URL and body reader included), so a keep-alive request costs a few
+// allocations instead of net/http's two dozen, and it sheds an idle connection's buffers and
+// goroutine stack after ReadHeaderTimeout of silence, so an idle keep-alive connection costs a
+// few KiB. HTTP/2 goes to cfg.H2, else to cfg.H2Stdlib (either may be nil): cleartext
+// connections that open with the HTTP/2 preface, and *tls.Conn connections, already
+// handshaken, that negotiated "h2" by ALPN. A TLS connection serving HTTP/1.1 keeps its buffers
+// between requests (the poller cannot tell whether TLS has a whole record) and is not parked.
 //
-// Handlers must not keep the request or its header after returning (the next request reuses
-// them); the request's context is the connection's, cancelled when the client goes away during a
+// The request's context is the connection's, cancelled when the client goes away during a
 // request (see clientWatch) and when the connection ends.
-func NewHTTP1Server(sc ServeContext, h2 *http.Server) ConnServer {
-	s := &h1Server{
-		sc:         sc,
-		h2:         h2,
-		maxHeader:  sc.Limits.MaxHeaderBytes,
-		maxFields:  sc.Limits.MaxHeaderFields,
-		readHeader: Positive(sc.Limits.ReadHeaderTimeout),
-		idle:       Positive(sc.Limits.IdleTimeout),
-		write:      Positive(sc.Limits.WriteTimeout),
-		bodyWait:   Positive(sc.Limits.RequestBodyTimeout),
-		conns:      map[*h1sConn]struct{}{},
+func New(cfg Config) *Server {
+	s := &Server{
+		cfg:        cfg,
+		h2:         cfg.H2Stdlib,
+		h2own:      cfg.H2,
+		maxHeader:  cfg.MaxHeaderBytes,
+		maxFields:  cfg.MaxHeaderFields,
+		readHeader: cfg.ReadHeaderTimeout,
+		idle:       cfg.IdleTimeout,
+		write:      cfg.WriteTimeout,
+		bodyWait:   cfg.RequestBodyTimeout,
+		conns:      map[*conn]struct{}{},
 	}
-	if s.maxHeader <= 0 {
-		s.maxHeader = DefaultLimits.MaxHeaderBytes
-	}
-	if s.maxFields <= 0 {
-		s.maxFields = DefaultLimits.MaxHeaderFields
-	}
-	if h2 != nil && sc.Limits.HTTP2Server == HTTP2Own {
-		s.h2own = newOwnHTTP2(sc)
-		h2 = nil
+	if s.h2own != nil {
 		s.h2 = nil
 	}
-	if h2 != nil {
-		s.h2ln = newChanListener(nil)
+	if s.h2 != nil {
+		s.h2ln = newHandoff()
 	}
 	return s
 }
 
-// ownServer is the http.ServerContextKey value of connections of an h1Server without an HTTP/2
-// server of its own (see start); only its presence matters.
+// ownServer is the http.ServerContextKey value of connections of a Server without a net/http
+// HTTP/2 server (see start); only its presence matters.
 var ownServer = &http.Server{}
 
-func (s *h1Server) abortServer() *http.Server {
+func (s *Server) abortServer() *http.Server {
 	if s.h2 != nil {
 		return s.h2
 	}
 	return ownServer
 }
 
-type h1Server struct {
-	sc         ServeContext
+// Server is the HTTP/1.1 server of one listener socket.
+type Server struct {
+	cfg        Config
 	h2         *http.Server
-	h2own      *h2server.Server // the engine's own HTTP/2 server, instead of h2 (Limits.HTTP2Server)
-	h2ln       *chanListener
+	h2own      H2Server // the engine's own HTTP/2 server, instead of h2
+	h2ln       *handoff
 	maxHeader  int
 	maxFields  int
 	readHeader time.Duration
@@ -89,15 +123,15 @@ type h1Server struct {
 	closing atomic.Bool
 	mu      sync.Mutex
 	ln      net.Listener
-	conns   map[*h1sConn]struct{}
+	conns   map[*conn]struct{}
 	h2done  chan struct{}
 	// accepted counts the connections served (Stats).
 	accepted atomic.Int64
 }
 
-var _ ConnServer = (*h1Server)(nil)
-
-func (s *h1Server) Serve(l net.Listener) error {
+// Serve accepts connections from l until it fails or the server is shut down
+// (http.ErrServerClosed).
+func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
 	s.ln = l
 	if s.h2 != nil {
@@ -125,8 +159,8 @@ func (s *h1Server) Serve(l net.Listener) error {
 }
 
 // track registers a new connection and starts serving it; false once the server is closing.
-func (s *h1Server) track(_ *h1sConn, nc net.Conn) bool {
-	c := &h1sConn{srv: s, nc: nc}
+func (s *Server) track(_ *conn, nc net.Conn) bool {
+	c := &conn{srv: s, nc: nc}
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
@@ -142,7 +176,7 @@ func (s *h1Server) track(_ *h1sConn, nc net.Conn) bool {
 // Stats reports the server's connections (StatsReporter): those open now, and those it has taken
 // since it started serving the socket. HTTP/2 connections are among them while they are open on
 // the own HTTP/2 server, and until they are handed over to net/http's.
-func (s *h1Server) Stats() map[string]int64 {
+func (s *Server) Stats() map[string]int64 {
 	s.mu.Lock()
 	active := len(s.conns)
 	s.mu.Unlock()
@@ -152,7 +186,7 @@ func (s *h1Server) Stats() map[string]int64 {
 	return map[string]int64{"http_connections_active": int64(active), "http_connections_accepted": s.accepted.Load()}
 }
 
-func (s *h1Server) untrack(c *h1sConn) {
+func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
@@ -160,7 +194,7 @@ func (s *h1Server) untrack(c *h1sConn) {
 
 // Shutdown stops accepting, closes idle connections, lets active ones finish their request (each
 // answers with "Connection: close"), and waits for them until ctx is done.
-func (s *h1Server) Shutdown(ctx context.Context) error {
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.closeListeners()
 	var h2err chan error
@@ -199,7 +233,7 @@ func (s *h1Server) Shutdown(ctx context.Context) error {
 }
 
 // Close closes every connection now.
-func (s *h1Server) Close() error {
+func (s *Server) Close() error {
 	s.closing.Store(true)
 	s.closeListeners()
 	s.mu.Lock()
@@ -216,7 +250,7 @@ func (s *h1Server) Close() error {
 	return nil
 }
 
-func (s *h1Server) closeListeners() {
+func (s *Server) closeListeners() {
 	s.mu.Lock()
 	ln := s.ln
 	s.mu.Unlock()
@@ -228,9 +262,9 @@ func (s *h1Server) closeListeners() {
 	}
 }
 
-// h1sConn is one client connection and everything reused across its requests.
-type h1sConn struct {
-	srv      *h1Server
+// conn is one client connection and everything reused across its requests.
+type conn struct {
+	srv      *Server
 	nc       net.Conn
 	br       *bufio.Reader // nil while the connection idles without buffers
 	bw       *bufio.Writer
@@ -251,14 +285,18 @@ type h1sConn struct {
 	// quiet is when the connection last finished a response (or opened): idle from then on.
 	quiet time.Time
 
-	head    h1ReqHead
-	trailer h1ReqHead // a chunked body's trailer section, read and dropped
+	head    reqHead
+	trailer reqHead // a chunked body's trailer section, read and dropped
 	req     *http.Request
 	hdr     http.Header
-	u       url.URL
-	body    h1Body
-	w       h1Writer
-	watch   clientWatch
+	// vals backs the request header's value slices, reused by the next request like hdr (a
+	// handler keeps neither; filters that append to a value copy it, each slice having the
+	// capacity of its values).
+	vals  []string
+	u     url.URL
+	body  Body
+	w     Writer
+	watch clientWatch
 }
 
 // A connection holds its buffers only while it serves a request (they go back to the pools in
@@ -274,14 +312,14 @@ var (
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, h1WriteBufSize) }}
 )
 
-func (c *h1sConn) buffers() {
+func (c *conn) buffers() {
 	c.br = readers.Get().(*bufio.Reader)
 	c.br.Reset(&c.src)
 	c.bw = writers.Get().(*bufio.Writer)
 	c.bw.Reset(c.nc)
 }
 
-func (c *h1sConn) releaseBuffers() {
+func (c *conn) releaseBuffers() {
 	if c.br != nil {
 		c.br.Reset(nil)
 		readers.Put(c.br)
@@ -294,7 +332,7 @@ func (c *h1sConn) releaseBuffers() {
 	}
 }
 
-func (c *h1sConn) start() {
+func (c *conn) start() {
 	s := c.srv
 	c.remote = c.nc.RemoteAddr().String()
 	c.src.nc = c.nc
@@ -326,12 +364,15 @@ func (c *h1sConn) start() {
 	// body fails mid-copy only then, and otherwise ends it as if it were complete, which would
 	// hand the client a truncated body as a whole one.
 	ctx = context.WithValue(ctx, http.ServerContextKey, s.abortServer())
-	if s.sc.ConnContext != nil {
-		ctx = s.sc.ConnContext(ctx, c.nc)
+	if s.cfg.ConnContext != nil {
+		ctx = s.cfg.ConnContext(ctx, c.nc)
 	}
 	c.ctx, c.cancel = ctx, cancel
 	c.req = (&http.Request{}).WithContext(ctx)
 	c.hdr = make(http.Header)
+	if s.cfg.NewScratch != nil {
+		c.w.scratch = s.cfg.NewScratch()
+	}
 	c.run()
 }
 
@@ -339,7 +380,7 @@ func (c *h1sConn) start() {
 // bytes first, since an HTTP/1.1 request can be shorter than the preface. Until the first byte
 // arrives the connection counts as idle, so Shutdown closes it rather than waiting out the header
 // timeout: clients (net/http's Transport among them) keep connections they dialed and never used.
-func (c *h1sConn) isH2Preface() bool {
+func (c *conn) isH2Preface() bool {
 	const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 	c.idle.Store(true)
 	b, err := c.br.Peek(3)
@@ -353,7 +394,7 @@ func (c *h1sConn) isH2Preface() bool {
 
 // handToH2 gives the connection to the HTTP/2 server: a TLS connection that negotiated h2, or a
 // cleartext one with the bytes already read (the reader goes with it).
-func (c *h1sConn) handToH2(nc net.Conn) {
+func (c *conn) handToH2(nc net.Conn) {
 	s := c.srv
 	s.untrack(c)
 	_ = c.nc.SetReadDeadline(time.Time{})
@@ -381,7 +422,7 @@ func (c *replayConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // run serves requests until the connection closes, is hijacked, or idles long enough to be parked
 // without buffers (park).
-func (c *h1sConn) run() {
+func (c *conn) run() {
 	for {
 		switch c.wait() {
 		case waitReady:
@@ -417,7 +458,7 @@ const (
 // wait waits for the first byte of the next request under the header timeout (armed when the
 // previous request was served or at park). If the connection stays silent that long it is parked; a
 // request that starts late in the window gets a fresh window for its header (headerWindow).
-func (c *h1sConn) wait() waitResult {
+func (c *conn) wait() waitResult {
 	s := c.srv
 	if s.closing.Load() {
 		return waitClose
@@ -452,7 +493,7 @@ func (c *h1sConn) wait() waitResult {
 // headerWindow gives the header about to be read at least half the header timeout, re-arming it
 // (for the whole timeout) only when less than that is left: a busy connection rarely touches its
 // timer, and a header is always read under between half and all of ReadHeaderTimeout.
-func (c *h1sConn) headerWindow() {
+func (c *conn) headerWindow() {
 	if d := c.srv.readHeader; d > 0 && c.hdrDL.Sub(c.now) < d/2 {
 		c.hdrDL = c.now.Add(d)
 		_ = c.nc.SetReadDeadline(c.hdrDL)
@@ -461,7 +502,7 @@ func (c *h1sConn) headerWindow() {
 
 // waitBuffered is wait for a connection the poller cannot be asked about (TLS): it waits in a
 // buffered read, first for the header timeout, then until the idle timeout, and is never parked.
-func (c *h1sConn) waitBuffered() waitResult {
+func (c *conn) waitBuffered() waitResult {
 	s := c.srv
 	// The writer is flushed and goes back to its pool; the reader may hold TLS record bytes.
 	c.bw.Reset(nil)
@@ -497,7 +538,7 @@ func isTimeout(err error) bool {
 // park releases the connection's buffers and lets its goroutine (and the stack it grew serving
 // requests) go: a fresh goroutine with a small stack waits for the socket to become readable, then
 // serves on.
-func (c *h1sConn) park() {
+func (c *conn) park() {
 	var deadline time.Time
 	if s := c.srv; s.idle > 0 {
 		deadline = c.quiet.Add(s.idle)
@@ -507,7 +548,7 @@ func (c *h1sConn) park() {
 	go c.parked()
 }
 
-func (c *h1sConn) parked() {
+func (c *conn) parked() {
 	c.idle.Store(true)
 	err := c.rw.wait()
 	c.idle.Store(false)
@@ -525,7 +566,7 @@ func (c *h1sConn) parked() {
 	c.run()
 }
 
-func (c *h1sConn) close() {
+func (c *conn) close() {
 	c.srv.untrack(c)
 	_ = c.nc.Close()
 	c.releaseBuffers()
@@ -537,15 +578,15 @@ func (c *h1sConn) close() {
 
 // replyError answers a request the parser refused, then the connection closes. I/O errors and
 // timeouts close without an answer, as net/http does.
-func (c *h1sConn) replyError(err error) {
-	var re *h1ReqError
+func (c *conn) replyError(err error) {
+	var re *reqError
 	if !errors.As(err, &re) {
 		return
 	}
 	text := strconv.Itoa(re.status) + " " + http.StatusText(re.status)
 	_, _ = c.bw.WriteString("HTTP/1.1 " + text + "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" + text)
 	_ = c.bw.Flush()
-	if ce := c.srv.sc.Log.Check(zap.DebugLevel, "bad request"); ce != nil {
+	if ce := c.srv.cfg.Log.Check(zap.DebugLevel, "bad request"); ce != nil {
 		ce.Write(zap.String("remote", c.remote), zap.Error(err))
 	}
 }
@@ -568,7 +609,7 @@ const (
 // answer. It reads at most lingerMax; a client that sends more than that is left to fill the
 // socket buffers (its writes block, it reads the response) until lingerTime is up, as net/http
 // waits before it closes. The connection is closed afterwards either way.
-func (c *h1sConn) linger() {
+func (c *conn) linger() {
 	cw, ok := c.nc.(interface{ CloseWrite() error })
 	if !ok || cw.CloseWrite() != nil {
 		return
@@ -582,7 +623,7 @@ func (c *h1sConn) linger() {
 
 // serve runs one parsed request through the handler and completes its response. It reports whether
 // the connection carries on.
-func (c *h1sConn) serve() bool {
+func (c *conn) serve() bool {
 	s := c.srv
 	h := &c.head
 	r := c.req
@@ -641,15 +682,15 @@ func (c *h1sConn) serve() bool {
 
 // handle calls the handler, reporting whether it panicked (http.ErrAbortHandler is how a handler
 // aborts a response it cannot complete; anything else is logged). Either way the connection closes.
-func (c *h1sConn) handle(r *http.Request) (aborted bool) {
+func (c *conn) handle(r *http.Request) (aborted bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			aborted = true
 			if p != http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http does
-				c.srv.sc.Log.Error("handler panic", zap.Any("panic", p), zap.Stack("stack"))
+				c.srv.cfg.Log.Error("handler panic", zap.Any("panic", p), zap.Stack("stack"))
 			}
 		}
 	}()
-	c.srv.sc.HTTP.ServeHTTP(&c.w, r)
+	c.srv.cfg.Handler.ServeHTTP(&c.w, r)
 	return false
 }

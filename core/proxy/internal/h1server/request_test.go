@@ -1,4 +1,4 @@
-package proxy
+package h1server
 
 import (
 	"bufio"
@@ -38,7 +38,7 @@ func FuzzH1Request(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var h h1ReqHead
+		var h reqHead
 		if err := h.read(bufio.NewReaderSize(bytes.NewReader(in), 32), 4096, 64); err != nil {
 			return
 		}
@@ -49,8 +49,8 @@ func FuzzH1Request(f *testing.F) {
 			t.Fatal("HTTP/1.1 without Host")
 		}
 		for _, fl := range h.fields {
-			if bytes.ContainsAny(h.raw[fl.k0:fl.k1], " \t\r\n:") || bytes.ContainsAny(h.raw[fl.v0:fl.v1], "\r\n\x00") {
-				t.Fatalf("bad field %q", h.raw[fl.k0:fl.v1])
+			if bytes.ContainsAny(h.raw[fl.K0:fl.K1], " \t\r\n:") || bytes.ContainsAny(h.raw[fl.V0:fl.V1], "\r\n\x00") {
+				t.Fatalf("bad field %q", h.raw[fl.K0:fl.V1])
 			}
 		}
 		var u url.URL

@@ -1,4 +1,4 @@
-package proxy
+package h1server
 
 import (
 	"bufio"
@@ -8,9 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1wire"
 )
 
-// h1Body is a request body read off the connection: exactly Content-Length bytes, or chunks (with
+// Body is a request body read off the connection: exactly Content-Length bytes, or chunks (with
 // chunkedBodyReader, strict RFC 9112 framing) followed by a trailer section that is validated and dropped. On
 // the first read of a request that expects it, "100 Continue" is sent.
 //
@@ -18,8 +20,8 @@ import (
 // handler has returned (an upstream that answered early), so reads are serialised and end with
 // the handler (close), as net/http's are; and the 100 Continue, written from that goroutine, is
 // ordered against the response (noContinue).
-type h1Body struct {
-	c         *h1sConn
+type Body struct {
+	c         *conn
 	mu        sync.Mutex
 	remaining int64     // Content-Length framing: bytes left
 	chunks    io.Reader // chunked framing, nil otherwise
@@ -35,7 +37,7 @@ type h1Body struct {
 
 var errBodyInterrupted = errors.New("request body read interrupted when the handler returned")
 
-func (b *h1Body) Read(p []byte) (int, error) {
+func (b *Body) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -44,7 +46,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	return b.read(p)
 }
 
-func (b *h1Body) read(p []byte) (int, error) {
+func (b *Body) read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
@@ -88,7 +90,7 @@ func (b *h1Body) read(p []byte) (int, error) {
 }
 
 // trailers reads the trailer section after the last chunk with the same field checks as the header.
-func (b *h1Body) trailers() error {
+func (b *Body) trailers() error {
 	err := readTrailers(&b.c.trailer, b.c.br, b.c.srv.maxHeader) // scratch reused across requests
 	if errors.Is(err, io.EOF) {
 		b.done = true
@@ -98,7 +100,7 @@ func (b *h1Body) trailers() error {
 
 // readTrailers reads a trailer section up to its empty line (io.EOF) into h's buffer, under the
 // header size limit; a malformed field is a 400, a short or overlong section io.ErrUnexpectedEOF.
-func readTrailers(h *h1ReqHead, br *bufio.Reader, limit int) error {
+func readTrailers(h *reqHead, br *bufio.Reader, limit int) error {
 	h.raw = h.raw[:0]
 	for {
 		s, e, err := h.readLine(br, limit)
@@ -108,7 +110,7 @@ func readTrailers(h *h1ReqHead, br *bufio.Reader, limit int) error {
 		if s == e {
 			return io.EOF
 		}
-		if _, err := parseField(h.raw, s, e); err != nil {
+		if _, err := h1wire.ParseField(h.raw, s, e); err != nil {
 			return badRequest("malformed trailer field")
 		}
 	}
@@ -117,7 +119,7 @@ func readTrailers(h *h1ReqHead, br *bufio.Reader, limit int) error {
 // rearm pushes the read deadline out by the body timeout before a read that will wait for the
 // socket, lazily: only when less than half of it is left, so a body that arrives briskly costs no
 // timer operation beyond the first.
-func (b *h1Body) rearm() {
+func (b *Body) rearm() {
 	wait := b.c.srv.bodyWait
 	if now := time.Now(); b.dl.Sub(now) < wait/2 {
 		b.dl = now.Add(wait)
@@ -126,7 +128,7 @@ func (b *h1Body) rearm() {
 }
 
 // sendContinue writes "100 Continue" unless the response got there first; false on a write error.
-func (b *h1Body) sendContinue() bool {
+func (b *Body) sendContinue() bool {
 	b.cmu.Lock()
 	defer b.cmu.Unlock()
 	if !b.expect.Load() {
@@ -146,7 +148,7 @@ func (b *h1Body) sendContinue() bool {
 
 // noContinue is called before the response is written: no 100 Continue may follow it. It reports
 // whether the client, asked to wait for one, never got it (so it may or may not send the body).
-func (b *h1Body) noContinue() (unmet bool) {
+func (b *Body) noContinue() (unmet bool) {
 	if b.expect.Load() {
 		b.cmu.Lock()
 		b.expect.Store(false)
@@ -155,12 +157,12 @@ func (b *h1Body) noContinue() (unmet bool) {
 	return b.expected && !b.continued
 }
 
-func (b *h1Body) Close() error { return nil }
+func (b *Body) Close() error { return nil }
 
 // close ends reads by anyone but the serving goroutine, after the handler returned. A read still
 // under way is interrupted by a read deadline in the past; the body's end is then unknown and the
 // connection closes.
-func (b *h1Body) close() {
+func (b *Body) close() {
 	if !b.mu.TryLock() {
 		_ = b.c.nc.SetReadDeadline(aLongTimeAgo)
 		b.mu.Lock()
@@ -173,13 +175,13 @@ func (b *h1Body) close() {
 }
 
 // bodyDrain reads a closed body for the serving goroutine.
-type bodyDrain h1Body
+type bodyDrain Body
 
-func (d *bodyDrain) Read(p []byte) (int, error) { return (*h1Body)(d).read(p) }
+func (d *bodyDrain) Read(p []byte) (int, error) { return (*Body)(d).read(p) }
 
 // drain reads what the handler left of the body, up to max bytes, so the connection can carry the
 // next request; it reports whether it got to the end.
-func (b *h1Body) drain(max int64) bool {
+func (b *Body) drain(max int64) bool {
 	if b.err != nil {
 		return false
 	}
@@ -199,11 +201,11 @@ func (b *h1Body) drain(max int64) bool {
 	return n <= max && errors.Is(err, io.EOF)
 }
 
-func (b *h1Body) reset(c *h1sConn, h *h1ReqHead) {
+func (b *Body) reset(c *conn, h *reqHead) {
 	b.c, b.remaining, b.chunks = c, h.length, nil
 	b.expected, b.continued, b.done, b.closed, b.err = h.expect, false, false, false, nil
 	if h.chunked {
-		b.chunks = newStrictChunked(c.br)
+		b.chunks = h1wire.NewChunkedReader(c.br)
 	} else if h.length <= 0 {
 		b.done, b.expected = true, false
 	}
@@ -211,9 +213,13 @@ func (b *h1Body) reset(c *h1sConn, h *h1ReqHead) {
 }
 
 // requestBody is the Body a request gets: NoBody when it has none, as net/http does.
-func requestBody(b *h1Body, h *h1ReqHead) io.ReadCloser {
+func requestBody(b *Body, h *reqHead) io.ReadCloser {
 	if !h.chunked && h.length <= 0 {
 		return http.NoBody
 	}
 	return b
 }
+
+// Ready reports whether more of the body can be read without waiting: bytes are buffered, or
+// the socket has some (or its end) to give.
+func (b *Body) Ready() bool { return b.c.clientReady() }

@@ -1,4 +1,4 @@
-package proxy
+package h1wire
 
 import (
 	"bufio"
@@ -6,28 +6,28 @@ import (
 	"io"
 )
 
-// errBadChunk is a chunked request body whose framing is not RFC 9112 §7.1's.
-var errBadChunk = errors.New("malformed chunked encoding")
+// ErrBadChunk is a chunked request body whose framing is not RFC 9112 §7.1's.
+var ErrBadChunk = errors.New("malformed chunked encoding")
 
 // maxChunkLine bounds a chunk-size line, extensions included (net/http's limit).
 const maxChunkLine = 4096
 
-// chunkedBodyReader decodes a chunked request body from the connection's reader, strictly: the size
+// ChunkedReader decodes a chunked request body from the connection's reader, strictly: the size
 // is 1 to 16 hex digits, what follows it is white space and ";" extensions without control
 // characters, and every line ends with CRLF. httputil's reader, used before, let control
 // characters (a bare CR among them) through in an extension, which a parser behind or in front
 // could take for a line end. It stops at the last chunk, leaving the trailer section to
 // readTrailers.
-type chunkedBodyReader struct {
+type ChunkedReader struct {
 	br   *bufio.Reader
 	left uint64 // bytes of the current chunk still to read
 	data bool   // a chunk's data was read: its CRLF comes next
 	err  error
 }
 
-func newStrictChunked(br *bufio.Reader) *chunkedBodyReader { return &chunkedBodyReader{br: br} }
+func NewChunkedReader(br *bufio.Reader) *ChunkedReader { return &ChunkedReader{br: br} }
 
-func (c *chunkedBodyReader) Read(p []byte) (int, error) {
+func (c *ChunkedReader) Read(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
@@ -58,14 +58,14 @@ func (c *chunkedBodyReader) Read(p []byte) (int, error) {
 }
 
 // dataEnd reads the CRLF after a chunk's data.
-func (c *chunkedBodyReader) dataEnd() error {
+func (c *ChunkedReader) dataEnd() error {
 	b0, err0 := c.br.ReadByte()
 	b1, err1 := c.br.ReadByte()
 	if err0 != nil || err1 != nil {
 		return io.ErrUnexpectedEOF
 	}
 	if b0 != '\r' || b1 != '\n' {
-		return errBadChunk
+		return ErrBadChunk
 	}
 	c.data = false
 	return nil
@@ -73,7 +73,7 @@ func (c *chunkedBodyReader) dataEnd() error {
 
 // next reads the CRLF after the previous chunk's data and the next chunk-size line; io.EOF at
 // the last chunk.
-func (c *chunkedBodyReader) next() error {
+func (c *ChunkedReader) next() error {
 	if c.data {
 		if err := c.dataEnd(); err != nil {
 			return err
@@ -82,35 +82,35 @@ func (c *chunkedBodyReader) next() error {
 	line, err := c.br.ReadSlice('\n')
 	switch {
 	case errors.Is(err, bufio.ErrBufferFull) || len(line) > maxChunkLine:
-		return errBadChunk
+		return ErrBadChunk
 	case errors.Is(err, io.EOF):
 		return io.ErrUnexpectedEOF
 	case err != nil:
 		return err
 	}
 	if len(line) < 2 || line[len(line)-2] != '\r' {
-		return errBadChunk
+		return ErrBadChunk
 	}
 	line = line[:len(line)-2]
 	var size uint64
 	i := 0
 	for ; i < len(line) && isHexDigit(line[i]); i++ {
 		if i == 16 {
-			return errBadChunk
+			return ErrBadChunk
 		}
 		size = size<<4 | uint64(hexValue(line[i]))
 	}
 	if i == 0 {
-		return errBadChunk
+		return ErrBadChunk
 	}
 	for ; i < len(line) && (line[i] == ' ' || line[i] == '\t'); i++ {
 	}
 	if i < len(line) && line[i] != ';' {
-		return errBadChunk
+		return ErrBadChunk
 	}
 	for ; i < len(line); i++ {
 		if c := line[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return errBadChunk
+			return ErrBadChunk
 		}
 	}
 	if size == 0 {
