@@ -312,6 +312,12 @@ func BenchmarkH1ProxyAccessLogOnly(b *testing.B) {
 	benchObserved(b, newObservedProxy(b, false, accesslog.New(accesslog.Options{Sink: io.Discard})))
 }
 
+// BenchmarkH1ProxyAccessLogSampledOut is BenchmarkH1ProxyAccessLogOnly with a sample rate no
+// request of the run reaches: the cost of observing a request without capturing its line.
+func BenchmarkH1ProxyAccessLogSampledOut(b *testing.B) {
+	benchObserved(b, newObservedProxy(b, false, accesslog.New(accesslog.Options{Sink: io.Discard, Sample: 1 << 62})))
+}
+
 func benchObserved(b *testing.B, o *observed) {
 	before := processCPU(b)
 	benchH1ProxyOn(b, o.p, func(*irv1.Listener) {}, func(*irv1.Cluster) {}, "")
