@@ -140,6 +140,10 @@ func TestRequestObservation(t *testing.T) {
 			t.Errorf("access log has no %s: %v", k, line)
 		}
 	}
+	// The upstream's try is timed (the request is logged) and inside the request's duration.
+	if up, d := line["upstream_duration"].(float64), line["duration"].(float64); up <= 0 || up > d {
+		t.Errorf("upstream_duration %v, duration %v: want 0 < upstream_duration <= duration", up, d)
+	}
 
 	// Unrouted: counted under route "" and logged without a route.
 	resp, err = http.Get("http://" + addr + "/")
