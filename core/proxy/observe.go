@@ -218,8 +218,8 @@ func (ls *ListenerState) observeWrapped(ow *obsWriter, r *http.Request, start ti
 	putObsWriter(ow)
 }
 
-// observe records one finished request. Its duration takes the request's only clock read
-// after its start (a monotonic one: start carries the monotonic reading).
+// observe records one finished request. Its end is one clock read, monotonic only (start
+// carries the monotonic reading): the only one after the start of a request that is not logged.
 func (ls *ListenerState) observe(r *http.Request, rec *reqRecord, status int, written int64, start time.Time) {
 	d := time.Since(start)
 	o := ls.obs
