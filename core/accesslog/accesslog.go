@@ -105,20 +105,43 @@ func (l *Logger) Sampled() bool {
 // Log queues a copy of r for the writer; r may be reused once Log returns. A full queue, or a
 // Logger being closed, drops it.
 func (l *Logger) Log(r *Record) {
+	if e := l.Claim(); e != nil {
+		e.rec = *r
+		l.Publish(e)
+	}
+}
+
+// Entry is a queue slot claimed for one record, to be filled in place (Claim).
+type Entry = slot
+
+// Record is the entry's record, zero when claimed: the caller sets the fields of its line.
+func (e *Entry) Record() *Record { return &e.rec }
+
+// Claim takes a queue slot for one record, to be filled in place through Entry.Record and then
+// handed to the writer with Publish: the request's fields go straight into the slot, where Log
+// builds a Record and copies it. Nil when the record is dropped (the queue is full, counted as
+// Log counts it, or the Logger is closed or nil). The caller must Publish the entry right after
+// filling it, without anything between that can panic or block: the writer takes the slots in
+// order, so an entry never published stops the log.
+func (l *Logger) Claim() *Entry {
 	if l == nil {
-		return
+		return nil
 	}
 	select {
 	case <-l.stop:
-		return
+		return nil
 	default:
 	}
-	if !l.queue.put(r) {
-		if l.dropped != nil {
-			l.dropped()
-		}
-		return
+	e := l.queue.claim()
+	if e == nil && l.dropped != nil {
+		l.dropped()
 	}
+	return e
+}
+
+// Publish hands a filled entry to the writer.
+func (l *Logger) Publish(e *Entry) {
+	e.publish()
 	if l.queue.len() >= l.queue.cap()/2 {
 		select {
 		case l.kick <- struct{}{}:

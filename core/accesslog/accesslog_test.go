@@ -7,7 +7,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -287,11 +289,19 @@ func TestLineIsZapJSONRandom(t *testing.T) {
 		}
 		return string(b)
 	}
+	// The fields a route's requests share take their values from a few strings, as a table's
+	// are: the writer's plainMemo meets the same string again (and strings of the same length).
+	shared := make([]string, 6)
+	for i := range shared {
+		shared[i] = randString()
+	}
+	shared = append(shared, "plain", "plaim", "ns/gw/http", `quo"te`)
+	pick := func() string { return shared[rng.IntN(len(shared))] }
 	var clock stampCache
 	for range 2000 {
 		r := Record{Time: time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).UTC(), Path: randString(), Host: randString(),
 			RequestID: randString(), Status: rng.IntN(600), Duration: time.Duration(rng.Int64N(1e11)),
-			Upstream: randString()}
+			Listener: pick(), Gateway: pick(), Route: pick(), Rule: pick(), Backend: pick(), Upstream: pick()}
 		if got, want := string(appendRecord(nil, &r, false, &clock)), zapLine(t, &r, false); got != want {
 			t.Fatalf("\n got %q\nwant %q", got, want)
 		}
@@ -403,4 +413,38 @@ func BenchmarkLogWritten(b *testing.B) {
 		b.Fatalf("%d lines written of %d", written.Load(), logged)
 	}
 	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
+}
+
+// TestClaimFillsInPlace logs through Claim and Publish: each line carries what was written into
+// its entry, and a closed Logger claims nothing.
+func TestClaimFillsInPlace(t *testing.T) {
+	var buf bytes.Buffer
+	l := New(Options{Sink: &buf})
+	for _, p := range []string{"/a", "/b"} {
+		e := l.Claim()
+		if e == nil {
+			t.Fatal("Claim on an empty queue returned nil")
+		}
+		r := e.Record()
+		if *r != (Record{}) {
+			t.Fatalf("claimed record is not zero: %+v", *r)
+		}
+		r.Path, r.Status = p, 200
+		l.Publish(e)
+	}
+	l.Close(nil) // writes what is queued; the writer is done with buf after it
+	var paths []string
+	for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		paths = append(paths, m["path"].(string))
+	}
+	if want := []string{"/a", "/b"}; !slices.Equal(paths, want) {
+		t.Errorf("paths %q, want %q", paths, want)
+	}
+	if l.Claim() != nil {
+		t.Error("Claim on a closed Logger returned an entry")
+	}
 }

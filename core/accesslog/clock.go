@@ -6,8 +6,10 @@ import "time"
 // writes) redoes the calendar and zone arithmetic for every line, though a busy proxy logs
 // thousands of lines within one second: the cache keeps the formatted second and zone of the
 // last line, and a line of the same second and location appends them and its nanoseconds. It
-// belongs to one goroutine (the Logger's writer).
+// belongs to one goroutine (the Logger's writer), and carries that goroutine's other per-line
+// cache, plain (record.go).
 type stampCache struct {
+	plain  plainMemo
 	sec    int64
 	loc    *time.Location // nil until the first line
 	second []byte         // "2006-01-02T15:04:05"

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Kind is what a line describes; it is the line's msg.
@@ -71,12 +72,13 @@ func appendRecord(b []byte, r *Record, query bool, clock *stampCache) []byte {
 	b = append(b, `","msg":"`...)
 	b = append(b, kindMessages[r.Kind]...)
 	b = append(b, '"')
-	b = appendString(b, "listener", r.Listener)
-	b = appendString(b, "gateway", r.Gateway)
-	b = appendString(b, "route", r.Route)
-	b = appendString(b, "rule", r.Rule)
-	b = appendString(b, "backend", r.Backend)
-	b = appendString(b, "upstream", r.Upstream)
+	m := &clock.plain
+	b = m.appendString(b, memoListener, "listener", r.Listener)
+	b = m.appendString(b, memoGateway, "gateway", r.Gateway)
+	b = m.appendString(b, memoRoute, "route", r.Route)
+	b = m.appendString(b, memoRule, "rule", r.Rule)
+	b = m.appendString(b, memoBackend, "backend", r.Backend)
+	b = m.appendString(b, memoUpstream, "upstream", r.Upstream)
 	if r.Mirror {
 		b = append(b, `,"mirror":true`...)
 	}
@@ -136,6 +138,41 @@ func appendString(b []byte, key, v string) []byte {
 	b = append(b, key...)
 	b = append(b, `":"`...)
 	b = appendEscaped(b, v)
+	return append(b, '"')
+}
+
+// plainMemo remembers, for each of the fields the requests of one route share (their strings are
+// the table's: the same bytes at the same address line after line), the last value found to need
+// no escaping, so that the writer appends it again without scanning it. A value is taken for the
+// remembered one only if it has the same address and length; the memo holds the string, so its
+// memory cannot be freed and reused for other bytes while it is remembered.
+type plainMemo [memoFields]string
+
+const (
+	memoListener = iota
+	memoGateway
+	memoRoute
+	memoRule
+	memoBackend
+	memoUpstream
+	memoFields
+)
+
+// appendString is appendString for field i.
+func (m *plainMemo) appendString(b []byte, i int, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	if len(v) != len(m[i]) || unsafe.StringData(v) != unsafe.StringData(m[i]) {
+		if plainASCII(v) != len(v) {
+			return appendString(b, key, v)
+		}
+		m[i] = v
+	}
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, `":"`...)
+	b = append(b, v...)
 	return append(b, '"')
 }
 

@@ -39,8 +39,10 @@ func newRing(n int) *ring {
 	return r
 }
 
-// put copies rec into a free slot; false when the ring is full.
-func (q *ring) put(rec *Record) bool {
+// claim takes the next free slot for a producer to fill in place, nil when the ring is full. The
+// slot is zero (release cleared it); the producer must publish it, and soon: the writer reads
+// the slots in order, so an unpublished slot holds back every record after it.
+func (q *ring) claim() *slot {
 	pos := q.head.Load()
 	for {
 		s := &q.slots[pos&q.mask]
@@ -48,17 +50,30 @@ func (q *ring) put(rec *Record) bool {
 		switch d := int64(seq - pos); {
 		case d == 0:
 			if q.head.CompareAndSwap(pos, pos+1) {
-				s.rec = *rec
-				s.seq.Store(pos + 1)
-				return true
+				return s
 			}
 			pos = q.head.Load()
 		case d < 0: // the slot still holds the record of the previous lap: full
-			return false
+			return nil
 		default: // another producer took pos
 			pos = q.head.Load()
 		}
 	}
+}
+
+// publish hands a claimed slot, filled, to the writer. Between claim and publish its seq is the
+// position it was claimed at, and no other goroutine writes it.
+func (s *slot) publish() { s.seq.Store(s.seq.Load() + 1) }
+
+// put copies rec into a free slot; false when the ring is full.
+func (q *ring) put(rec *Record) bool {
+	s := q.claim()
+	if s == nil {
+		return false
+	}
+	s.rec = *rec
+	s.publish()
+	return true
 }
 
 // len is about how many records wait (exact when no producer is mid-put).

@@ -75,3 +75,26 @@ func TestRingFull(t *testing.T) {
 		q.release()
 	}
 }
+
+// TestRingClaimOrder: the writer takes slots in the order they were claimed, so a slot claimed
+// and not yet published holds back one published after it.
+func TestRingClaimOrder(t *testing.T) {
+	q := newRing(4)
+	a, b := q.claim(), q.claim()
+	a.rec.Status, b.rec.Status = 1, 2
+	b.publish()
+	if r := q.peek(); r != nil {
+		t.Fatalf("peek returned %d before the first claimed slot was published", r.Status)
+	}
+	a.publish()
+	for _, want := range []int{1, 2} {
+		r := q.peek()
+		if r == nil || r.Status != want {
+			t.Fatalf("peek = %v, want status %d", r, want)
+		}
+		q.release()
+	}
+	if q.peek() != nil {
+		t.Fatal("peek on an empty ring returned a record")
+	}
+}

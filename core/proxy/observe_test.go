@@ -140,6 +140,10 @@ func TestRequestObservation(t *testing.T) {
 			t.Errorf("access log has no %s: %v", k, line)
 		}
 	}
+	// The upstream's try is timed (the request is logged) and inside the request's duration.
+	if up, d := line["upstream_duration"].(float64), line["duration"].(float64); up <= 0 || up > d {
+		t.Errorf("upstream_duration %v, duration %v: want 0 < upstream_duration <= duration", up, d)
+	}
 
 	// Unrouted: counted under route "" and logged without a route.
 	resp, err = http.Get("http://" + addr + "/")
@@ -310,6 +314,12 @@ func BenchmarkH1ProxyAccessLog(b *testing.B) {
 // BenchmarkH1ProxyAccessLogOnly is BenchmarkH1ProxyAccessLog without the request metrics.
 func BenchmarkH1ProxyAccessLogOnly(b *testing.B) {
 	benchObserved(b, newObservedProxy(b, false, accesslog.New(accesslog.Options{Sink: io.Discard})))
+}
+
+// BenchmarkH1ProxyAccessLogSampledOut is BenchmarkH1ProxyAccessLogOnly with a sample rate no
+// request of the run reaches: the cost of observing a request without capturing its line.
+func BenchmarkH1ProxyAccessLogSampledOut(b *testing.B) {
+	benchObserved(b, newObservedProxy(b, false, accesslog.New(accesslog.Options{Sink: io.Discard, Sample: 1 << 62})))
 }
 
 func benchObserved(b *testing.B, o *observed) {
