@@ -43,6 +43,7 @@ type controllerConfig struct {
 	statusWorkers  int
 	healthAddress  string
 	adminAuth      string
+	adminPprof     bool
 	drain          time.Duration
 	le             controller.LeaderElection
 	leaderElect    bool
@@ -89,6 +90,8 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.healthAddress, "health-address", ":9902", "the former name of --admin-address")
 	fs.StringVar(&c.adminAuth, "admin-auth", adminapi.AuthAuto,
 		"who may read /api/v1 on the admin address: kubernetes (a bearer token checked with TokenReview, and a SubjectAccessReview for get on the path), none, or auto (none on a loopback address, kubernetes otherwise); /healthz, /readyz and /metrics are always open")
+	fs.BoolVar(&c.adminPprof, "admin-pprof", false,
+		"serve the Go runtime's profiles (net/http/pprof) under /api/v1/debug/pprof/ on the admin address, behind --admin-auth: heap, CPU, goroutines")
 	c.dataPlane.register(fs)
 	c.dedicatedMode.register(fs)
 	fs.DurationVar(&c.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
