@@ -48,6 +48,7 @@ type controllerConfig struct {
 	le             controller.LeaderElection
 	leaderElect    bool
 	proxy          proxycmd.ProxyFlags // the in-process proxy's limits
+	memory         proxycmd.MemoryFlags
 	dataPlane      dataPlaneFlags
 	dedicatedMode  dedicatedFlags
 	log            proxycmd.LogFlags
@@ -104,6 +105,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.le.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&c.le.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	c.proxy.Register(fs)
+	c.memory.RegisterLimit(fs)
 	c.log.Register(fs)
 	c.ingress.register(fs)
 	fs.StringVar(&c.ingressStatusService, "ingress-status-service", "",
@@ -162,7 +164,12 @@ func runController(args []string, e *proxycmd.Env) int {
 		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
 		return 2
 	}
-	if _, err := proxycmd.NewLogger(cc.log.Format, cc.log.Level, e.Stderr); err != nil {
+	log, err := proxycmd.NewLogger(cc.log.Format, cc.log.Level, e.Stderr)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
+		return 2
+	}
+	if err := cc.memory.SetLimit(log); err != nil {
 		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
 		return 2
 	}

@@ -26,6 +26,8 @@ type benchController struct {
 // the in-process proxy, or with discovery and one `coxswain proxy` binding gatewayIP.
 func startBenchController(b *testing.B, e *env.Env, separate bool) benchController {
 	args := []string{"--leader-elect=false", "--kube-api-qps", "500", "--kube-api-burst", "1000", "--admin-pprof"}
+	// A/B of the controller's settings (e.g. --memory-limit=90MiB) in the same benchmark.
+	args = append(args, strings.Fields(os.Getenv("PROPAGATION_CONTROLLER_ARGS"))...)
 	if !separate {
 		admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(b)))
 		return benchController{process: startProcess(b, e, "controller", append(args, "--admin-address", admin)...), admin: admin}

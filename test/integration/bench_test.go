@@ -37,7 +37,8 @@ import (
 // production does: the controller streams snapshots to a `coxswain proxy` process over discovery,
 // and rss-MiB and ctl-cpu-ms/route are then the controller's alone (proxy-rss-MiB and
 // proxy-cpu-ms/route the proxy's). With PROPAGATION_PROFILE_DIR set, the controller's heap
-// profile at the end (after a collection) is written there, for `go tool pprof`.
+// profile at the end (after a collection) is written there, for `go tool pprof`;
+// PROPAGATION_CONTROLLER_ARGS adds flags to the controller's command line (space-separated).
 //
 // Each sub-benchmark is one full measurement: run it with -benchtime 1x (see docs/controller.md).
 func BenchmarkPropagation(b *testing.B) {
