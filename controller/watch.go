@@ -345,6 +345,9 @@ func stripUnread(obj any) (any, error) {
 		m.SetManagedFields(nil)
 		if a := m.GetAnnotations(); a != nil {
 			delete(a, corev1.LastAppliedConfigAnnotation)
+			if len(a) == 0 {
+				m.SetAnnotations(nil) // an empty map still holds its buckets (~300 B)
+			}
 		}
 	}
 	return obj, nil
