@@ -176,7 +176,9 @@ func measurePropagation(b *testing.B, existing int, separate bool) {
 }
 
 // firstOK polls host until it answers 200 from backend, as fast as the two cores allow.
-func firstOK(b *testing.B, host, backend string) { firstOKWithin(b, host, backend, waitFor, time.Millisecond) }
+func firstOK(b *testing.B, host, backend string) {
+	firstOKWithin(b, host, backend, waitFor, time.Millisecond)
+}
 
 // firstOKWithin is firstOK with its wait and polling interval.
 func firstOKWithin(b *testing.B, host, backend string, wait, poll time.Duration) {
