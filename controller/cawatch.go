@@ -69,14 +69,14 @@ func (w *caWatch) fill(s *translator.Store) error {
 	return err
 }
 
-// caOnly keeps of a ConfigMap its metadata (without managed fields) and its ca.crt.
+// caOnly keeps of a ConfigMap its metadata (stripUnread) and its ca.crt.
 func caOnly(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
-		return stripManagedFields(obj)
+		return stripUnread(obj)
 	}
 	out := &corev1.ConfigMap{TypeMeta: cm.TypeMeta, ObjectMeta: cm.ObjectMeta}
-	out.ManagedFields = nil
+	_, _ = stripUnread(out) // the last-applied annotation would hold the whole Data again
 	if v, ok := cm.Data[translator.CACertificateKey]; ok {
 		out.Data = map[string]string{translator.CACertificateKey: v}
 	}

@@ -25,7 +25,7 @@ var listenerSetGVR = schema.GroupVersionResource{Group: gwapiv1.GroupName, Versi
 // resource is served, so a controller on older CRDs runs as before.
 func listenerSetKind(gw gwclientset.Interface, ev events) (*moduleKind, error) {
 	inf := gwinformersv1.NewListenerSetInformer(gw, "", 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if err := inf.SetTransform(stripManagedFields); err != nil {
+	if err := inf.SetTransform(stripUnread); err != nil {
 		return nil, err
 	}
 	mk := &moduleKind{gk: schema.GroupKind{Group: gwapiv1.GroupName, Kind: "ListenerSet"}, gvr: listenerSetGVR, informer: inf, started: make(chan struct{})}

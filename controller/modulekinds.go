@@ -83,7 +83,7 @@ func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events) (*mod
 	gvr := api.GVK.GroupVersion().WithResource(api.Resource)
 	lw := cache.NewListWatchFromClient(rc, api.Resource, "", fields.Everything())
 	inf := cache.NewSharedIndexInformer(lw, api.New(), 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if err := inf.SetTransform(stripManagedFields); err != nil {
+	if err := inf.SetTransform(stripUnread); err != nil {
 		return nil, err
 	}
 	mk := &moduleKind{gk: api.GVK.GroupKind(), gvr: gvr, informer: inf, started: make(chan struct{})}
@@ -104,7 +104,7 @@ func companionWatch(c translation.CompanionAPI, cfg *rest.Config, ev events) (*m
 	}
 	lw := cache.NewListWatchFromClient(rc, c.Resource, "", fields.Everything())
 	inf := cache.NewSharedIndexInformer(lw, c.New(), 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if err := inf.SetTransform(stripManagedFields); err != nil {
+	if err := inf.SetTransform(stripUnread); err != nil {
 		return nil, err
 	}
 	if _, err := inf.AddEventHandler(changeHandler(changeConfig, ev, resourceVersionChanged)); err != nil {
@@ -144,7 +144,7 @@ func extensionWatch(api core.ExtensionAPI, dyn dynamic.Interface, ev events) *mo
 	gk := schema.GroupKind{Group: api.Group, Kind: api.Kind}
 	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, "", 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
-	_ = inf.SetTransform(stripManagedFields) // only fails once started, which it is not
+	_ = inf.SetTransform(stripUnread) // only fails once started, which it is not
 	mk := &moduleKind{gk: gk, gvr: gvr, informer: inf, started: make(chan struct{})}
 	if slices.Contains(translator.GatewayFilterKinds, gk) {
 		mk.policy = status.DynamicPolicyClient(api.Kind, gvr.GroupResource(), inf.GetIndexer(), dyn.Resource(gvr))

@@ -24,7 +24,7 @@ func gatewayParametersKind(cfg *rest.Config, ev events) (*moduleKind, error) {
 	}
 	lw := cache.NewListWatchFromClient(rc, infrav1a1.GatewayParametersResource, "", fields.Everything())
 	inf := cache.NewSharedIndexInformer(lw, &infrav1a1.CoxswainGatewayParameters{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if err := inf.SetTransform(stripManagedFields); err != nil {
+	if err := inf.SetTransform(stripUnread); err != nil {
 		return nil, err
 	}
 	mk := &moduleKind{

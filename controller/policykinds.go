@@ -61,7 +61,7 @@ func policyWatch[T any, PT interface {
 	}
 	lw := cache.NewListWatchFromClient(rc, resource, "", fields.Everything())
 	inf := cache.NewSharedIndexInformer(lw, PT(new(T)), 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if err := inf.SetTransform(stripManagedFields); err != nil {
+	if err := inf.SetTransform(stripUnread); err != nil {
 		return nil, err
 	}
 	mk := &moduleKind{gk: gv.WithKind(kind).GroupKind(), gvr: gv.WithResource(resource), informer: inf, started: make(chan struct{})}

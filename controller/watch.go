@@ -87,12 +87,12 @@ const tlsSecrets = "type=" + string(corev1.SecretTypeTLS)
 // newWatch sets up the informers of every kind a translation reads: the core's, and those the
 // modules of reg declare.
 func newWatch(kube kubernetes.Interface, gw gwclientset.Interface, cfg *rest.Config, reg *core.Registry, ev events) (*watch, error) {
-	strip := informers.WithTransform(stripManagedFields)
+	strip := informers.WithTransform(stripUnread)
 	w := &watch{
 		kube: informers.NewSharedInformerFactoryWithOptions(kube, 0, strip),
 		tls: informers.NewSharedInformerFactoryWithOptions(kube, 0, strip,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = tlsSecrets })),
-		gw: gwinformers.NewSharedInformerFactoryWithOptions(gw, 0, gwinformers.WithTransform(stripManagedFields)),
+		gw: gwinformers.NewSharedInformerFactoryWithOptions(gw, 0, gwinformers.WithTransform(stripUnread)),
 	}
 	gwv1, gwv1b1 := w.gw.Gateway().V1(), w.gw.Gateway().V1beta1()
 	classes, gateways, grants := gwv1.GatewayClasses(), gwv1.Gateways(), gwv1b1.ReferenceGrants()
@@ -329,6 +329,26 @@ func serviceChanged(old, cur any) bool {
 func stripManagedFields(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// stripUnread is the transform of every cache a translation reads: it drops what neither the
+// translation nor the status writer reads, before the object is stored. That is
+// metadata.managedFields and the annotation in which `kubectl apply` keeps the whole object as
+// last applied (a second copy of every spec, larger than the rest of a route). Status writes
+// go to the /status subresource, which takes nothing but the status from the object sent, so
+// an object written back without them loses neither; every other write reads the object from
+// the API server first. Labels and the other annotations stay: selectors and modules read them.
+func stripUnread(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a != nil {
+			delete(a, corev1.LastAppliedConfigAnnotation)
+			if len(a) == 0 {
+				m.SetAnnotations(nil) // an empty map still holds its buckets (~300 B)
+			}
+		}
 	}
 	return obj, nil
 }

@@ -74,3 +74,13 @@ func TestListModulesSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerMemoryLimitFlag: the controller takes --memory-limit as the proxy does, and a
+// value that is not a size stops it before it starts anything.
+func TestControllerMemoryLimitFlag(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	_, stderr, code := runWith("controller", "--memory-limit", "lots")
+	if code != 2 || !strings.Contains(stderr, "--memory-limit") {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+}

@@ -43,10 +43,12 @@ type controllerConfig struct {
 	statusWorkers  int
 	healthAddress  string
 	adminAuth      string
+	adminPprof     bool
 	drain          time.Duration
 	le             controller.LeaderElection
 	leaderElect    bool
 	proxy          proxycmd.ProxyFlags // the in-process proxy's limits
+	memory         proxycmd.MemoryFlags
 	dataPlane      dataPlaneFlags
 	dedicatedMode  dedicatedFlags
 	log            proxycmd.LogFlags
@@ -89,6 +91,8 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.healthAddress, "health-address", ":9902", "the former name of --admin-address")
 	fs.StringVar(&c.adminAuth, "admin-auth", adminapi.AuthAuto,
 		"who may read /api/v1 on the admin address: kubernetes (a bearer token checked with TokenReview, and a SubjectAccessReview for get on the path), none, or auto (none on a loopback address, kubernetes otherwise); /healthz, /readyz and /metrics are always open")
+	fs.BoolVar(&c.adminPprof, "admin-pprof", false,
+		"serve the Go runtime's profiles (net/http/pprof) under /api/v1/debug/pprof/ on the admin address, behind --admin-auth: heap, CPU, goroutines")
 	c.dataPlane.register(fs)
 	c.dedicatedMode.register(fs)
 	fs.DurationVar(&c.drain, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish on shutdown")
@@ -101,6 +105,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.le.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&c.le.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	c.proxy.Register(fs)
+	c.memory.RegisterLimit(fs)
 	c.log.Register(fs)
 	c.ingress.register(fs)
 	fs.StringVar(&c.ingressStatusService, "ingress-status-service", "",
@@ -159,7 +164,12 @@ func runController(args []string, e *proxycmd.Env) int {
 		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
 		return 2
 	}
-	if _, err := proxycmd.NewLogger(cc.log.Format, cc.log.Level, e.Stderr); err != nil {
+	log, err := proxycmd.NewLogger(cc.log.Format, cc.log.Level, e.Stderr)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
+		return 2
+	}
+	if err := cc.memory.SetLimit(log); err != nil {
 		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
 		return 2
 	}

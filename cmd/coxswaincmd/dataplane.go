@@ -241,6 +241,9 @@ func serveControllerAdmin(lc fx.Lifecycle, cc *controllerConfig, as *proxycmd.Ad
 		(&adminapi.PodLogs{Kube: kc.kube, Auth: authz}).Register(mux)
 		// The page holds no data; what it shows comes from /api/v1, which authz guards.
 		console.Register(mux)
+		if cc.adminPprof {
+			adminapi.RegisterProfiling(mux)
+		}
 		if authz != nil {
 			return authz.Wrap(mux)
 		}

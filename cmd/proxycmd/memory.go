@@ -32,12 +32,18 @@ type MemoryFlags struct {
 
 // Register adds the memory flags to fs.
 func (m *MemoryFlags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&m.limit, "memory-limit", "auto",
-		`soft memory limit of the Go runtime, as GOMEMLIMIT: "auto" is 90% of the cgroup's memory limit when it has one, "off" is none, or a size such as 200MiB; a GOMEMLIMIT environment variable wins`)
+	m.RegisterLimit(fs)
 	fs.IntVar(&m.applyGC, "apply-gc-percent", 25,
 		"GOGC while a snapshot is applied: a build is a burst of short-lived allocation, and collecting it more often lowers the peak (10,000 routes: about 10 MiB); 0 keeps GOGC")
 	fs.BoolVar(&m.release, "release-memory-after-apply", true,
 		"a second after a snapshot whose apply allocated 8 MiB or more, collect garbage and return free memory to the OS (coalesced: at most one at a time); a large build's garbage otherwise stays resident until the runtime's periodic collection, two minutes later")
+}
+
+// RegisterLimit adds --memory-limit alone to fs, for a command whose engine the other flags do
+// not drive (`coxswain controller`: its heap is mostly caches and translation state, not builds).
+func (m *MemoryFlags) RegisterLimit(fs *flag.FlagSet) {
+	fs.StringVar(&m.limit, "memory-limit", "auto",
+		`soft memory limit of the Go runtime, as GOMEMLIMIT: "auto" is 90% of the cgroup's memory limit when it has one, "off" is none, or a size such as 200MiB; a GOMEMLIMIT environment variable wins`)
 }
 
 // Engine is px wrapped as the flags say (px itself when they leave it as it is), as the discovery

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"slices"
@@ -18,13 +17,14 @@ import (
 )
 
 // BenchmarkPropagation measures, against the real API server and the real `coxswain controller`
-// binary (in-process proxy):
+// binary:
 //
 //   - route-p50/p99-ms: from an HTTPRoute create call returning to the first 200 through the proxy,
 //     over 100 routes created one by one on top of the pre-existing ones;
 //   - endpoint-p50/p99-ms: from an EndpointSlice update call returning to the first response from
 //     the new endpoint, over 100 updates;
-//   - rss-MiB: the controller's resident set once everything is served;
+//   - rss-MiB: the controller's resident set once everything is served, and what it is made of
+//     (memoryReport: rss-anon/file-MiB, heap-live-MiB, heap-goal-MiB, ...);
 //   - ctl-cpu-ms/route: the controller process's CPU time (user + system, from /proc) over the
 //     100 route creations, per route: translation, status writes, the in-process proxy's table
 //     builds and the informers' decoding together;
@@ -32,20 +32,34 @@ import (
 //   - burst200-ms: from the first of 200 HTTPRoutes created at once (16 concurrent clients) to
 //     the last of them answering 200.
 //
+// "routes=N" runs the controller with its in-process proxy (one process, as the figures in
+// docs/controller.md always did); "routes=N,proxy=separate" runs it with the data plane apart, as
+// production does: the controller streams snapshots to a `coxswain proxy` process over discovery,
+// and rss-MiB and ctl-cpu-ms/route are then the controller's alone (proxy-rss-MiB and
+// proxy-cpu-ms/route the proxy's). With PROPAGATION_PROFILE_DIR set, the controller's heap
+// profile at the end (after a collection) is written there, for `go tool pprof`;
+// PROPAGATION_CONTROLLER_ARGS adds flags to the controller's command line (space-separated).
+//
 // Each sub-benchmark is one full measurement: run it with -benchtime 1x (see docs/controller.md).
 func BenchmarkPropagation(b *testing.B) {
 	for _, existing := range []int{1000, 5000, 20000} {
-		b.Run(fmt.Sprintf("routes=%d", existing), func(b *testing.B) {
-			for range b.N {
-				measurePropagation(b, existing)
+		for _, separate := range []bool{false, true} {
+			name := fmt.Sprintf("routes=%d", existing)
+			if separate {
+				name += ",proxy=separate"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				for range b.N {
+					measurePropagation(b, existing, separate)
+				}
+			})
+		}
 	}
 }
 
 const benchPort = 18500
 
-func measurePropagation(b *testing.B, existing int) {
+func measurePropagation(b *testing.B, existing int, separate bool) {
 	b.StopTimer()
 	e := env.Start(b)
 	ns := namespace(b, e, "bench", nil)
@@ -83,9 +97,12 @@ func measurePropagation(b *testing.B, existing int) {
 	}
 
 	// Default pacing (holdoff and max delay): the figures are those of the shipped configuration.
-	proc := startProcess(b, e, "controller", "--leader-elect=false", "--kube-api-qps", "500", "--kube-api-burst", "1000")
+	ctl := startBenchController(b, e, separate)
+	proc := ctl.process
 	drainFrom := time.Now()
-	served(b, benchPort, fmt.Sprintf("pre-%d.bench", existing-1), "/", 200, "main")
+	// The first translation of thousands of routes, and a proxy connecting, take longer than
+	// the usual wait on the loaded machine.
+	firstOKWithin(b, fmt.Sprintf("pre-%d.bench", existing-1), "main", 5*time.Minute, 25*time.Millisecond)
 	// Let the status backlog of the pre-existing routes drain, to measure a steady state. At
 	// thousands of routes on the loaded machine that takes longer than the usual wait.
 	drainStatus(b, e, ns, fmt.Sprintf("pre-%d", existing-1), 5*time.Minute)
@@ -94,6 +111,10 @@ func measurePropagation(b *testing.B, existing int) {
 	b.StartTimer()
 	var routeLat []time.Duration
 	cpu := cpuTicks(b, proc.cmd.Process.Pid)
+	var proxyCPU int64
+	if ctl.proxy != nil {
+		proxyCPU = cpuTicks(b, ctl.proxy.cmd.Process.Pid)
+	}
 	for i := range 100 {
 		host := fmt.Sprintf("new-%d.bench", i)
 		createRoute(b, e, route(fmt.Sprintf("new-%d", i), host, "svc"))
@@ -103,6 +124,10 @@ func measurePropagation(b *testing.B, existing int) {
 	}
 	cpu = cpuTicks(b, proc.cmd.Process.Pid) - cpu
 	b.ReportMetric(float64(cpu)*1000/clockTicks/100, "ctl-cpu-ms/route")
+	if ctl.proxy != nil {
+		proxyCPU = cpuTicks(b, ctl.proxy.cmd.Process.Pid) - proxyCPU
+		b.ReportMetric(float64(proxyCPU)*1000/clockTicks/100, "proxy-cpu-ms/route")
+	}
 
 	// A burst: 200 routes created at once, timed to the last one served.
 	burstStart := time.Now()
@@ -143,20 +168,28 @@ func measurePropagation(b *testing.B, existing int) {
 	b.ReportMetric(ms(percentile(routeLat, 99)), "route-p99-ms")
 	b.ReportMetric(ms(percentile(epLat, 50)), "endpoint-p50-ms")
 	b.ReportMetric(ms(percentile(epLat, 99)), "endpoint-p99-ms")
-	b.ReportMetric(float64(rssKiB(b, proc.cmd.Process.Pid))/1024, "rss-MiB")
+	memoryReport(b, proc.cmd.Process.Pid, ctl.admin, "")
+	if ctl.proxy != nil {
+		memoryReport(b, ctl.proxy.cmd.Process.Pid, "", "proxy-")
+	}
 	b.StopTimer()
 }
 
 // firstOK polls host until it answers 200 from backend, as fast as the two cores allow.
 func firstOK(b *testing.B, host, backend string) {
-	deadline := time.Now().Add(waitFor)
+	firstOKWithin(b, host, backend, waitFor, time.Millisecond)
+}
+
+// firstOKWithin is firstOK with its wait and polling interval.
+func firstOKWithin(b *testing.B, host, backend string, wait, poll time.Duration) {
+	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		if r, err := get(benchPort, host, "/"); err == nil && r.status == 200 && r.backend == backend {
 			return
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(poll)
 	}
-	b.Fatalf("%s not served by %s within %s", host, backend, waitFor)
+	b.Fatalf("%s not served by %s within %s", host, backend, wait)
 }
 
 func percentile(d []time.Duration, p int) time.Duration {
@@ -200,25 +233,4 @@ func cpuTicks(b *testing.B, pid int) int64 {
 		b.Fatalf("parsing /proc/%d/stat: %v %v", pid, err1, err2)
 	}
 	return utime + stime
-}
-
-// rssKiB reads VmRSS of a process.
-func rssKiB(b *testing.B, pid int) int {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
 }
