@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"maps"
+	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -33,37 +35,78 @@ type digest struct {
 func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
 
 // digestOf encodes each route and each cluster head deterministically into one reused buffer and
-// hashes it into its sum; the shape hashes the listener, server and virtual host heads (each
-// without its children) and those sums in tree order, each chunk tagged with its kind and length
-// so that no part can pass for another. This costs what hashing the whole snapshot's encoding
-// did, so the per-route sums come for free.
-func digestOf(snap *irv1.Snapshot) *digest {
+// hashes it into its sum; the shape hashes the listener and server heads (each without its
+// children), each virtual host's sum (its hostname and its routes' sums) and the cluster sums in
+// tree order, each chunk tagged with its kind and length so that no part can pass for another.
+func digestOf(snap *irv1.Snapshot) *digest { return (*partSums)(nil).digest(snap) }
+
+// partSums remembers the sums of virtual hosts and cluster heads by message address, for a
+// proxy whose snapshots share the messages that did not change with the previous one and never
+// change a message once applied (Options.SharedMessages: the in-process publisher's, whose
+// translator shares unchanged virtual hosts, and the agent's, whose delta rebuilds do). A
+// one-route change then encodes and hashes that route and its virtual host, not all 5,000
+// routes: what is left per virtual host is a map lookup, a copy of its sums and one 41-byte
+// chunk of the shape. A nil *partSums remembers nothing.
+type partSums struct {
+	vhosts   map[*irv1.VirtualHost]*vhostSums
+	clusters map[*irv1.Cluster]*clusterSum
+	gen      uint64 // the digest being made
+	used     int    // entries it used
+	fresh    int    // virtual hosts and clusters it hashed (not remembered)
+}
+
+type vhostSums struct {
+	routes []sum // in order
+	all    sum   // the hostname and the route sums
+	gen    uint64
+}
+
+type clusterSum struct {
+	sum sum
+	gen uint64
+}
+
+func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	d := &digest{clusters: make([]sum, 0, len(snap.GetClusters()))}
 	h := &chunker{h: sha256.New()}
 	opts := proto.MarshalOptions{Deterministic: true}
 	bp := shapeBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
 	defer func() { *bp = buf[:0]; shapeBufs.Put(bp) }()
-	encode := func(m proto.Message) (byte, []byte) {
+	encode := func(msg proto.Message) (byte, []byte) {
 		var err error
-		buf, err = opts.MarshalAppend(buf[:0], m)
+		buf, err = opts.MarshalAppend(buf[:0], msg)
 		if err != nil {
 			// Not reached for a valid message; never equal to a valid one's.
 			return 0x80, append(buf[:0], err.Error()...)
 		}
 		return 0, buf
 	}
-	add := func(tag byte, m proto.Message) {
-		flag, b := encode(m)
+	add := func(tag byte, msg proto.Message) {
+		flag, b := encode(msg)
 		h.write(tag|flag, b)
 	}
 	part := &chunker{h: sha256.New()}
-	sumOf := func(m proto.Message) sum {
-		flag, b := encode(m)
+	sumOf := func(msg proto.Message) sum {
+		flag, b := encode(msg)
 		part.h.Reset()
 		part.write(flag, b)
 		return part.sum()
 	}
+	vhc := &chunker{h: sha256.New()}
+	// vhostSum appends vh's route sums to d.routes and returns its own sum.
+	vhostSum := func(vh *irv1.VirtualHost) sum {
+		// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
+		vhc.h.Reset()
+		vhc.writeString(6, vh.GetHostname())
+		for _, r := range vh.GetRoutes() {
+			rs := sumOf(r)
+			d.routes = append(d.routes, rs)
+			vhc.writeSum(7, &rs)
+		}
+		return vhc.sum()
+	}
+	m.start()
 	n := 0
 	for _, l := range snap.GetListeners() {
 		for _, s := range l.GetServers() {
@@ -78,20 +121,27 @@ func digestOf(snap *irv1.Snapshot) *digest {
 		for _, s := range l.GetServers() {
 			add(5, irv1.ServerHead(s))
 			for _, vh := range s.GetVirtualHosts() {
-				// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
-				h.writeString(6, vh.GetHostname())
-				for _, r := range vh.GetRoutes() {
-					rs := sumOf(r)
-					d.routes = append(d.routes, rs)
-					h.writeSum(7, &rs)
+				var vs sum
+				if e := m.vhost(vh); e != nil {
+					d.routes = append(d.routes, e.routes...)
+					vs = e.all
+				} else {
+					from := len(d.routes)
+					vs = vhostSum(vh)
+					m.keepVhost(vh, d.routes[from:], vs)
 				}
+				h.writeSum(6, &vs)
 			}
 		}
 	}
 	head := &irv1.Cluster{} // reused: one allocation, not one per cluster
 	for _, c := range snap.GetClusters() {
-		setClusterHead(head, c)
-		cs := sumOf(head)
+		cs, ok := m.cluster(c)
+		if !ok {
+			setClusterHead(head, c)
+			cs = sumOf(head)
+			m.keepCluster(c, cs)
+		}
 		d.clusters = append(d.clusters, cs)
 		h.writeSum(2, &cs)
 	}
@@ -104,8 +154,78 @@ func digestOf(snap *irv1.Snapshot) *digest {
 	for _, c := range snap.GetAcmeChallenges() {
 		add(8, c)
 	}
+	m.sweep()
 	d.shape = shape(h.sum())
 	return d
+}
+
+// start begins a digest.
+func (m *partSums) start() {
+	if m == nil {
+		return
+	}
+	if m.vhosts == nil {
+		m.vhosts, m.clusters = map[*irv1.VirtualHost]*vhostSums{}, map[*irv1.Cluster]*clusterSum{}
+	}
+	m.gen++
+	m.used, m.fresh = 0, 0
+}
+
+// vhost returns the remembered sums of vh, nil for none.
+func (m *partSums) vhost(vh *irv1.VirtualHost) *vhostSums {
+	if m == nil {
+		return nil
+	}
+	e := m.vhosts[vh]
+	if e != nil && e.gen != m.gen {
+		e.gen = m.gen
+		m.used++
+	}
+	return e
+}
+
+func (m *partSums) keepVhost(vh *irv1.VirtualHost, routes []sum, all sum) {
+	if m == nil {
+		return
+	}
+	m.vhosts[vh] = &vhostSums{routes: slices.Clone(routes), all: all, gen: m.gen}
+	m.used++
+	m.fresh++
+}
+
+// cluster returns the remembered head sum of c.
+func (m *partSums) cluster(c *irv1.Cluster) (sum, bool) {
+	if m == nil {
+		return sum{}, false
+	}
+	e := m.clusters[c]
+	if e == nil {
+		return sum{}, false
+	}
+	if e.gen != m.gen {
+		e.gen = m.gen
+		m.used++
+	}
+	return e.sum, true
+}
+
+func (m *partSums) keepCluster(c *irv1.Cluster, s sum) {
+	if m == nil {
+		return
+	}
+	m.clusters[c] = &clusterSum{sum: s, gen: m.gen}
+	m.used++
+	m.fresh++
+}
+
+// sweep forgets the parts of older snapshots once they are most of what is remembered (they keep
+// their messages alive).
+func (m *partSums) sweep() {
+	if m == nil || len(m.vhosts)+len(m.clusters) <= 2*m.used+1024 {
+		return
+	}
+	maps.DeleteFunc(m.vhosts, func(_ *irv1.VirtualHost, e *vhostSums) bool { return e.gen != m.gen })
+	maps.DeleteFunc(m.clusters, func(_ *irv1.Cluster, e *clusterSum) bool { return e.gen != m.gen })
 }
 
 // shapeBufs are the marshalling buffers of digestOf, reused by snapshots applied in a row; an

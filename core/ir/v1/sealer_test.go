@@ -1,10 +1,13 @@
 package irv1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -72,5 +75,77 @@ func sealerEqualsSeal(t *testing.T, s Sealer) {
 				t.Fatalf("resealed: %s, %v; want %s", snap.GetVersion(), err, want.GetVersion())
 			}
 		}
+	}
+}
+
+// The version is the hash tree version.go defines, written out here by hand for a small snapshot
+// (so that Seal and the Sealer cannot drift from it together), and a Sealer resealing a snapshot
+// that replaced one virtual host hashes that virtual host, its route and the nodes above it only.
+func TestVersionIsTheHashTree(t *testing.T) {
+	route := &Route{Name: "ns/r", RuleName: "a"}
+	vh := &VirtualHost{Hostname: "a.example", Routes: []*Route{route}}
+	other := &VirtualHost{Hostname: "b.example"}
+	srv := &Server{Sources: []string{"ns/gw/http"}, VirtualHosts: []*VirtualHost{vh, other}}
+	l := &Listener{Name: "l", Port: 80, Protocol: "HTTP", Servers: []*Server{srv}}
+	cl := &Cluster{Name: "c", Endpoints: []*Endpoint{{Address: "10.0.0.1", Port: 80}}}
+	gw := &GatewayGeneration{Namespace: "ns", Name: "gw", Generation: 3}
+	snap := &Snapshot{Version: "old", Listeners: []*Listener{l}, Clusters: []*Cluster{cl}, Gateways: []*GatewayGeneration{gw}}
+
+	leaf := func(m proto.Message) []byte {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		return sum[:]
+	}
+	// node hashes head's encoding, length first, then each part as its field number and hash.
+	node := func(head proto.Message, parts ...any) []byte {
+		hb, err := proto.MarshalOptions{Deterministic: true}.Marshal(head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := append(protowire.AppendVarint(nil, uint64(len(hb))), hb...)
+		for i := 0; i < len(parts); i += 2 {
+			b = append(b, byte(parts[i].(int)))
+			b = append(b, parts[i+1].([]byte)...)
+		}
+		sum := sha256.Sum256(b)
+		return sum[:]
+	}
+	hvh := node(&VirtualHost{Hostname: "a.example"}, 2, leaf(route))
+	hother := node(&VirtualHost{Hostname: "b.example"})
+	hsrv := node(&Server{Sources: []string{"ns/gw/http"}}, 4, hvh, 4, hother)
+	hl := node(&Listener{Name: "l", Port: 80, Protocol: "HTTP"}, 5, hsrv)
+	hsnap := node(&Snapshot{Gateways: []*GatewayGeneration{gw}}, 2, hl, 3, leaf(cl))
+	want := hex.EncodeToString(hsnap[:16])
+
+	c := proto.Clone(snap).(*Snapshot)
+	if err := Seal(c); err != nil {
+		t.Fatal(err)
+	}
+	if c.GetVersion() != want {
+		t.Fatalf("Seal gives %s, the hash tree %s", c.GetVersion(), want)
+	}
+	var s Sealer
+	if err := s.Seal(snap); err != nil || snap.GetVersion() != want {
+		t.Fatalf("Sealer gives %s (%v), the hash tree %s", snap.GetVersion(), err, want)
+	}
+
+	// Another route on a.example: a new virtual host message, the rest shared.
+	next := &Snapshot{Listeners: []*Listener{{Name: "l", Port: 80, Protocol: "HTTP", Servers: []*Server{{Sources: srv.Sources,
+		VirtualHosts: []*VirtualHost{{Hostname: "a.example", Routes: []*Route{route, {Name: "ns/r2"}}}, other}}}}},
+		Clusters: []*Cluster{cl}, Gateways: snap.Gateways}
+	if err := s.Seal(next); err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot, its listener and server, the new virtual host and its new route: the first
+	// route, the other virtual host and the cluster are remembered.
+	if s.computed != 5 {
+		t.Errorf("resealing after one virtual host changed hashed %d messages, want 5", s.computed)
+	}
+	want2 := proto.Clone(next).(*Snapshot)
+	if err := Seal(want2); err != nil || next.GetVersion() != want2.GetVersion() {
+		t.Fatalf("Sealer gives %s, Seal %s (%v)", next.GetVersion(), want2.GetVersion(), err)
 	}
 }
