@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
-	"maps"
 	"slices"
 	"sync"
 
@@ -40,31 +39,85 @@ func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
 // tree order, each chunk tagged with its kind and length so that no part can pass for another.
 func digestOf(snap *irv1.Snapshot) *digest { return (*partSums)(nil).digest(snap) }
 
-// partSums remembers the sums of virtual hosts and cluster heads by message address, for a
+// partSums remembers the sums of virtual hosts and cluster heads of the previous digest, for a
 // proxy whose snapshots share the messages that did not change with the previous one and never
 // change a message once applied (Options.SharedMessages: the in-process publisher's, whose
 // translator shares unchanged virtual hosts, and the agent's, whose delta rebuilds do). A
 // one-route change then encodes and hashes that route and its virtual host, not all 5,000
-// routes: what is left per virtual host is a map lookup, a copy of its sums and one 41-byte
-// chunk of the shape. A nil *partSums remembers nothing.
+// routes: what is left per virtual host is a pointer comparison, a copy of its sums and one
+// 41-byte chunk of the shape. A nil *partSums remembers nothing.
+//
+// The previous digest's parts are kept as lists, each server's virtual hosts and the clusters in
+// the order visited, and a part is looked for at the same place in its list (or a little
+// after: parts removed in front of it shift it). A map lookup per part, scattered over the
+// heap, cost at 5,000 virtual hosts as much as the hashing it saved; a list is indexed only for
+// a digest in which many parts were not where expected (reordered, or many removed).
 type partSums struct {
-	vhosts   map[*irv1.VirtualHost]*vhostSums
-	clusters map[*irv1.Cluster]*clusterSum
-	gen      uint64 // the digest being made
-	used     int    // entries it used
-	fresh    int    // virtual hosts and clusters it hashed (not remembered)
+	prev, cur               [][]vhostRef // per server, in the order visited
+	prevClusters, clustersN []clusterRef
+	fresh                   int // virtual hosts and clusters this digest hashed (tests)
 }
 
-type vhostSums struct {
-	routes []sum // in order
+type vhostRef struct {
+	vh     *irv1.VirtualHost
+	routes []sum // its routes' sums, in order
 	all    sum   // the hostname and the route sums
-	gen    uint64
 }
 
-type clusterSum struct {
+type clusterRef struct {
+	c   *irv1.Cluster
 	sum sum
-	gen uint64
 }
+
+// aligned finds parts of the previous digest in their list: at or a little after where the
+// previous one was found, else further on, or, once lookAhead were not found there, by an index
+// of the list (reordered parts).
+type aligned[M any, R any] struct {
+	prev   []R
+	key    func(R) *M
+	next   int
+	misses int
+	index  map[*M]int
+}
+
+func (a *aligned[M, R]) find(m *M) (R, bool) {
+	var none R
+	if a == nil {
+		return none, false
+	}
+	for j := a.next; j < min(len(a.prev), a.next+lookAhead); j++ {
+		if a.key(a.prev[j]) == m {
+			a.next = j + 1
+			return a.prev[j], true
+		}
+	}
+	if a.index == nil && a.misses < lookAhead {
+		// Further on (parts removed in front of it): a scan of pointers, for the first few
+		// misses, which are mostly new parts that a scan does not find.
+		a.misses++
+		for j := a.next + lookAhead; j < len(a.prev); j++ {
+			if a.key(a.prev[j]) == m {
+				a.next = j + 1
+				return a.prev[j], true
+			}
+		}
+		return none, false
+	}
+	if a.index == nil {
+		a.index = make(map[*M]int, len(a.prev))
+		for j, r := range a.prev {
+			a.index[a.key(r)] = j
+		}
+	}
+	if j, ok := a.index[m]; ok {
+		a.next = j + 1
+		return a.prev[j], true
+	}
+	return none, false
+}
+
+func vhostOf(r vhostRef) *irv1.VirtualHost { return r.vh }
+func clusterOf(r clusterRef) *irv1.Cluster { return r.c }
 
 func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	d := &digest{clusters: make([]sum, 0, len(snap.GetClusters()))}
@@ -120,30 +173,34 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 		add(1, irv1.ListenerHead(l))
 		for _, s := range l.GetServers() {
 			add(5, irv1.ServerHead(s))
+			found := m.server()
 			for _, vh := range s.GetVirtualHosts() {
 				var vs sum
-				if e := m.vhost(vh); e != nil {
-					d.routes = append(d.routes, e.routes...)
-					vs = e.all
+				if r, ok := found.find(vh); ok {
+					d.routes = append(d.routes, r.routes...)
+					vs = r.all
+					m.keepVhost(r)
 				} else {
 					from := len(d.routes)
 					vs = vhostSum(vh)
-					m.keepVhost(vh, d.routes[from:], vs)
+					m.keepNewVhost(vh, d.routes[from:], vs)
 				}
 				h.writeSum(6, &vs)
 			}
 		}
 	}
 	head := &irv1.Cluster{} // reused: one allocation, not one per cluster
+	clusters := m.clusterList()
 	for _, c := range snap.GetClusters() {
-		cs, ok := m.cluster(c)
+		r, ok := clusters.find(c)
 		if !ok {
 			setClusterHead(head, c)
-			cs = sumOf(head)
-			m.keepCluster(c, cs)
+			r = clusterRef{c: c, sum: sumOf(head)}
+			m.countFresh()
 		}
-		d.clusters = append(d.clusters, cs)
-		h.writeSum(2, &cs)
+		m.keepCluster(r)
+		d.clusters = append(d.clusters, r.sum)
+		h.writeSum(2, &r.sum)
 	}
 	for _, s := range snap.GetSecrets() {
 		add(3, s)
@@ -154,7 +211,7 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	for _, c := range snap.GetAcmeChallenges() {
 		add(8, c)
 	}
-	m.sweep()
+	m.finish()
 	d.shape = shape(h.sum())
 	return d
 }
@@ -164,68 +221,72 @@ func (m *partSums) start() {
 	if m == nil {
 		return
 	}
-	if m.vhosts == nil {
-		m.vhosts, m.clusters = map[*irv1.VirtualHost]*vhostSums{}, map[*irv1.Cluster]*clusterSum{}
-	}
-	m.gen++
-	m.used, m.fresh = 0, 0
+	m.fresh = 0
+	m.cur, m.clustersN = m.cur[:0], m.clustersN[:0]
 }
 
-// vhost returns the remembered sums of vh, nil for none.
-func (m *partSums) vhost(vh *irv1.VirtualHost) *vhostSums {
+// finish makes this digest's lists the previous ones.
+func (m *partSums) finish() {
+	if m == nil {
+		return
+	}
+	m.prev, m.cur = m.cur, m.prev
+	m.prevClusters, m.clustersN = m.clustersN, m.prevClusters
+}
+
+// server starts the list of the next server's virtual hosts and returns a finder over the same
+// server's list of the previous digest (the server visited at the same place).
+func (m *partSums) server() *aligned[irv1.VirtualHost, vhostRef] {
 	if m == nil {
 		return nil
 	}
-	e := m.vhosts[vh]
-	if e != nil && e.gen != m.gen {
-		e.gen = m.gen
-		m.used++
+	a := &aligned[irv1.VirtualHost, vhostRef]{key: vhostOf}
+	k := len(m.cur)
+	if k < len(m.prev) {
+		a.prev = m.prev[k]
 	}
-	return e
+	var list []vhostRef
+	if k < cap(m.cur) {
+		list = m.cur[:k+1][k][:0] // the array this slot had two digests ago
+		clear(list[:cap(list)])   // no older messages kept alive by it
+	}
+	m.cur = append(m.cur, list)
+	return a
 }
 
-func (m *partSums) keepVhost(vh *irv1.VirtualHost, routes []sum, all sum) {
+// keepVhost lists a virtual host of the server being digested.
+func (m *partSums) keepVhost(r vhostRef) {
+	if m != nil {
+		k := len(m.cur) - 1
+		m.cur[k] = append(m.cur[k], r)
+	}
+}
+
+// keepNewVhost lists a virtual host that was hashed, with a copy of its route sums.
+func (m *partSums) keepNewVhost(vh *irv1.VirtualHost, routes []sum, all sum) {
+	if m != nil {
+		m.keepVhost(vhostRef{vh: vh, routes: slices.Clone(routes), all: all})
+		m.fresh++
+	}
+}
+
+func (m *partSums) countFresh() {
+	if m != nil {
+		m.fresh++
+	}
+}
+
+func (m *partSums) clusterList() *aligned[irv1.Cluster, clusterRef] {
 	if m == nil {
-		return
+		return nil
 	}
-	m.vhosts[vh] = &vhostSums{routes: slices.Clone(routes), all: all, gen: m.gen}
-	m.used++
-	m.fresh++
+	return &aligned[irv1.Cluster, clusterRef]{key: clusterOf, prev: m.prevClusters}
 }
 
-// cluster returns the remembered head sum of c.
-func (m *partSums) cluster(c *irv1.Cluster) (sum, bool) {
-	if m == nil {
-		return sum{}, false
+func (m *partSums) keepCluster(r clusterRef) {
+	if m != nil {
+		m.clustersN = append(m.clustersN, r)
 	}
-	e := m.clusters[c]
-	if e == nil {
-		return sum{}, false
-	}
-	if e.gen != m.gen {
-		e.gen = m.gen
-		m.used++
-	}
-	return e.sum, true
-}
-
-func (m *partSums) keepCluster(c *irv1.Cluster, s sum) {
-	if m == nil {
-		return
-	}
-	m.clusters[c] = &clusterSum{sum: s, gen: m.gen}
-	m.used++
-	m.fresh++
-}
-
-// sweep forgets the parts of older snapshots once they are most of what is remembered (they keep
-// their messages alive).
-func (m *partSums) sweep() {
-	if m == nil || len(m.vhosts)+len(m.clusters) <= 2*m.used+1024 {
-		return
-	}
-	maps.DeleteFunc(m.vhosts, func(_ *irv1.VirtualHost, e *vhostSums) bool { return e.gen != m.gen })
-	maps.DeleteFunc(m.clusters, func(_ *irv1.Cluster, e *clusterSum) bool { return e.gen != m.gen })
 }
 
 // shapeBufs are the marshalling buffers of digestOf, reused by snapshots applied in a row; an

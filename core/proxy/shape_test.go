@@ -120,7 +120,7 @@ func TestRememberedSumsEqualDigest(t *testing.T) {
 		return &irv1.Cluster{Name: fmt.Sprintf("c%d", i), ConnectTimeoutMs: uint32(r.IntN(3)),
 			Endpoints: []*irv1.Endpoint{{Address: "127.0.0.1", Port: uint32(r.IntN(100))}}}
 	}
-	vhs := make([]*irv1.VirtualHost, 30)
+	vhs := make([]*irv1.VirtualHost, 120)
 	for i := range vhs {
 		vhs[i] = newVH()
 	}
@@ -132,7 +132,12 @@ func TestRememberedSumsEqualDigest(t *testing.T) {
 	for step := range 40 {
 		changed := 0
 		if step > 0 {
-			switch r.IntN(3) {
+			switch r.IntN(4) {
+			case 3: // many gone at once: the rest shift further than the proxy looks ahead
+				if len(vhs) > 60 {
+					i := r.IntN(len(vhs) - 45)
+					vhs = slices.Delete(vhs, i, i+45)
+				}
 			case 0:
 				vhs[r.IntN(len(vhs))] = newVH()
 				changed = 1
