@@ -31,6 +31,7 @@ type publication struct {
 	at                                                 time.Time
 	waited, listed, translated, prepared, applied, lag time.Duration
 	translations                                       int
+	full                                               bool // a full translation, not incremental
 }
 
 // breakdown reports the mean of each share of the route latency over the routes whose
@@ -56,8 +57,12 @@ func breakdown(b *testing.B, log string, routes []created) {
 		waited, listed, translated, prepared, applied, lag = waited+p.waited, listed+p.listed, translated+p.translated,
 			prepared+p.prepared, applied+p.applied, lag+p.lag
 	}
+	full := 0
 	for _, p := range pubs {
 		translations += p.translations
+		if p.full {
+			full++
+		}
 	}
 	if found == 0 {
 		b.Logf("no publication found in the controller's log for the routes created")
@@ -75,6 +80,7 @@ func breakdown(b *testing.B, log string, routes []created) {
 	b.ReportMetric(mean(detected), "detected-ms")
 	b.ReportMetric(float64(len(pubs))/float64(len(routes)), "publishes/route")
 	b.ReportMetric(float64(translations)/float64(len(routes)), "translations/route")
+	b.ReportMetric(float64(full), "full-publishes")
 	if len(hashed) > 0 {
 		var sum time.Duration
 		for _, h := range hashed {
@@ -119,7 +125,7 @@ func parseControllerLog(b *testing.B, log string, from time.Time) ([]publication
 			at := time.Date(y, mo, d, tod.Hour(), tod.Minute(), tod.Second(), tod.Nanosecond(), time.Local)
 			n, _ := f["translations"].(float64)
 			pubs = append(pubs, publication{at: at, waited: dur("waited"), listed: dur("listed"), translated: dur("translated"),
-				prepared: dur("prepared"), applied: dur("applied"), lag: dur("changeLag"), translations: int(n)})
+				prepared: dur("prepared"), applied: dur("applied"), lag: dur("changeLag"), translations: int(n), full: f["kind"] == "full"})
 		}
 	}
 	return pubs, hashed
