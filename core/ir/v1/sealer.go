@@ -34,6 +34,9 @@ type Sealer struct {
 	// replayed routes need them remembered.
 	SkipRoutes bool
 
+	// oneShot remembers nothing: Seal's, for a snapshot sealed once.
+	oneShot bool
+
 	// hashed are the remembered hashes, by message address (a pointer hashes faster than an
 	// interface, and keeps the message referenced alike, so no new message can take its
 	// address), with the seal that last used each.
@@ -98,11 +101,14 @@ func (s *Sealer) Seal(snap *Snapshot) error {
 
 // Forget drops every remembered hash and the buffers: for a user whose next snapshot shares
 // nothing with the previous one (a proxy sent a full snapshot), so they are not kept alive.
-func (s *Sealer) Forget() { *s = Sealer{SkipRoutes: s.SkipRoutes} }
+func (s *Sealer) Forget() { *s = Sealer{SkipRoutes: s.SkipRoutes, oneShot: s.oneShot} }
 
 // remembers says whether the hashes of a message type are kept for the next seal: the parts
 // the users share between consecutive snapshots.
 func (s *Sealer) remembers(d protoreflect.MessageDescriptor) bool {
+	if s.oneShot {
+		return false
+	}
 	switch d.FullName() {
 	case "coxswain.ir.v1.Cluster", "coxswain.ir.v1.VirtualHost", "coxswain.ir.v1.Secret":
 		return true
@@ -163,9 +169,9 @@ func (s *Sealer) compute(m protoreflect.Message, depth int) ([sha256.Size]byte, 
 		copy(b[size:], b[1:1+n])
 		protowire.AppendVarint(b[:0], uint64(n))
 	}
-	if s.remembers(d) {
+	if s.oneShot || s.remembers(d) {
 		// A remembered node (a virtual host) is hashed when it is new: its children (routes)
-		// are looked up one by one.
+		// are looked up one by one. A one-shot seal hashes every node so.
 		for _, fd := range order {
 			if !fd.part {
 				continue

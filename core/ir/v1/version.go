@@ -1,11 +1,6 @@
 package irv1
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -29,9 +24,9 @@ import (
 // generation, an ACME challenge, a server's TLS) is in its parent's head. The version is the hex
 // of H(snapshot)'s first 16 bytes, with the version field cleared.
 //
-// Seal is the definition written plainly (by reflection, nothing remembered); the Sealer is the
-// fast one, held to it by TestSealerEqualsSeal here, in controller/translator and in
-// core/discovery/delta.
+// Seal is a Sealer that remembers nothing; TestSealerEqualsSeal (here, in controller/translator
+// and in core/discovery/delta) holds the Sealer to it, and TestVersionIsTheHashTree both to this
+// definition, written out plainly in the test (referenceSeal).
 
 // partFields are the fields of each node type whose elements are hashed apart, in field-number
 // order.
@@ -46,50 +41,8 @@ var partFields = map[protoreflect.FullName][]protoreflect.Name{
 // repeated field (see ir.proto) first; then an unchanged input always yields the same version.
 // It fails only if a string holds invalid UTF-8.
 func Seal(s *Snapshot) error {
-	s.Version = ""
-	sum, err := plainHash(s.ProtoReflect())
-	if err != nil {
-		return fmt.Errorf("encoding snapshot: %w", err)
-	}
-	s.Version = hex.EncodeToString(sum[:16])
-	return nil
-}
-
-// plainHash is H(m), by reflection.
-func plainHash(m protoreflect.Message) ([sha256.Size]byte, error) {
-	d := m.Descriptor()
-	parts, node := partFields[d.FullName()]
-	if !node {
-		b, err := deterministic.Marshal(m.Interface())
-		return sha256.Sum256(b), err
-	}
-	head := m.New()
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if !isPart(parts, fd) {
-			head.Set(fd, v)
-		}
-		return true
-	})
-	head.SetUnknown(m.GetUnknown())
-	hb, err := deterministic.Marshal(head.Interface())
-	if err != nil {
-		return [sha256.Size]byte{}, err
-	}
-	b := protowire.AppendVarint(nil, uint64(len(hb)))
-	b = append(b, hb...)
-	for _, name := range parts {
-		fd := d.Fields().ByName(name)
-		l := m.Get(fd).List()
-		for i := range l.Len() {
-			sum, err := plainHash(l.Get(i).Message())
-			if err != nil {
-				return [sha256.Size]byte{}, err
-			}
-			b = protowire.AppendVarint(b, uint64(fd.Number()))
-			b = append(b, sum[:]...)
-		}
-	}
-	return sha256.Sum256(b), nil
+	one := Sealer{oneShot: true}
+	return one.Seal(s)
 }
 
 func isPart(parts []protoreflect.Name, fd protoreflect.FieldDescriptor) bool {
