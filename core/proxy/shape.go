@@ -123,9 +123,14 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	d := &digest{clusters: make([]sum, 0, len(snap.GetClusters()))}
 	h := &chunker{h: sha256.New()}
 	opts := proto.MarshalOptions{Deterministic: true}
-	bp := shapeBufs.Get().(*[]byte)
+	bp, rp := shapeBufs.Get().(*[]byte), shapeBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
-	defer func() { *bp = buf[:0]; shapeBufs.Put(bp) }()
+	h.batch = (*rp)[:0]
+	defer func() {
+		*bp, *rp = buf[:0], h.batch[:0]
+		shapeBufs.Put(bp)
+		shapeBufs.Put(rp)
+	}()
 	encode := func(msg proto.Message) (byte, []byte) {
 		var err error
 		buf, err = opts.MarshalAppend(buf[:0], msg)
