@@ -311,7 +311,9 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
 	var published string
 	retry := publishRetry
+	unpublished := 0 // translations since the latest publish (their snapshots changed nothing)
 	for c.trigger.Wait(ctx) == nil {
+		woke := time.Now()
 		changedAt := c.firstChange.Swap(0)
 		ch := change(c.dirty.Swap(0))
 		store, err := c.watch.store()
@@ -321,9 +323,11 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		}
 		start := time.Now()
 		kind := "full"
+		var translated time.Duration // the translation or refresh alone
 		if ch == changeEndpoints && last != nil {
 			kind = "endpoints"
-			last = translator.RefreshEndpoints(ctx, last, store, opts)
+			last = inc.RefreshEndpoints(ctx, last, store, opts)
+			translated = time.Since(start)
 			c.stats.EndpointRefreshes.Add(1)
 			if lastRes != nil {
 				refreshed := *lastRes
@@ -347,6 +351,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 				res = inc.Translate(ctx, store, opts)
 				c.stats.Translations.Add(1)
 			}
+			translated = time.Since(start)
 			c.stats.ReplayedBuilds.Add(int64(inc.Reused()))
 			c.stats.Builds.Add(int64(inc.Built()))
 			if inc.Reused() > 0 {
@@ -374,9 +379,11 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		c.log.Debug("translated", zap.String("kind", kind), zap.Int("replayedBuilds", inc.Reused()), zap.Int("builds", inc.Built()),
 			zap.Duration("took", time.Since(start)),
 			zap.String("version", last.GetVersion()))
+		unpublished++
 		if last.GetVersion() == published {
 			continue
 		}
+		publishing := time.Now()
 		if err := pub.Publish(ctx, last); err != nil {
 			if ctx.Err() != nil {
 				return
@@ -391,10 +398,20 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		published = last.GetVersion()
 		c.stats.Publishes.Add(1)
 		c.stats.PublishedAt.Store(time.Now().UnixNano())
+		// Where the time from the change to the publication went: the coalescer's wait (from
+		// the first change this snapshot includes), listing the caches, the translation, what
+		// the driver did next (statuses handed to the writer, events, ACME) and the publish
+		// (the in-process proxy's table build, or handing the snapshot to discovery).
+		fields := []zap.Field{zap.String("version", published), zap.Int("gateways", len(last.GetGateways())), zap.String("kind", kind),
+			zap.Int("translations", unpublished), zap.Duration("listed", start.Sub(woke)), zap.Duration("translated", translated),
+			zap.Duration("prepared", publishing.Sub(start)-translated), zap.Duration("applied", time.Since(publishing))}
+		unpublished = 0
 		if changedAt != 0 {
-			c.stats.ChangeLag.Observe(time.Since(time.Unix(0, changedAt)).Seconds())
+			lag := time.Since(time.Unix(0, changedAt))
+			c.stats.ChangeLag.Observe(lag.Seconds())
+			fields = append(fields, zap.Duration("changeLag", lag), zap.Duration("waited", woke.Sub(time.Unix(0, changedAt))))
 		}
-		c.log.Info("published", zap.String("version", published), zap.Int("gateways", len(last.GetGateways())))
+		c.log.Info("published", fields...)
 	}
 }
 

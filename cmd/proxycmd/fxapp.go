@@ -132,7 +132,10 @@ type engineParams struct {
 
 func newEngine(p engineParams) (*proxy.Proxy, agent.Engine, error) {
 	lc, cfg, log := p.Lifecycle, p.Config, p.Log
-	opts := proxy.Options{Log: log.Named("proxy"), Registry: p.Registry, Limits: cfg.Limits, ModuleSettings: cfg.Settings}
+	// The agent's delta rebuilds and the standalone loader's translations make new messages for
+	// what changed and never edit one applied: SharedMessages holds.
+	opts := proxy.Options{Log: log.Named("proxy"), Registry: p.Registry, Limits: cfg.Limits, ModuleSettings: cfg.Settings,
+		SharedMessages: true}
 	var reg prometheus.Registerer
 	if p.Metrics != nil {
 		opts.Metrics, reg = p.Metrics, p.Metrics

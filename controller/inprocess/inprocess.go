@@ -41,8 +41,10 @@ const proxyName = "in-process"
 // New returns the controller.NewPublisher that starts a fresh proxy for each leadership term.
 func New(opts Options) controller.NewPublisher {
 	return func(_ context.Context, report controller.Reporter) (controller.Publisher, error) {
+		// The translator shares unchanged messages between snapshots and never edits a sealed one.
 		px := proxy.New(proxy.Options{Log: opts.Log, Registry: opts.Registry, Limits: opts.Limits,
-			ModuleSettings: opts.ModuleSettings, Metrics: opts.Metrics, RequestMetrics: opts.RequestMetrics, AccessLog: opts.AccessLog})
+			ModuleSettings: opts.ModuleSettings, Metrics: opts.Metrics, RequestMetrics: opts.RequestMetrics, AccessLog: opts.AccessLog,
+			SharedMessages: true})
 		p := &publisher{proxy: px, report: report, done: make(chan struct{}), reported: map[string][]controller.ListenerFailure{}}
 		p.wg.Go(p.watch)
 		return p, nil

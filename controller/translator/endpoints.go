@@ -19,6 +19,17 @@ import (
 // prev, which it does not modify. The result is what Translate(store) would give, at the cost of
 // indexing the store and re-sealing instead of translating every route.
 func RefreshEndpoints(ctx context.Context, prev *irv1.Snapshot, store *Store, opts Options) *irv1.Snapshot {
+	return refreshEndpoints(ctx, prev, store, opts, irv1.Seal)
+}
+
+// RefreshEndpoints is RefreshEndpoints(ctx, prev, store, opts) sealed with inc's sealer, which
+// remembers the hashes of prev's parts when prev is inc's latest snapshot: the refresh then
+// hashes the changed clusters and the snapshot's head only, not every route again.
+func (inc *Incremental) RefreshEndpoints(ctx context.Context, prev *irv1.Snapshot, store *Store, opts Options) *irv1.Snapshot {
+	return refreshEndpoints(ctx, prev, store, opts, inc.sealer.seal)
+}
+
+func refreshEndpoints(ctx context.Context, prev *irv1.Snapshot, store *Store, opts Options, seal func(*irv1.Snapshot) error) *irv1.Snapshot {
 	t := newSession(ctx, store, opts)
 	t.index()
 	next := &irv1.Snapshot{Listeners: prev.GetListeners(), Secrets: prev.GetSecrets(), Gateways: prev.GetGateways(),
@@ -26,7 +37,7 @@ func RefreshEndpoints(ctx context.Context, prev *irv1.Snapshot, store *Store, op
 	for _, c := range prev.GetClusters() {
 		next.Clusters = append(next.Clusters, t.refreshCluster(c))
 	}
-	_ = irv1.Seal(next) // prev was sealed, so its strings are valid UTF-8
+	_ = seal(next) // prev was sealed, so its strings are valid UTF-8
 	return next
 }
 

@@ -96,7 +96,7 @@ type session struct {
 	// record of the Build call under way, if any (incremental.go).
 	memo *memoSet
 	rec  *buildRecord
-	// sealer seals with the encodings of the previous snapshot's routes and clusters (seal.go).
+	// sealer seals with the hashes of the previous snapshot's routes and clusters (seal.go).
 	sealer *sealer
 	// vhosts are the virtual hosts of the previous snapshot an Incremental may share (vhosts.go).
 	vhosts *vhostMemo

@@ -11,7 +11,7 @@ import (
 // host with what it was made of, and the order of the server's virtual hosts. A virtual host
 // whose entries are the very same (the same replayed build records, hence the same route objects
 // in the same world) is not sorted and built again: its IR message is shared with the previous
-// snapshot, which also lets the sealer reuse its encoding. And the server's virtual hosts are
+// snapshot, which also lets the sealer reuse its hash. And the server's virtual hosts are
 // not sorted again either: the previous order is kept, the virtual hosts that went are left out
 // and the new ones merged in (hostnameLess is a total order on distinct hostnames, so this is
 // the order sorting would give). Precedence sorting thus runs only within the virtual hosts a

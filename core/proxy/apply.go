@@ -30,7 +30,8 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 		return nil
 	}
 	start := time.Now()
-	d := digestOf(snap)
+	d := p.sums.digest(snap)
+	hashed := time.Since(start) // the shape and the parts' sums (shape.go)
 	sh := d.shape
 	if cur != nil && cur.shape == sh && p.fastApply(cur, snap) {
 		p.log.Info("snapshot applied", zap.String("version", cur.ver()), zap.Bool("endpointsOnly", true),
@@ -45,7 +46,8 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 	fresh, failed := p.bindNew(ctx, t, start)
 	p.commit(t, fresh, failed)
 	p.log.Info("snapshot applied", zap.String("version", t.ver()),
-		zap.Int("listeners", len(t.listeners)), zap.Int("unbound", len(failed)), zap.Duration("took", time.Since(start)))
+		zap.Int("listeners", len(t.listeners)), zap.Int("unbound", len(failed)), zap.Duration("took", time.Since(start)),
+		zap.Duration("hashed", hashed))
 	return nil
 }
 

@@ -16,15 +16,23 @@ import (
 // route's path (alternating between two), on a table of n routes (n/2 hostnames × 2 routes, a
 // cluster per hostname, as an HTTPRoute per Service), built in full (every route and cluster
 // compiled again, as before incremental builds) and incrementally (only the changed route; the
-// rest shared with the serving table), back to back in one run.
+// rest shared with the serving table), back to back in one run; "shared" is incremental with
+// snapshots that share every unchanged message with the previous one (a new route, virtual host,
+// server, listener and snapshot each time, as the translator and the agent make them) applied
+// to a proxy with Options.SharedMessages, which hashes only the changed virtual host.
 func BenchmarkApplyRouteChange(b *testing.B) {
 	be := newBackend(b, "be", nil)
 	for _, n := range []int{1_000, 5_000, 20_000} {
 		snap := routesSnapshot(b, n, be)
-		changed := snap.Listeners[0].Servers[0].VirtualHosts[n/4].Routes[0]
-		for _, build := range []string{"full", "incremental"} {
+		at := n / 4 // the changed route's virtual host
+		changed := snap.Listeners[0].Servers[0].VirtualHosts[at].Routes[0]
+		for _, build := range []string{"full", "incremental", "shared"} {
 			b.Run(fmt.Sprintf("routes=%d/build=%s", n, build), func(b *testing.B) {
 				p := newProxy(b)
+				if build == "shared" {
+					p = proxy.New(proxy.Options{Log: testLogger(), Registry: registry(), SharedMessages: true})
+					b.Cleanup(func() { _ = p.Close(context.Background()) })
+				}
 				proxy.SetFullBuilds(p, build == "full")
 				apply(b, p, snap)
 				b.ReportAllocs()
@@ -32,9 +40,15 @@ func BenchmarkApplyRouteChange(b *testing.B) {
 				cpu0 := processCPU(b)
 				n := 0
 				for i := 0; b.Loop(); i++ {
-					changed.Match = core.MustConfig("route.testpath", map[string]string{"prefix": "/v" + strconv.Itoa(i%2)})
-					snap.Version = build + strconv.Itoa(i)
-					if err := p.Apply(context.Background(), snap); err != nil {
+					next := snap
+					match := core.MustConfig("route.testpath", map[string]string{"prefix": "/v" + strconv.Itoa(i%2)})
+					if build == "shared" {
+						next = sharedRouteChange(snap, at, match)
+					} else {
+						changed.Match = match
+					}
+					next.Version = build + strconv.Itoa(i)
+					if err := p.Apply(context.Background(), next); err != nil {
 						b.Fatal(err)
 					}
 					n++
@@ -64,4 +78,21 @@ func routesSnapshot(b testing.TB, n int, be *testBackend) *irv1.Snapshot {
 		clusters = append(clusters, cluster(name, be))
 	}
 	return snapshot(b, []*irv1.Listener{httpListener(0, srv)}, clusters)
+}
+
+// sharedRouteChange is snap with the first route of virtual host i given match: new messages
+// for it and everything above it, every other message shared.
+func sharedRouteChange(snap *irv1.Snapshot, i int, match *irv1.ModuleConfig) *irv1.Snapshot {
+	l := irv1.Shallow(snap.Listeners[0])
+	srv := irv1.Shallow(l.Servers[0])
+	vh := irv1.Shallow(srv.VirtualHosts[i])
+	r := irv1.Shallow(vh.Routes[0])
+	r.Match = match
+	vh.Routes = append([]*irv1.Route{r}, vh.Routes[1:]...)
+	srv.VirtualHosts = append([]*irv1.VirtualHost(nil), srv.VirtualHosts...)
+	srv.VirtualHosts[i] = vh
+	l.Servers = []*irv1.Server{srv}
+	out := irv1.Shallow(snap)
+	out.Listeners = []*irv1.Listener{l}
+	return out
 }

@@ -53,7 +53,14 @@ func incrementalRegistry() *core.Registry {
 
 func newIncrementalProxy(t testing.TB, full bool, metrics prometheus.Registerer) *proxy.Proxy {
 	t.Helper()
-	p := proxy.New(proxy.Options{Log: testLogger(), Registry: incrementalRegistry(), Metrics: metrics, RequestMetrics: metrics != nil})
+	return newProxyWith(t, full, proxy.Options{Metrics: metrics, RequestMetrics: metrics != nil})
+}
+
+// newProxyWith is newIncrementalProxy with more options.
+func newProxyWith(t testing.TB, full bool, opts proxy.Options) *proxy.Proxy {
+	t.Helper()
+	opts.Log, opts.Registry = testLogger(), incrementalRegistry()
+	p := proxy.New(opts)
 	proxy.SetFullBuilds(p, full)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -176,12 +183,15 @@ func TestIncrementalBuildClusterEndpoints(t *testing.T) {
 // builds incrementally and to one that builds everything: after every step both describe the
 // same table (the same routes compiled from the same IR, every upstream pointing at the table's
 // own cluster, the same endpoints), reject the same snapshots, and in the end hold the same
-// request series.
+// request series. The snapshots share the virtual hosts no change touched with the previous one,
+// as the translator's and the agent's do, and the incremental proxy remembers their hashes
+// (Options.SharedMessages).
 func TestIncrementalBuildEqualsFullBuild(t *testing.T) {
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			regInc, regFull := prometheus.NewRegistry(), prometheus.NewRegistry()
-			inc, full := newIncrementalProxy(t, false, regInc), newIncrementalProxy(t, true, regFull)
+			inc := newProxyWith(t, false, proxy.Options{Metrics: regInc, RequestMetrics: true, SharedMessages: true})
+			full := newIncrementalProxy(t, true, regFull)
 			m := newTableModel(rand.New(rand.NewPCG(seed, 17)))
 			for step := range 60 {
 				op := m.mutate()
@@ -237,6 +247,10 @@ type tableModel struct {
 type hostModel struct {
 	name   string
 	routes []*routeModel
+	// made is the message of the latest snapshot and the routes it was made of: the next
+	// snapshot shares it while they are the same.
+	made       *irv1.VirtualHost
+	madeRoutes []*routeModel
 }
 
 type routeModel struct {
@@ -360,6 +374,10 @@ func (m *tableModel) snapshot(t testing.TB) *irv1.Snapshot {
 	srv := server("")
 	srv.Sources = []string{"ns/gw/http"}
 	for _, h := range m.hosts {
+		if h.made != nil && slices.Equal(h.madeRoutes, h.routes) { // a changed route is a new routeModel
+			srv.VirtualHosts = append(srv.VirtualHosts, h.made)
+			continue
+		}
 		vh := vhost(h.name)
 		for _, r := range h.routes {
 			rt := route(r.name, r.prefix, backend(r.cluster, 1))
@@ -368,12 +386,14 @@ func (m *tableModel) snapshot(t testing.TB) *irv1.Snapshot {
 			}
 			vh.Routes = append(vh.Routes, rt)
 		}
+		h.made, h.madeRoutes = vh, slices.Clone(h.routes)
 		srv.VirtualHosts = append(srv.VirtualHosts, vh)
 	}
 	if m.invalid {
 		m.invalid = false
 		rt := route("ns/bad", "/bad", backend("missing", 1))
-		srv.VirtualHosts[0].Routes = append(srv.VirtualHosts[0].Routes, rt)
+		bad := vhost(srv.VirtualHosts[0].GetHostname(), append(slices.Clone(srv.VirtualHosts[0].GetRoutes()), rt)...)
+		srv.VirtualHosts[0] = bad // a new message: the shared one is not edited
 	}
 	names := make([]string, 0, len(m.clusters))
 	for n := range m.clusters {

@@ -36,6 +36,13 @@ type Options struct {
 	RequestMetrics bool
 	// AccessLog receives one line per request; nil: none. The caller closes it after Close.
 	AccessLog *accesslog.Logger
+	// SharedMessages says that each snapshot applied shares with the previous one the messages
+	// that did not change (virtual hosts, routes, clusters) and that no message changes once
+	// applied: the proxy then remembers their hashes by address instead of hashing every route
+	// of every snapshot (shape.go, partSums). The in-process publisher and the discovery agent
+	// apply such snapshots; a caller that edits a snapshot in place and applies it again must not
+	// set it.
+	SharedMessages bool
 }
 
 // BoundListener is one socket the proxy has actually bound.
@@ -87,6 +94,8 @@ type Proxy struct {
 	// everything. For tests and benchmarks comparing the two.
 	fullBuilds bool
 	builds     uint64 // tables built so far (under mu)
+	// sums are the remembered hashes of Options.SharedMessages (under mu); nil without it.
+	sums *partSums
 }
 
 // New returns a Proxy that serves nothing until the first Apply.
@@ -106,7 +115,12 @@ func New(opts Options) *Proxy {
 	if opts.BindRetryMax < opts.BindRetryMin {
 		opts.BindRetryMax = max(DefaultBindRetryMax, opts.BindRetryMin)
 	}
+	var sums *partSums
+	if opts.SharedMessages {
+		sums = &partSums{}
+	}
 	return &Proxy{
+		sums:     sums,
 		log:      log,
 		reg:      reg,
 		limits:   limits,

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -33,37 +34,137 @@ type digest struct {
 func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
 
 // digestOf encodes each route and each cluster head deterministically into one reused buffer and
-// hashes it into its sum; the shape hashes the listener, server and virtual host heads (each
-// without its children) and those sums in tree order, each chunk tagged with its kind and length
-// so that no part can pass for another. This costs what hashing the whole snapshot's encoding
-// did, so the per-route sums come for free.
-func digestOf(snap *irv1.Snapshot) *digest {
+// hashes it into its sum; the shape hashes the listener and server heads (each without its
+// children), each virtual host's sum (its hostname and its routes' sums) and the cluster sums in
+// tree order, each chunk tagged with its kind and length so that no part can pass for another.
+func digestOf(snap *irv1.Snapshot) *digest { return (*partSums)(nil).digest(snap) }
+
+// partSums remembers the sums of virtual hosts and cluster heads of the previous digest, for a
+// proxy whose snapshots share the messages that did not change with the previous one and never
+// change a message once applied (Options.SharedMessages: the in-process publisher's, whose
+// translator shares unchanged virtual hosts, and the agent's, whose delta rebuilds do). A
+// one-route change then encodes and hashes that route and its virtual host, not all 5,000
+// routes: what is left per virtual host is a pointer comparison, a copy of its sums and one
+// 41-byte chunk of the shape. A nil *partSums remembers nothing.
+//
+// The previous digest's parts are kept as lists, each server's virtual hosts and the clusters in
+// the order visited, and a part is looked for at the same place in its list (or a little
+// after: parts removed in front of it shift it). A map lookup per part, scattered over the
+// heap, cost at 5,000 virtual hosts as much as the hashing it saved; a list is indexed only for
+// a digest in which many parts were not where expected (reordered, or many removed).
+type partSums struct {
+	prev, cur               [][]vhostRef // per server, in the order visited
+	prevClusters, clustersN []clusterRef
+	fresh                   int // virtual hosts and clusters this digest hashed (tests)
+}
+
+type vhostRef struct {
+	vh     *irv1.VirtualHost
+	routes []sum // its routes' sums, in order
+	all    sum   // the hostname and the route sums
+}
+
+type clusterRef struct {
+	c   *irv1.Cluster
+	sum sum
+}
+
+// aligned finds parts of the previous digest in their list: at or a little after where the
+// previous one was found, else further on, or, once lookAhead were not found there, by an index
+// of the list (reordered parts).
+type aligned[M any, R any] struct {
+	prev   []R
+	key    func(R) *M
+	next   int
+	misses int
+	index  map[*M]int
+}
+
+func (a *aligned[M, R]) find(m *M) (R, bool) {
+	var none R
+	if a == nil {
+		return none, false
+	}
+	for j := a.next; j < min(len(a.prev), a.next+lookAhead); j++ {
+		if a.key(a.prev[j]) == m {
+			a.next = j + 1
+			return a.prev[j], true
+		}
+	}
+	if a.index == nil && a.misses < lookAhead {
+		// Further on (parts removed in front of it): a scan of pointers, for the first few
+		// misses, which are mostly new parts that a scan does not find.
+		a.misses++
+		for j := a.next + lookAhead; j < len(a.prev); j++ {
+			if a.key(a.prev[j]) == m {
+				a.next = j + 1
+				return a.prev[j], true
+			}
+		}
+		return none, false
+	}
+	if a.index == nil {
+		a.index = make(map[*M]int, len(a.prev))
+		for j, r := range a.prev {
+			a.index[a.key(r)] = j
+		}
+	}
+	if j, ok := a.index[m]; ok {
+		a.next = j + 1
+		return a.prev[j], true
+	}
+	return none, false
+}
+
+func vhostOf(r vhostRef) *irv1.VirtualHost { return r.vh }
+func clusterOf(r clusterRef) *irv1.Cluster { return r.c }
+
+func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	d := &digest{clusters: make([]sum, 0, len(snap.GetClusters()))}
 	h := &chunker{h: sha256.New()}
 	opts := proto.MarshalOptions{Deterministic: true}
-	bp := shapeBufs.Get().(*[]byte)
+	bp, rp := shapeBufs.Get().(*[]byte), shapeBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
-	defer func() { *bp = buf[:0]; shapeBufs.Put(bp) }()
-	encode := func(m proto.Message) (byte, []byte) {
+	h.batch = (*rp)[:0]
+	defer func() {
+		*bp, *rp = buf[:0], h.batch[:0]
+		shapeBufs.Put(bp)
+		shapeBufs.Put(rp)
+	}()
+	encode := func(msg proto.Message) (byte, []byte) {
 		var err error
-		buf, err = opts.MarshalAppend(buf[:0], m)
+		buf, err = opts.MarshalAppend(buf[:0], msg)
 		if err != nil {
 			// Not reached for a valid message; never equal to a valid one's.
 			return 0x80, append(buf[:0], err.Error()...)
 		}
 		return 0, buf
 	}
-	add := func(tag byte, m proto.Message) {
-		flag, b := encode(m)
+	add := func(tag byte, msg proto.Message) {
+		flag, b := encode(msg)
 		h.write(tag|flag, b)
 	}
 	part := &chunker{h: sha256.New()}
-	sumOf := func(m proto.Message) sum {
-		flag, b := encode(m)
+	sumOf := func(msg proto.Message) sum {
+		flag, b := encode(msg)
 		part.h.Reset()
 		part.write(flag, b)
 		return part.sum()
 	}
+	vhc := &chunker{h: sha256.New()}
+	// vhostSum appends vh's route sums to d.routes and returns its own sum.
+	vhostSum := func(vh *irv1.VirtualHost) sum {
+		// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
+		vhc.h.Reset()
+		vhc.writeString(6, vh.GetHostname())
+		for _, r := range vh.GetRoutes() {
+			rs := sumOf(r)
+			d.routes = append(d.routes, rs)
+			vhc.writeSum(7, &rs)
+		}
+		return vhc.sum()
+	}
+	m.start()
 	n := 0
 	for _, l := range snap.GetListeners() {
 		for _, s := range l.GetServers() {
@@ -77,23 +178,37 @@ func digestOf(snap *irv1.Snapshot) *digest {
 		add(1, irv1.ListenerHead(l))
 		for _, s := range l.GetServers() {
 			add(5, irv1.ServerHead(s))
+			found := m.server()
+			recs := h.batch[:0] // the virtual hosts' chunks, hashed in one write per server
 			for _, vh := range s.GetVirtualHosts() {
-				// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
-				h.writeString(6, vh.GetHostname())
-				for _, r := range vh.GetRoutes() {
-					rs := sumOf(r)
-					d.routes = append(d.routes, rs)
-					h.writeSum(7, &rs)
+				var vs sum
+				if r, ok := found.find(vh); ok {
+					d.routes = append(d.routes, r.routes...)
+					vs = r.all
+					m.keepVhost(r)
+				} else {
+					from := len(d.routes)
+					vs = vhostSum(vh)
+					m.keepNewVhost(vh, d.routes[from:], vs)
 				}
+				recs = appendChunk(recs, 6, vs[:])
 			}
+			h.h.Write(recs)
+			h.batch = recs[:0]
 		}
 	}
 	head := &irv1.Cluster{} // reused: one allocation, not one per cluster
+	clusters := m.clusterList()
 	for _, c := range snap.GetClusters() {
-		setClusterHead(head, c)
-		cs := sumOf(head)
-		d.clusters = append(d.clusters, cs)
-		h.writeSum(2, &cs)
+		r, ok := clusters.find(c)
+		if !ok {
+			setClusterHead(head, c)
+			r = clusterRef{c: c, sum: sumOf(head)}
+			m.countFresh()
+		}
+		m.keepCluster(r)
+		d.clusters = append(d.clusters, r.sum)
+		h.writeSum(2, &r.sum)
 	}
 	for _, s := range snap.GetSecrets() {
 		add(3, s)
@@ -104,8 +219,82 @@ func digestOf(snap *irv1.Snapshot) *digest {
 	for _, c := range snap.GetAcmeChallenges() {
 		add(8, c)
 	}
+	m.finish()
 	d.shape = shape(h.sum())
 	return d
+}
+
+// start begins a digest.
+func (m *partSums) start() {
+	if m == nil {
+		return
+	}
+	m.fresh = 0
+	m.cur, m.clustersN = m.cur[:0], m.clustersN[:0]
+}
+
+// finish makes this digest's lists the previous ones.
+func (m *partSums) finish() {
+	if m == nil {
+		return
+	}
+	m.prev, m.cur = m.cur, m.prev
+	m.prevClusters, m.clustersN = m.clustersN, m.prevClusters
+}
+
+// server starts the list of the next server's virtual hosts and returns a finder over the same
+// server's list of the previous digest (the server visited at the same place).
+func (m *partSums) server() *aligned[irv1.VirtualHost, vhostRef] {
+	if m == nil {
+		return nil
+	}
+	a := &aligned[irv1.VirtualHost, vhostRef]{key: vhostOf}
+	k := len(m.cur)
+	if k < len(m.prev) {
+		a.prev = m.prev[k]
+	}
+	var list []vhostRef
+	if k < cap(m.cur) {
+		list = m.cur[:k+1][k][:0] // the array this slot had two digests ago
+		clear(list[:cap(list)])   // no older messages kept alive by it
+	}
+	m.cur = append(m.cur, list)
+	return a
+}
+
+// keepVhost lists a virtual host of the server being digested.
+func (m *partSums) keepVhost(r vhostRef) {
+	if m != nil {
+		k := len(m.cur) - 1
+		m.cur[k] = append(m.cur[k], r)
+	}
+}
+
+// keepNewVhost lists a virtual host that was hashed, with a copy of its route sums.
+func (m *partSums) keepNewVhost(vh *irv1.VirtualHost, routes []sum, all sum) {
+	if m != nil {
+		m.keepVhost(vhostRef{vh: vh, routes: slices.Clone(routes), all: all})
+		m.fresh++
+	}
+}
+
+func (m *partSums) countFresh() {
+	if m != nil {
+		m.fresh++
+	}
+}
+
+func (m *partSums) clusterList() *aligned[irv1.Cluster, clusterRef] {
+	if m == nil {
+		return nil
+	}
+	return &aligned[irv1.Cluster, clusterRef]{key: clusterOf, prev: m.prevClusters}
+}
+
+func (m *partSums) keepCluster(r clusterRef) {
+	if m != nil {
+		m.clustersN = append(m.clustersN, r)
+	}
 }
 
 // shapeBufs are the marshalling buffers of digestOf, reused by snapshots applied in a row; an
@@ -129,6 +318,9 @@ type chunker struct {
 	hdr [9]byte
 	out sum
 	str []byte
+	// batch is chunks written at once: thousands of small writes cost the hash more than
+	// their bytes.
+	batch []byte
 }
 
 func (c *chunker) writeSum(tag byte, s *sum) {
@@ -150,6 +342,13 @@ func (c *chunker) write(tag byte, b []byte) {
 func (c *chunker) writeString(tag byte, s string) {
 	c.str = append(c.str[:0], s...)
 	c.write(tag, c.str)
+}
+
+// appendChunk appends what write would hand the hash for (tag, b).
+func appendChunk(buf []byte, tag byte, b []byte) []byte {
+	buf = append(buf, tag)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(len(b)))
+	return append(buf, b...)
 }
 
 func (c *chunker) header(tag byte, n int) {

@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -94,5 +97,72 @@ func TestVirtualHostHeadCoversFields(t *testing.T) {
 	fields := (&irv1.VirtualHost{}).ProtoReflect().Descriptor().Fields()
 	if fields.Len() != 2 || fields.ByNumber(1).Name() != "hostname" || fields.ByNumber(2).Name() != "routes" {
 		t.Fatalf("VirtualHost has fields digestOf does not hash: update digestOf")
+	}
+}
+
+// A proxy with Options.SharedMessages digests a snapshot as digestOf does (the same shape, route
+// sums and cluster sums, so the builder shares the same parts) while hashing only the virtual
+// hosts and clusters that are new messages: snapshots here share the others with the previous
+// one, as the translator's and the agent's do, and replace one or two at each step.
+func TestRememberedSumsEqualDigest(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	serial := 0
+	newVH := func() *irv1.VirtualHost {
+		serial++
+		vh := &irv1.VirtualHost{Hostname: fmt.Sprintf("h%d.example", serial)}
+		for j := range 1 + r.IntN(3) {
+			vh.Routes = append(vh.Routes, &irv1.Route{Name: fmt.Sprintf("r%d-%d", serial, j),
+				Backends: []*irv1.Backend{{Cluster: fmt.Sprintf("c%d", r.IntN(4)), Weight: 1}}})
+		}
+		return vh
+	}
+	newCluster := func(i int) *irv1.Cluster {
+		return &irv1.Cluster{Name: fmt.Sprintf("c%d", i), ConnectTimeoutMs: uint32(r.IntN(3)),
+			Endpoints: []*irv1.Endpoint{{Address: "127.0.0.1", Port: uint32(r.IntN(100))}}}
+	}
+	vhs := make([]*irv1.VirtualHost, 120)
+	for i := range vhs {
+		vhs[i] = newVH()
+	}
+	clusters := make([]*irv1.Cluster, 4)
+	for i := range clusters {
+		clusters[i] = newCluster(i)
+	}
+	m := &partSums{}
+	for step := range 40 {
+		changed := 0
+		if step > 0 {
+			switch r.IntN(4) {
+			case 3: // many gone at once: the rest shift further than the proxy looks ahead
+				if len(vhs) > 60 {
+					i := r.IntN(len(vhs) - 45)
+					vhs = slices.Delete(vhs, i, i+45)
+				}
+			case 0:
+				vhs[r.IntN(len(vhs))] = newVH()
+				changed = 1
+			case 1:
+				i := r.IntN(len(vhs))
+				vhs = append(vhs[:i:i], vhs[i+1:]...) // a virtual host gone
+				vhs = append(vhs, newVH())
+				changed = 1
+			default:
+				i := r.IntN(len(clusters))
+				clusters[i] = newCluster(i)
+				changed = 1
+			}
+		}
+		snap := &irv1.Snapshot{
+			Listeners: []*irv1.Listener{{Name: "l", Port: 80, Protocol: "HTTP",
+				Servers: []*irv1.Server{{VirtualHosts: slices.Clone(vhs)}}}},
+			Clusters: slices.Clone(clusters),
+		}
+		got, want := m.digest(snap), digestOf(snap)
+		if got.shape != want.shape || !slices.Equal(got.routes, want.routes) || !slices.Equal(got.clusters, want.clusters) {
+			t.Fatalf("step %d: the remembered digest differs from digestOf", step)
+		}
+		if step > 0 && m.fresh != changed {
+			t.Fatalf("step %d: hashed %d virtual hosts and clusters, want %d (the new messages only)", step, m.fresh, changed)
+		}
 	}
 }
