@@ -233,7 +233,8 @@ FUZZ_TARGETS := \
 	modules/httproute:FuzzPathRegex modules/httproute:FuzzFirstQueryValue modules/httproute:FuzzQueryUnescapedEqual \
 	modules/httproute:FuzzPrefixMatch modules/httproute/translate:FuzzParseDuration \
 	modules/filters/sizelimit:FuzzParseSize modules/filters/ipaccess:FuzzParseList \
-	modules/filters/jwtauth:FuzzJWT modules/filters/basicauth:FuzzParseHtpasswd core/accesslog:FuzzLineIsZapJSON
+	modules/filters/jwtauth:FuzzJWT modules/filters/basicauth:FuzzParseHtpasswd core/accesslog:FuzzLineIsZapJSON \
+	core/discovery/delta:FuzzApplyDelta
 .PHONY: fuzz
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
