@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,9 @@ type conn struct {
 	pool *Pool
 	nc   net.Conn
 	fr   *http2.Framer // reads belong to readLoop; writes are under wmu
+	br   *bufio.Reader // the framer's reader (readLoop)
+	// ackOwed: a PING acknowledgement waits in bw for the read loop to flush it (readLoop).
+	ackOwed bool
 
 	// Writing, under wmu.
 	wmu       sync.Mutex
@@ -57,7 +61,8 @@ func newConn(p *Pool, nc net.Conn) (*conn, error) {
 	c := &conn{pool: p, nc: nc, bw: bufio.NewWriterSize(nc, 32<<10), streams: map[uint32]*Stream{},
 		nextID: 1, maxStreams: maxStreams, sendWindow: 65535, initWindow: 65535, maxFrame: 16384,
 		flushc: make(chan struct{}, 1), closed: make(chan struct{})}
-	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 32<<10))
+	c.br = bufio.NewReaderSize(nc, 32<<10)
+	c.fr = http2.NewFramer(c.bw, c.br)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = p.maxHeaderList
 	c.fr.SetReuseFrames()
@@ -154,7 +159,17 @@ func (c *conn) close(err error) {
 // could join the write, and a hand-off to another goroutine would only add a wake-up to a lone
 // call's latency); else by the flusher goroutine, woken once per batch, which runs after the
 // goroutines already runnable (other streams' callers, the read loop) have added their frames.
-func (c *conn) write(f func() error) error {
+func (c *conn) write(f func() error) error { return c.writeFlush(f, 1) }
+
+// writeControl is write for the read loop's acknowledgements (PING, SETTINGS): they go at once
+// only while no stream is open. Else the flusher
+// sends them after the stream callers the same read woke have run, so that a lone call's
+// response reaches its client before the acknowledgement of the PING that came with it
+// (grpc-go sends one with every response while it estimates the bandwidth).
+func (c *conn) writeControl(f func() error) error { return c.writeFlush(f, 0) }
+
+// writeFlush writes with f and flushes in this goroutine when at most inline streams are open.
+func (c *conn) writeFlush(f func() error, inline int32) error {
 	c.wmu.Lock()
 	err := c.werr
 	if err == nil {
@@ -162,7 +177,7 @@ func (c *conn) write(f func() error) error {
 			c.werr = err
 		}
 	}
-	if err == nil && c.opened.Load() <= 1 {
+	if err == nil && c.opened.Load() <= inline {
 		c.flushOwed = false
 		if err = c.bw.Flush(); err != nil {
 			c.werr = err
@@ -196,6 +211,8 @@ func (c *conn) write(f func() error) error {
 }
 
 // flushLoop writes out what the writers buffered, once per wake-up, until the connection closes.
+// It yields before flushing: the goroutine that woke it has just readied others (stream callers
+// the read loop woke, other writers), and those run first and add their frames to the same write.
 func (c *conn) flushLoop() {
 	for {
 		select {
@@ -203,6 +220,7 @@ func (c *conn) flushLoop() {
 		case <-c.closed:
 			return
 		}
+		runtime.Gosched()
 		c.wmu.Lock()
 		err := c.werr
 		if err == nil && c.flushOwed {
