@@ -11,11 +11,10 @@
 //   - Pool.Open takes a stream slot on the least busy connection to the endpoint (a new one past
 //     the peer's SETTINGS_MAX_CONCURRENT_STREAMS) and writes the request's HEADERS, and when the
 //     caller has the whole body, its DATA and END_STREAM, into the connection's buffer in one step.
-//   - Who writes the buffer to the socket depends on the load: while the caller's stream is the
-//     connection's only one, the caller flushes at once, in its own goroutine (a lone gRPC call is
-//     one write(2) and no hand-off); with several, a flusher goroutine (started on first need) is
-//     woken once per batch and flushes after the writers that are ready have run, so frames of
-//     streams that are ready together leave in one write, as grpc-go's loopy writer batches them.
+//   - A flusher goroutine per connection, woken once per batch, writes the buffer to the socket
+//     after the writers that are ready have run, so a request's HEADERS and DATA, and the frames
+//     of streams that are ready together, leave in one write, as grpc-go's loopy writer batches
+//     them (conn.write says why the caller does not flush a lone stream itself).
 //   - Only a body still arriving (a client stream) gets a goroutine of its own (Stream.SendBody).
 //   - The connection's read loop decodes the response into the stream and wakes its caller once
 //     per batch of frames; the caller copies the body out (Next, Consumed) and returns flow-control
@@ -140,7 +139,7 @@ type dialing struct {
 
 // Open starts a request on a connection of the pool: header adds its fields (pseudo-header
 // fields first). With end set, body is the whole request body: it goes with the header, and
-// END_STREAM after it, in the same write when the peer's flow-control windows allow (else the
+// END_STREAM after it, in the same step when the peer's flow-control windows allow (else the
 // rest follows from a goroutine; body is not kept past Open). Without end the body is to come
 // through SendBody, and body must be empty. A connection found going away is given up for another
 // once. The caller must call Finish on the stream.

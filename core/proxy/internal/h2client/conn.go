@@ -33,8 +33,7 @@ type conn struct {
 	flushOwed bool  // the flusher has been woken and has not flushed yet
 	flusher   bool  // the flusher goroutine runs
 	werr      error // the first write error; every later write fails with it
-	// opened counts the streams between open and Finish: with more than one, writers leave the
-	// flush to the flusher so that their frames share a write.
+	// opened counts the streams between open and Finish: with none, a write is flushed at once.
 	opened atomic.Int32
 	flushc chan struct{} // wakes flushLoop
 	closed chan struct{} // closed with the connection
@@ -154,22 +153,30 @@ func (c *conn) close(err error) {
 	}
 }
 
-// write runs f (which writes frames into the buffer) under the write lock, then gets the frames
-// to the socket: at once, in this goroutine, while at most one stream is open (nothing else
-// could join the write, and a hand-off to another goroutine would only add a wake-up to a lone
-// call's latency); else by the flusher goroutine, woken once per batch, which runs after the
-// goroutines already runnable (other streams' callers, the read loop) have added their frames.
-func (c *conn) write(f func() error) error { return c.writeFlush(f, 1) }
+// write runs f (which writes frames into the buffer) under the write lock and leaves the flush
+// to the connection's flusher goroutine, woken once per batch: it runs after the goroutines
+// already runnable (other streams' callers, the read loop) have added their frames, so that a
+// request's HEADERS and DATA, and the frames of every stream ready at the same moment, leave in
+// one write. Only frames written while no stream is open (the read loop's acknowledgements on an
+// idle connection) are flushed at once.
+//
+// Flushing in the caller while its stream is the connection's only one was tried (issue 19): it
+// saves a lone call one goroutine switch (about a microsecond on one thread), but when the proxy
+// is the bottleneck the streams of a busy connection often find themselves alone for a moment —
+// the others queued in the client socket, not yet opened — and every request then cost a write of
+// its own: CPU per call at 64 calls in flight rose by a third.
+func (c *conn) write(f func() error) error { return c.writeFlush(f) }
 
-// writeControl is write for the read loop's acknowledgements (PING, SETTINGS): they go at once
-// only while no stream is open. Else the flusher
-// sends them after the stream callers the same read woke have run, so that a lone call's
-// response reaches its client before the acknowledgement of the PING that came with it
-// (grpc-go sends one with every response while it estimates the bandwidth).
-func (c *conn) writeControl(f func() error) error { return c.writeFlush(f, 0) }
+// writeControl is write for the read loop's acknowledgements (PING, SETTINGS). The read loop
+// calls it when it has nothing more to read, and the flusher's yield lets the stream callers that
+// read woke go first, so that a lone call's response reaches its client before the
+// acknowledgement of the PING that came with it (grpc-go sends one with most responses while it
+// estimates the bandwidth).
+func (c *conn) writeControl(f func() error) error { return c.writeFlush(f) }
 
-// writeFlush writes with f and flushes in this goroutine when at most inline streams are open.
-func (c *conn) writeFlush(f func() error, inline int32) error {
+// writeFlush writes with f and flushes in this goroutine when no stream is open, else wakes the
+// flusher.
+func (c *conn) writeFlush(f func() error) error {
 	c.wmu.Lock()
 	err := c.werr
 	if err == nil {
@@ -177,7 +184,7 @@ func (c *conn) writeFlush(f func() error, inline int32) error {
 			c.werr = err
 		}
 	}
-	if err == nil && c.opened.Load() <= inline {
+	if err == nil && c.opened.Load() == 0 {
 		c.flushOwed = false
 		if err = c.bw.Flush(); err != nil {
 			c.werr = err
