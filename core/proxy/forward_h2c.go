@@ -114,7 +114,8 @@ func (f *h2cForwarder) open(r *http.Request, pool *h2client.Pool) (*h2client.Str
 	if r.Body == nil || r.Body == http.NoBody {
 		return pool.Open(r.Context(), fields, nil, true)
 	}
-	if wb, ok := r.Body.(wholeBody); ok {
+	// Trailers (announced, or already read by a filter that drained the body) stream with it.
+	if wb, ok := r.Body.(wholeBody); ok && len(r.Trailer) == 0 {
 		if n, whole := wb.Whole(); whole && n <= maxInlineBody {
 			bp := inlineBodies.Get().(*[]byte)
 			defer inlineBodies.Put(bp)
