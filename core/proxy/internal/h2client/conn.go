@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +20,6 @@ type conn struct {
 	pool *Pool
 	nc   net.Conn
 	fr   *http2.Framer // reads belong to readLoop; writes are under wmu
-	br   *bufio.Reader // the framer's reader (readLoop)
-	// ackOwed: a PING acknowledgement waits in bw for the read loop to flush it (readLoop).
-	ackOwed bool
 
 	// Writing, under wmu.
 	wmu       sync.Mutex
@@ -60,8 +56,7 @@ func newConn(p *Pool, nc net.Conn) (*conn, error) {
 	c := &conn{pool: p, nc: nc, bw: bufio.NewWriterSize(nc, 32<<10), streams: map[uint32]*Stream{},
 		nextID: 1, maxStreams: maxStreams, sendWindow: 65535, initWindow: 65535, maxFrame: 16384,
 		flushc: make(chan struct{}, 1), closed: make(chan struct{})}
-	c.br = bufio.NewReaderSize(nc, 32<<10)
-	c.fr = http2.NewFramer(c.bw, c.br)
+	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 32<<10))
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = p.maxHeaderList
 	c.fr.SetReuseFrames()
@@ -161,18 +156,11 @@ func (c *conn) close(err error) {
 // idle connection) are flushed at once.
 //
 // Flushing in the caller while its stream is the connection's only one was tried (issue 19): it
-// saves a lone call one goroutine switch (about a microsecond on one thread), but when the proxy
-// is the bottleneck the streams of a busy connection often find themselves alone for a moment —
-// the others queued in the client socket, not yet opened — and every request then cost a write of
-// its own: CPU per call at 64 calls in flight rose by a third.
+// saves a lone call one goroutine switch on the same thread, but when the proxy is the
+// bottleneck the streams of a busy connection often find themselves alone for a moment (the
+// others still unread in the client's socket) and every request then cost a write of its own:
+// CPU per call at 64 calls in flight on one connection rose by a third.
 func (c *conn) write(f func() error) error { return c.writeFlush(f) }
-
-// writeControl is write for the read loop's acknowledgements (PING, SETTINGS). The read loop
-// calls it when it has nothing more to read, and the flusher's yield lets the stream callers that
-// read woke go first, so that a lone call's response reaches its client before the
-// acknowledgement of the PING that came with it (grpc-go sends one with most responses while it
-// estimates the bandwidth).
-func (c *conn) writeControl(f func() error) error { return c.writeFlush(f) }
 
 // writeFlush writes with f and flushes in this goroutine when no stream is open, else wakes the
 // flusher.
@@ -218,8 +206,6 @@ func (c *conn) writeFlush(f func() error) error {
 }
 
 // flushLoop writes out what the writers buffered, once per wake-up, until the connection closes.
-// It yields before flushing: the goroutine that woke it has just readied others (stream callers
-// the read loop woke, other writers), and those run first and add their frames to the same write.
 func (c *conn) flushLoop() {
 	for {
 		select {
@@ -227,7 +213,6 @@ func (c *conn) flushLoop() {
 		case <-c.closed:
 			return
 		}
-		runtime.Gosched()
 		c.wmu.Lock()
 		err := c.werr
 		if err == nil && c.flushOwed {

@@ -29,12 +29,6 @@ func (c *conn) readLoop() {
 			c.close(err)
 			return
 		}
-		// PING acknowledgements go out when there is nothing more to read, after the stream
-		// callers this read woke (writeControl), not ahead of the responses they carry.
-		if c.ackOwed && c.br.Buffered() == 0 {
-			c.ackOwed = false
-			_ = c.writeControl(func() error { return nil })
-		}
 	}
 }
 
@@ -55,12 +49,8 @@ func (c *conn) dispatch(f http2.Frame) error {
 		return c.onSettings(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
-			c.wmu.Lock()
-			if err := c.fr.WritePing(true, f.Data); err != nil && c.werr == nil {
-				c.werr = err
-			}
-			c.wmu.Unlock()
-			c.ackOwed = true
+			data := f.Data
+			_ = c.write(func() error { return c.fr.WritePing(true, data) })
 		}
 	case *http2.GoAwayFrame:
 		c.onGoAway(f)
@@ -148,7 +138,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if err != nil {
 		return err
 	}
-	return c.writeControl(func() error {
+	return c.write(func() error {
 		if haveTable {
 			c.henc.SetMaxDynamicTableSizeLimit(tableSize)
 		}

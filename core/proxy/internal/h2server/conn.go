@@ -44,8 +44,6 @@ type conn struct {
 	dec   *hpack.Decoder
 	block headerBlock
 	flood floodGuard
-	// ackOwed: a PING acknowledgement waits in bw for the read loop to flush it (flushAcks).
-	ackOwed bool
 
 	wmu  sync.Mutex
 	henc *hpack.Encoder
@@ -179,40 +177,22 @@ func (c *conn) unlockW(err error) error {
 		err = c.werr
 	}
 	if err == nil && c.busy.Load() > 1 {
-		c.flushLater()
-		return nil
-	}
-	return c.unlockWFlush(err)
-}
-
-// unlockWControl is unlockW for the read loop's acknowledgements (PING, SETTINGS): they are
-// flushed at once only while no handler runs. Else the flusher sends them after the handlers
-// the same read started have run, so that a lone request reaches its upstream before the
-// acknowledgement of the PING that came with it (grpc-go sends one with most requests while it
-// estimates the bandwidth), and the acknowledgement may share the response's write.
-func (c *conn) unlockWControl(err error) error {
-	if err == nil && c.werr == nil && c.busy.Load() > 0 {
-		c.flushLater()
-		return nil
-	}
-	return c.unlockWFlush(err)
-}
-
-// flushLater releases the write lock and leaves what is buffered to the flusher goroutine.
-func (c *conn) flushLater() {
-	wake := !c.flushOwed
-	c.flushOwed = true
-	if !c.flusher {
-		c.flusher = true
-		go c.flushLoop()
-	}
-	c.wmu.Unlock()
-	if wake {
-		select {
-		case c.flushc <- struct{}{}:
-		default:
+		wake := !c.flushOwed
+		c.flushOwed = true
+		if !c.flusher {
+			c.flusher = true
+			go c.flushLoop()
 		}
+		c.wmu.Unlock()
+		if wake {
+			select {
+			case c.flushc <- struct{}{}:
+			default:
+			}
+		}
+		return nil
 	}
+	return c.unlockWFlush(err)
 }
 
 // unlockWFlush releases the write lock after flushing everything buffered (a GOAWAY before

@@ -50,21 +50,7 @@ func (c *conn) readLoop() error {
 			}
 			return err
 		}
-		if c.ackOwed && c.br.Buffered() == 0 {
-			if err := c.flushAcks(); err != nil {
-				return err
-			}
-		}
 	}
-}
-
-// flushAcks sends the PING acknowledgements written since the read loop last blocked, before
-// it blocks again: at once while no handler runs, else by the flusher after the handlers this
-// read started have sent their requests upstream (unlockWControl).
-func (c *conn) flushAcks() error {
-	c.ackOwed = false
-	c.lockW()
-	return c.unlockWControl(nil)
 }
 
 // drained reports whether err is the read deadline a graceful drain set once the streams were
@@ -138,7 +124,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		return err
 	}
 	c.lockW()
-	return c.unlockWControl(c.fr.WriteSettingsAck())
+	return c.unlockW(c.fr.WriteSettingsAck())
 }
 
 // setPeerWindow applies a new SETTINGS_INITIAL_WINDOW_SIZE to every open stream (RFC 9113
@@ -165,13 +151,8 @@ func (c *conn) onPing(f *http2.PingFrame) error {
 	if err := c.flood.count(); err != nil {
 		return err
 	}
-	// The acknowledgement waits in the buffer until the read loop has nothing more to read
-	// (flushAcks): a PING that comes ahead of a request does not delay the request.
 	c.lockW()
-	err := c.fr.WritePing(true, f.Data)
-	c.wmu.Unlock()
-	c.ackOwed = true
-	return err
+	return c.unlockW(c.fr.WritePing(true, f.Data))
 }
 
 func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
