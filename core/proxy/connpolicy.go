@@ -18,7 +18,7 @@ import (
 // that address, so that a new snapshot keeps them warm. A policy is a property of the connections
 // themselves (an idle timeout belongs to a pooled connection, not to whichever request used it
 // last), so every pool is keyed by (address, policy): the HTTP/1.1 fast path's (h1Pools), the h2c
-// client's (h2cPools) and the stdlib transports of the slow path (transports). Clusters that reach
+// client's (h2client.Pools) and the stdlib transports of the slow path (transports). Clusters that reach
 // one address under the same policy, the common case, share one pool as before; a cluster with its
 // own timeouts gets pools of its own. A cluster's policy changes only with a new table (its shape
 // includes the timeouts), whose epSet asks for the new pools; the old ones are swept or idle out.

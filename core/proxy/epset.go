@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h2client"
 )
 
 // epSet is one immutable generation of a cluster's endpoints with the upstream pools of its
@@ -14,9 +15,9 @@ type epSet struct {
 	// A one-endpoint cluster (most of them) has no map: its endpoint and pool are here.
 	ep0  *core.Endpoint
 	h1p0 *h1Pool
-	h2p0 *h2cPool
+	h2p0 *h2client.Pool
 	h1   map[*core.Endpoint]*h1Pool
-	h2c  map[*core.Endpoint]*h2cPool
+	h2c  map[*core.Endpoint]*h2client.Pool
 }
 
 // h1Pool returns the pool of ep, nil when ep is not in the set (a pick made from the previous
@@ -28,7 +29,7 @@ func (s *epSet) h1Pool(ep *core.Endpoint) *h1Pool {
 	return s.h1[ep]
 }
 
-func (s *epSet) h2cPool(ep *core.Endpoint) *h2cPool {
+func (s *epSet) h2cPool(ep *core.Endpoint) *h2client.Pool {
 	if ep == s.ep0 {
 		return s.h2p0
 	}
@@ -54,12 +55,12 @@ func (f *forwarders) newEpSet(cl *cluster, eps []*core.Endpoint) *epSet {
 		}
 	case irv1.Cluster_H2C:
 		if s.ep0 != nil {
-			s.h2p0 = f.h2cp.pool(s.ep0.HostPort, cl.conn)
+			s.h2p0 = f.h2cPool(s.ep0.HostPort, cl.conn)
 			break
 		}
-		s.h2c = make(map[*core.Endpoint]*h2cPool, len(eps))
+		s.h2c = make(map[*core.Endpoint]*h2client.Pool, len(eps))
 		for _, ep := range eps {
-			s.h2c[ep] = f.h2cp.pool(ep.HostPort, cl.conn)
+			s.h2c[ep] = f.h2cPool(ep.HostPort, cl.conn)
 		}
 	}
 	return s

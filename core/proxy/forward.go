@@ -17,6 +17,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h2client"
 )
 
 // forwarder sends a request to a chosen endpoint and copies the response back. It is an interface
@@ -80,9 +81,9 @@ type forwarders struct {
 	defaults   connPolicy  // of a cluster that sets no timeouts
 	transports *transports // the stdlib reverse proxy's
 	pool       *bufferPool
-	pools      *h1Pools      // the HTTP/1.1 fast path's connections
-	h2cp       *h2cPools     // the h2c clusters' connections (h2c_conn.go)
-	rht        time.Duration // upstream response header timeout
+	pools      *h1Pools                 // the HTTP/1.1 fast path's connections
+	h2cp       *h2client.Pools[poolKey] // the h2c clusters' connections (forward_h2c.go)
+	rht        time.Duration            // upstream response header timeout
 }
 
 func newForwarders(log *zap.Logger, l Limits) *forwarders {
@@ -93,7 +94,7 @@ func newForwarders(log *zap.Logger, l Limits) *forwarders {
 		transports: newTransports(l),
 		pool:       &bufferPool{},
 		pools:      newH1Pools(l),
-		h2cp:       newH2CPools(),
+		h2cp:       h2client.NewPools[poolKey](0),
 		rht:        Positive(l.UpstreamResponseHeaderTimeout),
 	}
 }
@@ -134,7 +135,7 @@ func newTransport(l Limits, pol connPolicy, h2c bool) *http.Transport {
 func (f *forwarders) closeIdle() {
 	f.transports.closeIdle()
 	f.pools.closeAll()
-	f.h2cp.closeIdle()
+	f.h2cp.CloseIdle()
 }
 
 // sweep drops the pools and transports no build or in-place update asked for since the last sweep.

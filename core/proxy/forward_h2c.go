@@ -1,23 +1,28 @@
 package proxy
 
 import (
-	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/core"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h2client"
 )
 
 // h2cForwarder forwards to an h2c cluster (cleartext HTTP/2 with prior knowledge: appProtocol
-// kubernetes.io/h2c, gRPC) over the engine's own HTTP/2 client (h2c_conn.go) instead of
+// kubernetes.io/h2c, gRPC) over the engine's own HTTP/2 client (internal/h2client) instead of
 // httputil.ReverseProxy and http.Transport. Compared with them it makes no clone of the request
-// and no copy of the response header, runs no goroutine per request beyond the one that sends a
-// request body, and flushes the client's response only when no more of it is already buffered
+// and no copy of the response header, sends a request whose body has arrived whole (a unary gRPC
+// call) from the handler's goroutine with its header, runs a goroutine only to stream a body
+// still arriving, and flushes the client's response only when no more of it is already buffered
 // (so a unary gRPC response, whose header, message and trailers arrive together, is not flushed
 // in three pieces), while a stream's messages still leave as soon as they arrive.
 //
@@ -32,6 +37,11 @@ type h2cForwarder struct {
 }
 
 var _ forwarder = (*h2cForwarder)(nil)
+
+// h2cPool is the pool of the h2c connections to addr under pol.
+func (f *forwarders) h2cPool(addr string, pol connPolicy) *h2client.Pool {
+	return f.h2cp.Pool(poolKey{addr: addr, pol: pol}, addr, pol.dial, pol.idle)
+}
 
 // scheme is the :scheme of the upstream request: "https" when the cluster's connections are TLS.
 func (f *h2cForwarder) scheme() string {
@@ -62,72 +72,103 @@ func (f *h2cForwarder) forward(w http.ResponseWriter, r *http.Request, ep *core.
 		return f.slowPath().forward(w, r, ep)
 	}
 	ctx := r.Context()
-	hasBody := r.Body != nil && r.Body != http.NoBody
-	s, err := f.open(r, pool, !hasBody)
+	s, err := f.open(r, pool)
 	if err != nil {
 		return f.fail(w, r, ep, err)
 	}
-	defer s.finish()
-	if hasBody {
-		go s.sendBody(r.Body, r)
-	}
-	if err := s.awaitHeader(ctx.Done()); err != nil {
+	defer s.Finish()
+	if err := s.AwaitHeader(ctx.Done()); err != nil {
 		return f.fail(w, r, ep, err)
 	}
 	// The upstream's fields go straight into the client's header map, where the response
 	// filters see them (read-only once the header arrived).
 	h := w.Header()
-	addFields(h, s.header, sameKey)
+	h2client.AddFields(h, s.Header(), sameKey)
 	for _, k := range h2cHopByHop {
 		delete(h, k)
 	}
+	status := s.Status()
 	for _, fl := range f.resp {
-		fl.FilterResponse(r, s.status, h)
+		fl.FilterResponse(r, status, h)
 	}
-	w.WriteHeader(s.status)
-	return f.copyBody(w, r, ep, s, statusOutcome(s.status))
+	w.WriteHeader(status)
+	return f.copyBody(w, r, ep, s, statusOutcome(status))
 }
 
-// open reserves a stream slot and opens the stream, once more on another connection if the one
-// chosen started going away meanwhile.
-func (f *h2cForwarder) open(r *http.Request, pool *h2cPool, endStream bool) (*h2cStream, error) {
-	var err error
-	for range 2 {
-		var c *h2cConn
-		if c, err = pool.get(r.Context()); err != nil {
-			return nil, err
-		}
-		var s *h2cStream
-		if s, err = c.open(func(add func(string, string)) { requestFields(r, f.scheme(), add) }, endStream); err == nil {
-			return s, nil
-		}
-		c.release()
-		if !errors.Is(err, errH2CGoAway) {
-			break
+// wholeBody is a request body that can tell, without blocking, that all of it has arrived: the
+// own HTTP/2 server's (h2server), once the client's END_STREAM came without trailers.
+type wholeBody interface {
+	Whole() (n int, ok bool)
+}
+
+// maxInlineBody is the largest whole request body sent with the request's header, from the
+// handler's goroutine (a unary gRPC request, an API call); larger or unfinished ones stream
+// from a goroutine of their own.
+const maxInlineBody = 16 << 10
+
+// open opens the upstream stream. A request without a body, or whose body is all there, goes
+// with its header in one step (one write while the connection carries nothing else); any other
+// body is sent by a goroutine of its own as it arrives.
+func (f *h2cForwarder) open(r *http.Request, pool *h2client.Pool) (*h2client.Stream, error) {
+	fields := func(add func(string, string)) { requestFields(r, f.scheme(), add) }
+	if r.Body == nil || r.Body == http.NoBody {
+		return pool.Open(r.Context(), fields, nil, true)
+	}
+	// Trailers (announced, or already read by a filter that drained the body) stream with it.
+	if wb, ok := r.Body.(wholeBody); ok && len(r.Trailer) == 0 {
+		if n, whole := wb.Whole(); whole && n <= maxInlineBody {
+			bp := inlineBodies.Get().(*[]byte)
+			defer inlineBodies.Put(bp)
+			body, err := readWhole(r.Body, (*bp)[:0], n)
+			if err != nil {
+				return nil, err
+			}
+			return pool.Open(r.Context(), fields, body, true)
 		}
 	}
-	return nil, err
+	s, err := pool.Open(r.Context(), fields, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	go s.SendBody(r.Body, func() http.Header { return r.Trailer })
+	return s, nil
+}
+
+var inlineBodies = sync.Pool{New: func() any { b := make([]byte, 0, maxInlineBody); return &b }}
+
+// readWhole reads the n bytes of a body that Whole reported complete (the reads do not block)
+// into buf, to its EOF.
+func readWhole(body io.Reader, buf []byte, n int) ([]byte, error) {
+	buf = slices.Grow(buf, n)[:n]
+	if _, err := io.ReadFull(body, buf); err != nil {
+		return nil, err
+	}
+	var one [1]byte
+	if k, err := body.Read(one[:]); k != 0 || err != io.EOF { //nolint:errorlint // the sentinel itself
+		return nil, fmt.Errorf("h2c: request body longer than announced (%w)", err)
+	}
+	return buf, nil
 }
 
 // copyBody copies the response body as it arrives, flushing whenever nothing more is buffered,
 // then the trailers. out is the outcome so far (the status's); a client that cannot be written to
 // ends the copy without changing it.
-func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, s *h2cStream, out outcome) outcome {
+func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core.Endpoint, s *h2client.Stream, out outcome) outcome {
 	done := r.Context().Done()
 	var rc *http.ResponseController
 	// The header goes out on its own only if nothing follows it yet (a stream that answers
 	// before its first message); else with the first bytes of the body.
-	if !s.more() {
+	if !s.More() {
 		rc = http.NewResponseController(w)
 		if rc.Flush() != nil {
 			return out
 		}
 	}
 	for {
-		p, end, err := s.next(done)
+		p, end, err := s.Next(done)
 		if len(p) > 0 {
 			_, werr := w.Write(p)
-			s.consumed(p)
+			s.Consumed(p)
 			if werr != nil {
 				return out // the client is gone; finish resets the upstream stream
 			}
@@ -138,7 +179,7 @@ func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core
 		if end {
 			break
 		}
-		if !s.more() {
+		if !s.More() {
 			if rc == nil {
 				rc = http.NewResponseController(w)
 			}
@@ -147,7 +188,7 @@ func (f *h2cForwarder) copyBody(w http.ResponseWriter, r *http.Request, ep *core
 			}
 		}
 	}
-	addFields(w.Header(), s.trailer, trailerKey) // complete: the readLoop writes no more
+	h2client.AddFields(w.Header(), s.Trailer(), trailerKey) // complete: the readLoop writes no more
 	return out
 }
 
@@ -209,12 +250,12 @@ func requestFields(r *http.Request, scheme string, add func(name, value string))
 			}
 			continue
 		}
-		name := lowerH2(k)
+		name := h2client.LowerName(k)
 		if connectionNamed(r.Header["Connection"], k) {
 			continue
 		}
 		for _, v := range vv {
-			if validH2Field(name, v) {
+			if h2client.ValidField(name, v) {
 				add(name, v)
 			}
 		}
@@ -233,11 +274,11 @@ func requestFields(r *http.Request, scheme string, add func(name, value string))
 		if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
 			ip = strings.Join(prior, ", ") + ", " + ip
 		}
-		if validH2Field("x-forwarded-for", ip) {
+		if h2client.ValidField("x-forwarded-for", ip) {
 			add("x-forwarded-for", ip)
 		}
 	}
-	if validH2Field("x-forwarded-host", host) {
+	if h2client.ValidField("x-forwarded-host", host) {
 		add("x-forwarded-host", host)
 	}
 	if r.TLS != nil {

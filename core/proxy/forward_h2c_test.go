@@ -102,6 +102,18 @@ func TestH2CForwarder(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a small body that arrived whole goes with the header", func(t *testing.T) {
+		// The own HTTP/2 server has the whole body when the handler starts: the forwarder sends
+		// it with the request's header from the handler's goroutine (h2client's Open with end).
+		for _, size := range []int{1, 5, 16 << 10, 16<<10 + 1} {
+			body := bytes.Repeat([]byte("g"), size)
+			req, _ := http.NewRequest(http.MethodPost, hostURL("http", "example.com", "/echo"), bytes.NewReader(body))
+			r := must(t, h2.do(req))
+			if r.status != 200 || r.body != string(body) || r.trailer.Get("X-Sum") != fmt.Sprintf("%x", sha256.Sum256(body)) {
+				t.Fatalf("%d bytes: status %d, %d bytes back, trailers %v", size, r.status, len(r.body), r.trailer)
+			}
+		}
+	})
 	t.Run("hop-by-hop headers dropped, TE trailers kept, X-Forwarded-For appended", func(t *testing.T) {
 		r := must(t, h1.get(hostURL("http", "example.com", "/headers"), "Connection", "X-Secret", "X-Secret", "s",
 			"Te", "trailers", "X-Forwarded-For", "192.0.2.1"))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coxswain-labs/coxswain/core"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/h2client"
 )
 
 // Backoff between tries (GEP-1731 leaves the curve to the implementation): the n-th retry waits
@@ -240,7 +241,7 @@ func failureReason(parent context.Context, r *http.Request, err error) retryReas
 		return reasonBackendTimeout // the engine's response-header timeout
 	}
 	if replayable(r) && (staleConn(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, errH2CClosed) || errors.Is(err, errH2CGoAway)) {
+		errors.Is(err, h2client.ErrClosed) || errors.Is(err, h2client.ErrGoAway)) {
 		return reasonReset
 	}
 	return reasonNone

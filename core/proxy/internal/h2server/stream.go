@@ -248,6 +248,19 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Whole reports, without blocking, whether the whole body has arrived (the client's END_STREAM
+// came, without trailers) and how many bytes of it are left to read: then reads up to EOF do not
+// wait. A forwarder sends such a body with the request's header rather than stream it from a
+// goroutine of its own.
+func (b *reqBody) Whole() (n int, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.err != io.EOF || b.trailer != nil { //nolint:errorlint // the sentinel itself
+		return 0, false
+	}
+	return len(b.buf) - b.off, true
+}
+
 // Close discards what is buffered; later DATA is dropped as it arrives.
 func (b *reqBody) Close() error {
 	b.closeRead()
