@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/connfeed"
+
 	"go.uber.org/zap"
 
 	"github.com/coxswain-labs/coxswain/core"
@@ -60,8 +62,8 @@ type socket struct {
 type serving struct {
 	module core.ModuleID
 	srv    ConnServer
-	conns  *chanListener
-	done   chan struct{} // closed when srv.Serve has returned
+	conns  *connfeed.Listener // what the protocol server accepts from: the accept loop feeds it
+	done   chan struct{}      // closed when srv.Serve has returned
 }
 
 func bind(ctx context.Context, key sockKey) (net.Listener, error) {
@@ -83,7 +85,7 @@ func (s *socket) serve(bl *builtListener) *serving {
 	log := s.log.With(zap.String("listener", bl.ir.GetName()))
 	sv := &serving{
 		module: bl.module,
-		conns:  newChanListener(s.ln.Addr()),
+		conns:  connfeed.New(s.ln.Addr()),
 		done:   make(chan struct{}),
 	}
 	sv.srv = bl.sl.NewServer(ServeContext{
@@ -212,7 +214,7 @@ func (s *socket) deliver(c net.Conn) {
 			_ = c.Close()
 			return
 		}
-		if sv.conns.deliver(c) {
+		if sv.conns.Deliver(c) {
 			return
 		}
 		if s.cur.Load() == sv {
@@ -273,45 +275,3 @@ func (s *socket) acquire() *ListenerState {
 		}
 	}
 }
-
-// chanListener is the net.Listener a protocol server accepts from: the socket's accept loop feeds it.
-type chanListener struct {
-	addr net.Addr
-	ch   chan net.Conn
-	done chan struct{}
-	once sync.Once
-}
-
-func newChanListener(addr net.Addr) *chanListener {
-	return &chanListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *chanListener) deliver(c net.Conn) bool {
-	select {
-	case <-l.done:
-		return false
-	default:
-	}
-	select {
-	case l.ch <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-func (l *chanListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *chanListener) Addr() net.Addr { return l.addr }

@@ -3,7 +3,6 @@ package h1server
 import (
 	"errors"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -24,49 +23,6 @@ func (c *conn) serveOwnH2(nc net.Conn) {
 	}
 	c.srv.h2own.ServeConn(nc, nil)
 }
-
-// handoff is the net.Listener net/http's HTTP/2 server accepts the handed-over connections from.
-type handoff struct {
-	addr net.Addr
-	ch   chan net.Conn
-	done chan struct{}
-	once sync.Once
-}
-
-func newHandoff() *handoff {
-	return &handoff{ch: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *handoff) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// deliver hands c over; false once the listener is closed.
-func (l *handoff) deliver(c net.Conn) bool {
-	select {
-	case <-l.done:
-		return false
-	default:
-	}
-	select {
-	case l.ch <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-func (l *handoff) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *handoff) Addr() net.Addr { return l.addr }
 
 // aLongTimeAgo is a deadline in the past: setting it unblocks a read or write at once.
 var aLongTimeAgo = time.Unix(1, 0)

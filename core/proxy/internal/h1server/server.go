@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/connfeed"
+
 	"go.uber.org/zap"
 )
 
@@ -91,7 +93,7 @@ func New(cfg Config) *Server {
 		s.h2 = nil
 	}
 	if s.h2 != nil {
-		s.h2ln = newHandoff()
+		s.h2ln = connfeed.New(nil)
 	}
 	return s
 }
@@ -111,8 +113,8 @@ func (s *Server) abortServer() *http.Server {
 type Server struct {
 	cfg        Config
 	h2         *http.Server
-	h2own      H2Server // the engine's own HTTP/2 server, instead of h2
-	h2ln       *handoff
+	h2own      H2Server           // the engine's own HTTP/2 server, instead of h2
+	h2ln       *connfeed.Listener // net/http's HTTP/2 server accepts the handed-over connections here
 	maxHeader  int
 	maxFields  int
 	readHeader time.Duration
@@ -135,7 +137,7 @@ func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
 	s.ln = l
 	if s.h2 != nil {
-		s.h2ln.addr = l.Addr()
+		s.h2ln.SetAddr(l.Addr())
 		s.h2done = make(chan struct{})
 		go func() {
 			defer close(s.h2done)
@@ -407,7 +409,7 @@ func (c *conn) handToH2(nc net.Conn) {
 		c.serveOwnH2(nc)
 		return
 	}
-	if !s.h2ln.deliver(nc) {
+	if !s.h2ln.Deliver(nc) {
 		_ = c.nc.Close()
 	}
 }
