@@ -278,3 +278,37 @@ func TestIdleConnectionClosed(t *testing.T) {
 		t.Fatal("the pool of a closed connection was kept")
 	}
 }
+
+// TestIdleCountsFromTheLastStreamEnd: a stream open across the idle timer's look, ended just
+// after it, still leaves its connection at least an idle timeout before it is closed (the idle
+// time runs from the last stream's end, not from its start).
+func TestIdleCountsFromTheLastStreamEnd(t *testing.T) {
+	addr := backend(t, echo)
+	ps := NewPools[string](0)
+	const idle = 100 * time.Millisecond
+	p := ps.Pool(addr, addr, countingDial(new(atomic.Int64)), idle)
+	body := []byte("x")
+	s, err := p.Open(context.Background(), post(addr, "/", body), body, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, s)
+	p.mu.Lock()
+	c := p.conns[0]
+	p.mu.Unlock()
+	// Keep the stream open across two of the idle timer's looks (the scenario itself, not a
+	// wait for a condition): the first clears the flag its taking set, so only its end can set
+	// it again. Without that, the connection closed at the first look after the end: less than
+	// an idle timeout later, every time.
+	time.Sleep(idle * 5 / 2)
+	s.Finish()
+	ended := time.Now()
+	select {
+	case <-c.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle connection was not closed")
+	}
+	if d := time.Since(ended); d < idle {
+		t.Fatalf("closed %v after its last stream ended, before the %v idle timeout", d, idle)
+	}
+}

@@ -98,6 +98,9 @@ func (c *conn) release() {
 	p := c.pool
 	p.mu.Lock()
 	c.active--
+	// A stream's end is a use too: else a stream open across the idle timer's look, ending
+	// just after it, would leave its connection closed less than an idle timeout later.
+	c.used = true
 	idle := c.active == 0
 	p.mu.Unlock()
 	if !idle {
@@ -111,9 +114,10 @@ func (c *conn) release() {
 	}
 }
 
-// onIdle closes the connection if no stream was open or taken since the timer's last look, else
-// looks again an idle timeout later. Streams only set a flag (no timer reset per stream), so an
-// idle connection closes between one and two idle timeouts after its last stream.
+// onIdle closes the connection if no stream was open, taken or ended since the timer's last
+// look, else looks again an idle timeout later. Streams only set a flag (no timer reset per
+// stream), so an idle connection closes between one and two idle timeouts after its last stream
+// ended.
 func (c *conn) onIdle() {
 	p := c.pool
 	p.mu.Lock()
