@@ -65,18 +65,7 @@ func (q *ring) claim() *slot {
 // position it was claimed at, and no other goroutine writes it.
 func (s *slot) publish() { s.seq.Store(s.seq.Load() + 1) }
 
-// put copies rec into a free slot; false when the ring is full.
-func (q *ring) put(rec *Record) bool {
-	s := q.claim()
-	if s == nil {
-		return false
-	}
-	s.rec = *rec
-	s.publish()
-	return true
-}
-
-// len is about how many records wait (exact when no producer is mid-put).
+// len is about how many records wait (exact when no producer is between claim and publish).
 func (q *ring) len() int { return int(q.head.Load() - q.tail.Load()) }
 
 // cap is the number of slots.

@@ -7,6 +7,18 @@ import (
 	"testing"
 )
 
+// put copies rec into a free slot, false when the ring is full: the tests' producer (the
+// Logger claims and publishes slots itself).
+func (q *ring) put(rec *Record) bool {
+	s := q.claim()
+	if s == nil {
+		return false
+	}
+	s.rec = *rec
+	s.publish()
+	return true
+}
+
 // TestRingManyProducers: records put by many goroutines at once come out once each, none lost
 // or doubled, while the reader drains concurrently (run under -race: the slot hand-over is
 // what orders the record's copy and its read).
