@@ -63,7 +63,7 @@ func TestDedicatedGateway(t *testing.T) {
 	must(t, err)
 
 	checkProvisioned(ctx, t, c, created.UID)
-	podIP := readyProxyPod(ctx, t, c)
+	podIP, podHash := readyProxyPod(ctx, t, c)
 	poll(ctx, t, c, "Programmed=True with the pinned address, the ListenerSet Programmed", func() (bool, string) {
 		g, err := c.Env.Gateway.GatewayV1().Gateways(dedicatedNS).Get(ctx, dedicatedGW, metav1.GetOptions{})
 		if err != nil {
@@ -113,6 +113,15 @@ func TestDedicatedGateway(t *testing.T) {
 	// Only the ListenerSet's route serves its port: the Gateway's own route is not attached there.
 	if ok, _ := echoGet(ctx, plain, "http://"+net.JoinHostPort(podIP, "8080")+"/", "echo.example", dedicatedNS, 1); ok {
 		t.Errorf("the Gateway's route answered on the ListenerSet's port 8080")
+	}
+	// The ListenerSet and HTTP/3's UDP socket came after the Deployment: the running proxies
+	// bound them, the pods were not rolled (the listener ports are not in the pod template).
+	pods, err := c.Env.Kube.CoreV1().Pods(dedicatedNS).List(ctx, metav1.ListOptions{LabelSelector: "gateway.networking.k8s.io/gateway-name=" + dedicatedGW})
+	must(t, err)
+	for _, p := range pods.Items {
+		if h := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != podHash {
+			t.Errorf("proxy pod %s has pod template %s, the first Ready one had %s: a listener change rolled the Deployment", p.Name, h, podHash)
+		}
 	}
 
 	// Deleting the Gateway deletes what it owns (kube-controller-manager's garbage collector).
@@ -289,10 +298,10 @@ func checkProvisioned(ctx context.Context, t *testing.T, c *harness.Cluster, gw 
 	}
 }
 
-// readyProxyPod waits for a Ready pod of the dedicated Gateway and returns its IP.
-func readyProxyPod(ctx context.Context, t *testing.T, c *harness.Cluster) string {
+// readyProxyPod waits for a Ready pod of the dedicated Gateway and returns its IP and its pod
+// template hash (the ReplicaSet it belongs to).
+func readyProxyPod(ctx context.Context, t *testing.T, c *harness.Cluster) (ip, templateHash string) {
 	t.Helper()
-	var podIP string
 	poll(ctx, t, c, "a Ready proxy pod", func() (bool, string) {
 		pods, err := c.Env.Kube.CoreV1().Pods(dedicatedNS).List(ctx, metav1.ListOptions{LabelSelector: "gateway.networking.k8s.io/gateway-name=" + dedicatedGW})
 		if err != nil {
@@ -301,12 +310,12 @@ func readyProxyPod(ctx context.Context, t *testing.T, c *harness.Cluster) string
 		for _, p := range pods.Items {
 			for _, cond := range p.Status.Conditions {
 				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
-					podIP = p.Status.PodIP
+					ip, templateHash = p.Status.PodIP, p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 					return true, ""
 				}
 			}
 		}
 		return false, fmt.Sprintf("%d pods, none Ready: %+v", len(pods.Items), podStates(pods.Items))
 	})
-	return podIP
+	return ip, templateHash
 }

@@ -108,6 +108,7 @@ run_channel() {
 	set -e
 	log "$channel: suite finished in $(($(date +%s) - began))s, exit status $status"
 	grep -E '^\s*--- FAIL' "$artifacts/test.log" >&2 || true
+	[[ $status == 0 ]] || summarise_failures "$channel" "$artifacts/test.log"
 	if [[ -f $report ]]; then
 		log "$channel: report $report"
 		if [[ $# == 0 && $status == 0 ]]; then
@@ -123,6 +124,19 @@ run_channel() {
 		fi
 	fi
 	return "$status"
+}
+
+# summarise_failures keeps what failed, and the test's own last words about it, for the end of
+# the output: CI shows only the tail of a run, and the suite's log is long.
+summary=$run/failures.txt
+summarise_failures() {
+	{
+		echo "== $1: failed tests (log: $2)"
+		grep -E '^\s*--- FAIL' "$2" | head -40
+		echo "== $1: the last error lines"
+		grep -E '^\s+[a-z_]+\.go:[0-9]+: .*(expected|Error|error|failed|timed out|deadline|unexpected|mismatch)' "$2" |
+			awk '{ k = $0; sub(/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/, "", k); if (!(k in seen)) { seen[k] = 1; print } }' | tail -25 | cut -c1-400
+	} >>"$summary"
 }
 
 # CONFORMANCE_CHANNELS (default: both) picks the channels, e.g. CONFORMANCE_CHANNELS=experimental
@@ -142,11 +156,15 @@ if [[ $# == 0 ]]; then
 		cd "$mod"
 		COXSWAIN_CONFORMANCE_ARTIFACTS=$run/dedicated "$bin/conformance.test" -test.run '^TestDedicatedGateway$' -test.v -test.count=1 -test.timeout 10m
 	) 2>&1 | tee "$run/dedicated/test.log"
-	[[ ${PIPESTATUS[0]} == 0 ]] || failed+=("dedicated")
+	if [[ ${PIPESTATUS[0]} != 0 ]]; then
+		failed+=("dedicated")
+		summarise_failures dedicated "$run/dedicated/test.log"
+	fi
 	set -e
 fi
 log "total $(($(date +%s) - start))s"
 if ((${#failed[@]} > 0)); then
+	[[ -f $summary ]] && cat "$summary"
 	log "failed on: ${failed[*]}"
 	exit 1
 fi

@@ -9,6 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -271,5 +272,38 @@ func TestLongNames(t *testing.T) {
 	}
 	if ObjectName(gw) == TrustBundleName(gw) {
 		t.Error("names collide")
+	}
+}
+
+// TestListenersDoNotRollPods: the sockets (listeners, ListenerSets, HTTP/3's UDP port) reach the
+// Service, never the pod template, so a listener change is applied by the running proxies
+// instead of replacing them.
+func TestListenersDoNotRollPods(t *testing.T) {
+	in := Input{Gateway: gateway(), Params: params("apps", "p", infrav1a1.CoxswainGatewayParametersSpec{}), Image: "img",
+		DiscoveryAddress: "d:50051", TrustBundle: "PEM", ServiceAccount: "coxswain-edge"}
+	template := func(sockets []Socket) (corev1.PodTemplateSpec, []corev1.ServicePort) {
+		in.Sockets = sockets
+		var tpl corev1.PodTemplateSpec
+		var ports []corev1.ServicePort
+		for _, o := range Render(in) {
+			switch o := o.(type) {
+			case *appsv1.Deployment:
+				tpl = o.Spec.Template
+			case *corev1.Service:
+				ports = o.Spec.Ports
+			}
+		}
+		return tpl, ports
+	}
+	before, beforePorts := template([]Socket{{80, corev1.ProtocolTCP}})
+	after, afterPorts := template([]Socket{{80, corev1.ProtocolTCP}, {443, corev1.ProtocolTCP}, {443, corev1.ProtocolUDP}, {8080, corev1.ProtocolTCP}})
+	if !equality.Semantic.DeepEqual(before, after) {
+		t.Errorf("the pod template changed with the listeners (a rollout):\nbefore %+v\nafter  %+v", before, after)
+	}
+	if len(beforePorts) != 1 || len(afterPorts) != 4 {
+		t.Errorf("Service ports %v then %v, want 1 then 4", beforePorts, afterPorts)
+	}
+	if ports := after.Spec.Containers[0].Ports; len(ports) != 1 || ports[0].Name != "admin" {
+		t.Errorf("container ports %v, want only admin", ports)
 	}
 }

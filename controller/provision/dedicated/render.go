@@ -336,13 +336,11 @@ func container(in Input, pod *infrav1a1.PodSettings) corev1.Container {
 		"--admin-address=:" + strconv.Itoa(adminPort),
 	}
 	args = append(args, spec.ExtraArgs...)
+	// Only the admin port is declared. The listener ports are not: the proxy binds whatever its
+	// snapshot names, the Service targets them by number, and a declared list would be part of
+	// the pod template, so adding a listener (or a ListenerSet, or HTTP/3's UDP socket) would
+	// roll every proxy pod of the Gateway instead of being applied in place.
 	ports := []corev1.ContainerPort{{Name: "admin", ContainerPort: adminPort, Protocol: corev1.ProtocolTCP}}
-	for _, p := range servicePorts(in.Sockets) {
-		if p.Port == adminPort {
-			continue
-		}
-		ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: p.Protocol})
-	}
 	resources := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
