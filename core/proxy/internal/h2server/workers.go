@@ -57,11 +57,6 @@ func (ws *workers) worker(j job) {
 	for {
 		j.c.runHandler(j.st, j.r)
 		j = job{} // hold nothing of a finished request while waiting
-		select {
-		case j = <-ws.work: // a stream already waiting: no timer involved
-			continue
-		default:
-		}
 		if timer == nil {
 			timer = time.NewTimer(ws.idleFor)
 		} else {
