@@ -28,6 +28,15 @@ type digest struct {
 	shape    shape
 	routes   []sum
 	clusters []sum
+	// vhosts are the virtual hosts' sums (a hostname and its routes' sums) in the order visited,
+	// and secrets the sum of the snapshot's secrets: what a build compares to share a compiled
+	// virtual host whole, or every cluster (vhostreuse.go).
+	vhosts  []sum
+	secrets sum
+	// sameClusters: the snapshot's clusters are the very messages of the previous digest's, in
+	// the same order (only with remembered sums: Options.SharedMessages), so neither their
+	// heads nor their endpoints changed.
+	sameClusters bool
 }
 
 // shapeOf hashes every part of snap that the table is compiled from, except endpoints.
@@ -68,6 +77,11 @@ type clusterRef struct {
 	c   *irv1.Cluster
 	sum sum
 }
+
+// lookAhead is how far past the expected position aligned looks (parts removed in front of a
+// part shift it by that many), and how many misses it takes (new or changed parts) before it
+// indexes the previous list.
+const lookAhead = 32
 
 // aligned finds parts of the previous digest in their list: at or a little after where the
 // previous one was found, else further on, or, once lookAhead were not found there, by an index
@@ -165,15 +179,16 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 		return vhc.sum()
 	}
 	m.start()
-	n := 0
+	n, nv := 0, 0
 	for _, l := range snap.GetListeners() {
 		for _, s := range l.GetServers() {
+			nv += len(s.GetVirtualHosts())
 			for _, vh := range s.GetVirtualHosts() {
 				n += len(vh.GetRoutes())
 			}
 		}
 	}
-	d.routes = make([]sum, 0, n)
+	d.routes, d.vhosts = make([]sum, 0, n), make([]sum, 0, nv)
 	for _, l := range snap.GetListeners() {
 		add(1, irv1.ListenerHead(l))
 		for _, s := range l.GetServers() {
@@ -192,6 +207,7 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 					m.keepNewVhost(vh, d.routes[from:], vs)
 				}
 				recs = appendChunk(recs, 6, vs[:])
+				d.vhosts = append(d.vhosts, vs)
 			}
 			h.h.Write(recs)
 			h.batch = recs[:0]
@@ -199,7 +215,11 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	}
 	head := &irv1.Cluster{} // reused: one allocation, not one per cluster
 	clusters := m.clusterList()
-	for _, c := range snap.GetClusters() {
+	d.sameClusters = m != nil && len(m.prevClusters) == len(snap.GetClusters())
+	for i, c := range snap.GetClusters() {
+		if d.sameClusters && m.prevClusters[i].c != c {
+			d.sameClusters = false
+		}
 		r, ok := clusters.find(c)
 		if !ok {
 			setClusterHead(head, c)
@@ -210,9 +230,13 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 		d.clusters = append(d.clusters, r.sum)
 		h.writeSum(2, &r.sum)
 	}
+	secrets := &chunker{h: sha256.New()}
 	for _, s := range snap.GetSecrets() {
-		add(3, s)
+		flag, b := encode(s)
+		h.write(3|flag, b)
+		secrets.write(3|flag, b)
 	}
+	d.secrets = secrets.sum()
 	for _, g := range snap.GetGateways() {
 		add(4, g)
 	}
@@ -235,6 +259,16 @@ func (m *partSums) start() {
 
 // finish makes this digest's lists the previous ones.
 func (m *partSums) finish() {
+	if m == nil {
+		return
+	}
+	m.prev, m.cur = m.cur, m.prev
+	m.prevClusters, m.clustersN = m.clustersN, m.prevClusters
+}
+
+// rollback makes the previous digest's lists the previous ones again: the snapshot just
+// digested was not applied (its build failed), so the next one is compared with what serves.
+func (m *partSums) rollback() {
 	if m == nil {
 		return
 	}
