@@ -154,7 +154,7 @@ type endpointUpdate struct {
 // route compiles r or shares the compilation of it in the virtual host the one being built
 // replaces, and lists it in that virtual host (b.vh).
 func (b *builder) route(r *irv1.Route) (*route, error) {
-	key := routeKey{sum: b.nextSum(&b.routeN, b.digest.routesOrNil()), gateway: b.gateway}
+	key := routeKey{sum: b.nextSum(&b.routeN, b.routeSums), gateway: b.gateway}
 	if br := b.reusable(key); br != nil {
 		br.refs.Add(1)
 		b.vh.adopt(br)
@@ -188,18 +188,20 @@ func (b *builder) nextSum(n *int, sums []sum) sum {
 	return sum{}
 }
 
-func (d *digest) routesOrNil() []sum {
-	if d == nil {
+// routesOf returns the route sums of the i-th virtual host visited, nil for none.
+func (d *digest) routesOf(i int) []sum {
+	if d == nil || i >= len(d.routes) {
 		return nil
 	}
-	return d.routes
+	return d.routes[i]
 }
 
-func (d *digest) clustersOrNil() []sum {
-	if d == nil {
-		return nil
+// clusterSum returns the sum of the i-th cluster, zero for none.
+func (d *digest) clusterSum(i int) sum {
+	if d == nil || i >= len(d.clusters) {
+		return sum{}
 	}
-	return d.clusters
+	return d.clusters[i].sum
 }
 
 func (d *digest) vhostsOrNil() []sum {

@@ -107,7 +107,8 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	if _, dup := b.clusters[c.GetName()]; dup {
 		return errors.New("listed twice")
 	}
-	head := b.nextSum(&b.clusterN, b.digest.clustersOrNil())
+	head := b.digest.clusterSum(b.clusterN)
+	b.clusterN++
 	if cl := b.sharedCluster(c, head); cl != nil {
 		if cl.conn.tls != nil {
 			b.t.tlsKeys[cl.tlsKey] = struct{}{}

@@ -148,10 +148,13 @@ type builder struct {
 	// Sharing with the serving table (reuse.go, vhostreuse.go). digest has the snapshot's
 	// route, virtual host and cluster sums in the order they are visited; serving is the table
 	// serving now, nil for a full build.
-	digest                   *digest
-	routeN, vhostN, clusterN int // routes, virtual hosts and clusters visited so far
-	serving                  *table
-	gen                      uint64 // this build's number (Proxy.builds)
+	digest           *digest
+	vhostN, clusterN int // virtual hosts and clusters visited so far
+	// routeSums are the route sums of the virtual host being compiled, routeN its routes so far.
+	routeSums []sum
+	routeN    int
+	serving   *table
+	gen       uint64 // this build's number (Proxy.builds)
 	// sameClusters: the table took the serving table's cluster set whole.
 	sameClusters bool
 	// api and listenerID are the route API and module of the listener being built.

@@ -97,13 +97,11 @@ func (b *builder) vhosts(srv, base *server, s *irv1.Server) error {
 			taken++
 		}
 		if old != nil && old.sum == vsum && b.vhostShared(old) {
-			if cur, _ := srv.vhosts.get(vh.GetHostname()); cur != &old.v {
-				return fmt.Errorf("virtual host: hostname %q listed twice", vh.GetHostname())
-			}
+			// Its index entry is in the copy: no virtual host of this build took its hostname,
+			// or it would have been claimed (below).
 			old.refs.Add(1)
 			old.pos, old.listed = len(srv.parts), b.gen
 			srv.parts = append(srv.parts, old)
-			b.routeN += len(vh.GetRoutes())
 			for _, br := range old.extras {
 				b.record(br)
 			}
@@ -118,6 +116,9 @@ func (b *builder) vhosts(srv, base *server, s *irv1.Server) error {
 		} else if cur, ok := srv.vhosts.get(vh.GetHostname()); ok && cur.part.listed == b.gen {
 			err = fmt.Errorf("hostname %q listed twice", vh.GetHostname()) // this build's own entry
 		} else {
+			if ok {
+				cur.part.claimed = b.gen // replaced: a later virtual host of its name is a duplicate
+			}
 			err = srv.vhosts.set(vh.GetHostname(), &bv.v)
 		}
 		if err != nil {
@@ -177,6 +178,7 @@ func (b *builder) vhost(srv *server, vh *irv1.VirtualHost, vsum sum, old *builtV
 	bv.refs.Store(1)
 	srv.parts = append(srv.parts, bv) // now: a failed build releases it with the table
 	b.vh, b.old, b.next = bv, old, 0
+	b.routeSums, b.routeN = b.digest.routesOf(b.vhostN-1), 0
 	defer func() { b.vh, b.old = nil, nil }()
 	for i, r := range vh.GetRoutes() {
 		rt, err := b.route(r)
