@@ -40,6 +40,7 @@ func (p *Proxy) apply(ctx context.Context, snap *irv1.Snapshot) error {
 	}
 	t, err := p.build(ctx, snap, d)
 	if err != nil {
+		p.sums.rollback() // the next snapshot is compared with the one serving
 		return fmt.Errorf("snapshot %s rejected: %w", snap.GetVersion(), err)
 	}
 	t.shape = sh
@@ -160,7 +161,9 @@ func (p *Proxy) commit(t *table, fresh map[sockKey]*socket, failed map[sockKey]*
 	old := p.cur.Swap(t)
 	p.certs.retain(t.certKeys)
 	p.upTLS.retain(t.tlsKeys)
-	p.fwd.sweep()
+	if old == nil || old.clusterSet != t.clusterSet {
+		p.fwd.sweep() // else no cluster changed, and none asked for its pools to be kept
+	}
 	if old != nil {
 		p.retired[old] = struct{}{}
 		old.retire()

@@ -32,7 +32,7 @@ func SetFullBuilds(p *Proxy, full bool) {
 // RouteOf is the compiled route named name in the serving table (the first, if several), nil for
 // none: tests compare it across applies to tell a shared route from a recompiled one.
 func RouteOf(p *Proxy, name string) any {
-	for _, br := range p.cur.Load().order {
+	for _, br := range routesOf(p.cur.Load()) {
 		if br.rt.name == name {
 			return br.rt
 		}
@@ -40,9 +40,20 @@ func RouteOf(p *Proxy, name string) any {
 	return nil
 }
 
+// routesOf lists t's compiled routes in build order.
+func routesOf(t *table) []*builtRoute {
+	var out []*builtRoute
+	for _, srv := range t.servers {
+		for _, bv := range srv.parts {
+			out = append(out, bv.routes...)
+		}
+	}
+	return out
+}
+
 // MatcherOf is the match module instance of RouteOf(p, name).
 func MatcherOf(p *Proxy, name string) any {
-	for _, br := range p.cur.Load().order {
+	for _, br := range routesOf(p.cur.Load()) {
 		if br.rt.name == name {
 			return br.rt.matcher
 		}
@@ -80,7 +91,7 @@ func DescribeTable(p *Proxy) string {
 		fmt.Fprintf(&b, "  breaker sets %d\n", len(t.breakers[cl]))
 	}
 	byRoute := map[*route]*builtRoute{}
-	for _, br := range t.order {
+	for _, br := range routesOf(t) {
 		byRoute[br.rt] = br
 	}
 	for _, bl := range t.listeners {
@@ -114,6 +125,6 @@ func DescribeTable(p *Proxy) string {
 		}
 	}
 	fmt.Fprintf(&b, "noRoute %v\n", t.noRouteIDs)
-	fmt.Fprintf(&b, "tlsKeys %d certKeys %d routes %d\n", len(t.tlsKeys), len(t.certKeys), len(t.order))
+	fmt.Fprintf(&b, "tlsKeys %d certKeys %d routes %d\n", len(t.tlsKeys), len(t.certKeys), len(routesOf(t)))
 	return b.String()
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -96,4 +97,58 @@ func normalizeHost(h string) string {
 		}
 	}
 	return h
+}
+
+// The methods below serve incremental builds (vhostreuse.go): a server whose virtual hosts
+// mostly did not change starts from a copy of the serving table's index and replaces only the
+// entries that did. A copy of the maps is a copy of their memory; adding every entry again
+// hashed and lower-cased every hostname.
+
+// clone returns an index with the same entries that shares no map with ix.
+func (ix *hostIndex[T]) clone() hostIndex[T] {
+	return hostIndex[T]{exact: maps.Clone(ix.exact), wild: maps.Clone(ix.wild), any: ix.any, hasAny: ix.hasAny}
+}
+
+// get returns the entry added under hostname itself (no wildcard matching).
+func (ix *hostIndex[T]) get(hostname string) (T, bool) {
+	var v T
+	var ok bool
+	switch {
+	case hostname == "":
+		v, ok = ix.any, ix.hasAny
+	case strings.HasPrefix(hostname, "*."):
+		v, ok = ix.wild[strings.ToLower(hostname[2:])]
+	default:
+		v, ok = ix.exact[strings.ToLower(hostname)]
+	}
+	return v, ok
+}
+
+// set adds or replaces the entry of hostname, which add accepted before.
+func (ix *hostIndex[T]) set(hostname string, v T) error {
+	if _, ok := ix.get(hostname); !ok {
+		return ix.add(hostname, v)
+	}
+	switch {
+	case hostname == "":
+		ix.any = v
+	case strings.HasPrefix(hostname, "*."):
+		ix.wild[strings.ToLower(hostname[2:])] = v
+	default:
+		ix.exact[strings.ToLower(hostname)] = v
+	}
+	return nil
+}
+
+// del removes the entry of hostname.
+func (ix *hostIndex[T]) del(hostname string) {
+	switch {
+	case hostname == "":
+		var none T
+		ix.any, ix.hasAny = none, false
+	case strings.HasPrefix(hostname, "*."):
+		delete(ix.wild, strings.ToLower(hostname[2:]))
+	default:
+		delete(ix.exact, strings.ToLower(hostname))
+	}
 }

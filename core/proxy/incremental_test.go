@@ -183,9 +183,9 @@ func TestIncrementalBuildClusterEndpoints(t *testing.T) {
 // builds incrementally and to one that builds everything: after every step both describe the
 // same table (the same routes compiled from the same IR, every upstream pointing at the table's
 // own cluster, the same endpoints), reject the same snapshots, and in the end hold the same
-// request series. The snapshots share the virtual hosts no change touched with the previous one,
-// as the translator's and the agent's do, and the incremental proxy remembers their hashes
-// (Options.SharedMessages).
+// request series. The snapshots share the virtual hosts and clusters no change touched with the
+// previous one, as the translator's and the agent's do, and the incremental proxy remembers their
+// hashes (Options.SharedMessages), so a route change takes the serving table's clusters whole.
 func TestIncrementalBuildEqualsFullBuild(t *testing.T) {
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -261,6 +261,8 @@ type routeModel struct {
 type clusterModel struct {
 	ports    []uint32
 	balancer string
+	// made is its message in the latest snapshot, which the next one shares until it changes.
+	made *irv1.Cluster
 }
 
 func newTableModel(r *rand.Rand) *tableModel {
@@ -341,17 +343,12 @@ func (m *tableModel) mutate() string {
 		}
 		return "remove host"
 	case 6, 7:
-		c := m.clusters[m.anyCluster()]
-		c.ports = nil
-		for p := range uint32(3) {
-			if m.r.IntN(2) == 0 {
-				c.ports = append(c.ports, p+1)
-			}
-		}
+		m.changeEndpoints()
 		return "change a cluster's endpoints"
 	case 8:
 		c := m.clusters[m.anyCluster()]
 		c.balancer = []string{"", "lb.test_probe", string(roundrobin.ModuleID)}[m.r.IntN(3)]
+		c.made = nil
 		return "change a cluster's balancer"
 	case 9:
 		h, i := m.anyRoute()
@@ -364,10 +361,27 @@ func (m *tableModel) mutate() string {
 		return "add cluster"
 	default:
 		// Occasionally an invalid snapshot (a route to a cluster that is not there): both must
-		// reject it and go on from the table they serve.
+		// reject it and go on from the table they serve. Half of them change a cluster's
+		// endpoints too, whose message the next snapshot shares: it must not be taken for one
+		// the serving table has.
 		m.invalid = true
+		if m.r.IntN(2) == 0 {
+			m.changeEndpoints()
+			return "route to a missing cluster, endpoints changed (rejected)"
+		}
 		return "route to a missing cluster (rejected)"
 	}
+}
+
+func (m *tableModel) changeEndpoints() {
+	c := m.clusters[m.anyCluster()]
+	c.ports = nil
+	for p := range uint32(3) {
+		if m.r.IntN(2) == 0 {
+			c.ports = append(c.ports, p+1)
+		}
+	}
+	c.made = nil
 }
 
 func (m *tableModel) snapshot(t testing.TB) *irv1.Snapshot {
@@ -402,6 +416,10 @@ func (m *tableModel) snapshot(t testing.TB) *irv1.Snapshot {
 	slices.Sort(names)
 	var cs []*irv1.Cluster
 	for _, n := range names {
+		if made := m.clusters[n].made; made != nil {
+			cs = append(cs, made)
+			continue
+		}
 		c := &irv1.Cluster{Name: n}
 		if b := m.clusters[n].balancer; b != "" {
 			c.Balancer = &irv1.ModuleConfig{Id: b}
@@ -409,6 +427,7 @@ func (m *tableModel) snapshot(t testing.TB) *irv1.Snapshot {
 		for _, p := range m.clusters[n].ports {
 			c.Endpoints = append(c.Endpoints, &irv1.Endpoint{Address: "127.0.0.1", Port: p, Weight: 1})
 		}
+		m.clusters[n].made = c
 		cs = append(cs, c)
 	}
 	s := &irv1.Snapshot{Listeners: []*irv1.Listener{httpListener(0, srv)}, Clusters: cs}

@@ -71,21 +71,6 @@ func networkOf(sl StreamListener) string {
 	return "tcp"
 }
 
-// checkRouteAPI makes sure every route of ls implements the interface its listener serves.
-func checkRouteAPI(ls *ListenerState, want RouteAPI) error {
-	var err error
-	ls.servers.each(func(srv *server) {
-		srv.vhosts.each(func(vh *vhost) {
-			for _, rt := range vh.routes {
-				if err == nil && rt.api() != want {
-					err = fmt.Errorf("route %s implements %s, but the listener serves %s routes", rt.name, rt.api(), want)
-				}
-			}
-		})
-	})
-	return err
-}
-
 func (rt *route) api() RouteAPI {
 	switch {
 	case rt.stream != nil:

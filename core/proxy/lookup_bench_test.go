@@ -24,7 +24,7 @@ func routingState(tb testing.TB, n int) (*ListenerState, []*http.Request) {
 	snap := &irv1.Snapshot{Clusters: []*irv1.Cluster{{Name: "c", Endpoints: []*irv1.Endpoint{{Address: "127.0.0.1", Port: 9}}}}}
 	bc := core.NewBuildContext(context.Background(), zap.NewNop(), reg, snap)
 	tb.Cleanup(func() { _ = bc.Close() })
-	b := &builder{p: p, bc: bc, t: &table{}, secrets: map[string]*irv1.Secret{}, clusters: map[string]*cluster{}}
+	b := &builder{p: p, bc: bc, t: &table{clusterSet: newClusterSet()}, secrets: map[string]*irv1.Secret{}, clusters: map[string]*cluster{}}
 	if err := b.cluster(snap.Clusters[0]); err != nil {
 		tb.Fatal(err)
 	}
@@ -43,11 +43,11 @@ func routingState(tb testing.TB, n int) (*ListenerState, []*http.Request) {
 		}}})
 		reqs[i] = httptest.NewRequest(http.MethodGet, "http://"+reqHost+":8080/api/v1", nil)
 	}
-	s, err := b.server(srv)
+	ls := &ListenerState{}
+	s, err := b.server(ls, srv)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ls := &ListenerState{}
 	if err := ls.servers.add("", s); err != nil {
 		tb.Fatal(err)
 	}

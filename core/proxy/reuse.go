@@ -10,32 +10,38 @@ import (
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
-// Incremental builds. A snapshot that changes one route must not recompile the other 4,999: the
-// builder shares, with the table serving now, every compiled route and cluster whose input did
-// not change, and compiles only the rest. What is shared is immutable (a route's matcher, filter
-// chain and forwarders; a cluster's balancer, connection policy and endpoint set, which changes
-// only by atomic replacement), so two tables can serve from it at once, and the swap stays one
-// atomic pointer store: a request still reads one table version throughout. The listener,
-// server and virtual host layers above are rebuilt per table (a few small structs and host
-// indexes per listener), and so are listener filters.
+// Incremental builds. A snapshot that changes one route must not recompile the other 4,999, nor
+// visit them: the builder shares, with the table serving now, every compiled virtual host whose
+// input did not change, whole (vhostreuse.go), and every cluster; within a virtual host that
+// changed it shares the routes that did not, and compiles only the rest. What is shared is
+// immutable (a route's matcher, filter chain and forwarders; a virtual host's routes; a cluster's
+// balancer, connection policy and endpoint set, which changes only by atomic replacement), so two
+// tables can serve from it at once, and the swap stays one atomic pointer store: a request still
+// reads one table version throughout. The listener and server layers above are rebuilt per table
+// (a few small structs each), a server's host index from a copy of the serving one's.
 //
 // Sharing is decided by content: a route is shared when its deterministic encoding hashes the
 // same (digestOf), it sits under a Server of the same Gateway (its request series are labelled
-// with it) and every cluster it resolved is shared too (its upstreams point at them); a cluster
+// with it) and every cluster it resolved is shared too (its upstreams point at them); a virtual
+// host when its hostname and routes hash the same and the same holds for its routes; a cluster
 // when its head (everything but its endpoints) hashes the same and its upstream TLS compiled to
 // the same interned value. A shared cluster whose endpoints changed takes them in place at the
 // swap, as fastApply does, if its balancer allows; otherwise it is rebuilt, and so are its routes.
+// When the snapshot's clusters are the very messages the serving table was built from
+// (Options.SharedMessages) and its secrets hash the same, the table takes the serving table's
+// whole cluster set without visiting a cluster.
 //
 // A shared piece keeps its module instances, so their state — a rate limiter's buckets, a
 // round-robin position, a balancer's averages — survives unrelated changes even for modules that
-// keep no core.Shared state. Each piece is a part: it owns the modules it loaded (its own
-// BuildContext) and the request series it holds, and every table that uses it holds a reference;
-// the last table to close runs its modules' Cleanup and releases its series.
+// keep no core.Shared state. Each route and cluster is a part: it owns the modules it loaded (its
+// own BuildContext) and the request series it holds. Every virtual host holds a reference on its
+// routes, every table one on each of its virtual hosts and one on its cluster set, which holds
+// one on each of its clusters; the last holder to let go runs the part's modules' Cleanup and
+// releases its series.
 //
-// The serving table lists its routes in build order (table.order); a build looks for each route
-// after where it found the previous one, up to lookAhead places further (routes removed before
-// it), and only once many miss does it index the serving table's routes by key, for that build:
-// a map of every route would cost a proxy ≈70 B per route for as long as it serves.
+// A changed virtual host looks for its routes in the serving table's virtual host of the same
+// hostname (the one it replaces), after where it found the previous one: a route that moved to
+// another hostname is compiled again.
 
 // part is a shared piece of compiled tables: the modules it loaded and the series it holds.
 type part struct {
@@ -85,10 +91,8 @@ type builtRoute struct {
 	// extra is what few routes have; nil for the others.
 	extra *routeExtra
 	// claimed is the build (Proxy.builds) that last looked at it for sharing: each build takes
-	// a compiled route at most once. pos is its index in the order of the table that adopted it
-	// last (normally the serving one; checked before use). Both change under Proxy.mu only.
+	// a compiled route at most once. It changes under Proxy.mu only.
 	claimed uint64
-	pos     int
 }
 
 // routeExtra is the rarer part of a builtRoute.
@@ -118,23 +122,48 @@ type routeBreakers struct {
 	set *breakerSet
 }
 
+// clusterSet is the clusters of a table, held once by each table that serves them: a table whose
+// snapshot changed no cluster takes the serving table's set whole.
+type clusterSet struct {
+	parts []*part // one reference each
+	refs  atomic.Int64
+}
+
+func newClusterSet() *clusterSet {
+	cs := &clusterSet{}
+	cs.refs.Store(1)
+	return cs
+}
+
+// release drops one table's hold; the last one releases the clusters, newest first.
+func (cs *clusterSet) release(log *zap.Logger) {
+	if cs.refs.Add(-1) != 0 {
+		return
+	}
+	for i := len(cs.parts) - 1; i >= 0; i-- {
+		cs.parts[i].release(log)
+	}
+}
+
 // endpointUpdate is a shared cluster's new endpoints, stored at the swap (applyEndpointUpdates).
 type endpointUpdate struct {
 	cl  *cluster
 	eps []*core.Endpoint
 }
 
-// route compiles r or shares the serving table's compilation of it.
+// route compiles r or shares the compilation of it in the virtual host the one being built
+// replaces, and lists it in that virtual host (b.vh).
 func (b *builder) route(r *irv1.Route) (*route, error) {
-	key := routeKey{sum: b.nextSum(&b.routeN, b.digest.routesOrNil()), gateway: b.gateway}
+	key := routeKey{sum: b.nextSum(&b.routeN, b.routeSums), gateway: b.gateway}
 	if br := b.reusable(key); br != nil {
 		br.refs.Add(1)
-		b.adopt(br)
+		b.vh.adopt(br)
+		b.record(br)
 		return br.rt, nil
 	}
 	br := &builtRoute{key: key}
 	b.start(&br.part)
-	b.adopt(br) // now: a failed build releases it with the table
+	b.vh.adopt(br) // now: a failed build releases it with the virtual host
 	saved := b.bc
 	b.bc, b.cur = br.bc, br
 	rt, err := b.compileRoute(r)
@@ -159,57 +188,46 @@ func (b *builder) nextSum(n *int, sums []sum) sum {
 	return sum{}
 }
 
-func (d *digest) routesOrNil() []sum {
+// routesOf returns the route sums of the i-th virtual host visited, nil for none.
+func (d *digest) routesOf(i int) []sum {
+	if d == nil || i >= len(d.routes) {
+		return nil
+	}
+	return d.routes[i]
+}
+
+// clusterSum returns the sum of the i-th cluster, zero for none.
+func (d *digest) clusterSum(i int) sum {
+	if d == nil || i >= len(d.clusters) {
+		return sum{}
+	}
+	return d.clusters[i].sum
+}
+
+func (d *digest) vhostsOrNil() []sum {
 	if d == nil {
 		return nil
 	}
-	return d.routes
+	return d.vhosts
 }
 
-func (d *digest) clustersOrNil() []sum {
-	if d == nil {
-		return nil
-	}
-	return d.clusters
-}
-
-// lookAhead is how far past the expected position reusable looks (routes removed in front of a
-// route, an HTTPRoute's rules, shift it by that many), and how many misses a build takes (new or
-// changed routes) before it indexes the serving table's routes.
-const lookAhead = 32
-
-// reusable returns a compiled route of the serving table with key whose clusters are all this
-// table's, nil for none. Routes of equal content (one HTTPRoute rule under several hostnames) are
-// taken one each, so the table has as many instances as a full build would.
+// reusable returns a compiled route with key of the virtual host being replaced (b.old) whose
+// clusters are all this table's, nil for none. It looks after the route found last, then from
+// the start. Routes of equal content (one HTTPRoute rule under several hostnames, or twice in a
+// virtual host) are taken one each, so the table has as many instances as a full build would.
 func (b *builder) reusable(key routeKey) *builtRoute {
-	if b.serving == nil {
+	if b.old == nil {
 		return nil
 	}
-	order := b.serving.order
-	for i := b.next; i < min(len(order), b.next+lookAhead); i++ {
-		if br := order[i]; br.key == key && br.claimed != b.gen {
+	routes := b.old.routes
+	for k := range routes {
+		i := (b.next + k) % len(routes)
+		if br := routes[i]; br.key == key && br.claimed != b.gen {
 			if b.claim(br) {
 				b.next = i + 1
 				return br
 			}
-			break
-		}
-	}
-	// A changed or new route is not in the serving table at all: only when several miss are
-	// routes likely to have moved further (reordered), and worth indexing.
-	if b.misses++; b.misses <= lookAhead {
-		return nil
-	}
-	if b.index == nil {
-		b.index = make(map[routeKey][]*builtRoute, len(order))
-		for _, br := range order {
-			b.index[br.key] = append(b.index[br.key], br)
-		}
-	}
-	for _, br := range b.index[key] {
-		if br.claimed != b.gen && b.claim(br) {
-			b.next = br.pos + 1
-			return br
+			return nil
 		}
 	}
 	return nil
@@ -218,25 +236,20 @@ func (b *builder) reusable(key routeKey) *builtRoute {
 // claim takes br for this build if its clusters are shared too.
 func (b *builder) claim(br *builtRoute) bool {
 	br.claimed = b.gen
+	return b.depsShared(br)
+}
+
+// depsShared reports whether every cluster br resolved is one of the table being built.
+func (b *builder) depsShared(br *builtRoute) bool {
+	if b.sameClusters {
+		return true
+	}
 	for _, cl := range br.deps {
 		if cl.built != b.gen {
 			return false // rebuilt: br's upstreams point at the old one
 		}
 	}
 	return true
-}
-
-// adopt records a route (compiled or shared) in the table being built: in its order, which the
-// next build searches, with its breaker sets and its protocol's unrouted answer.
-func (b *builder) adopt(br *builtRoute) {
-	if b.t.order == nil {
-		b.t.order = make([]*builtRoute, 0, len(b.digest.routesOrNil()))
-	}
-	br.pos = len(b.t.order)
-	b.t.order = append(b.t.order, br)
-	if br.rt != nil { // else being compiled: route records it when it is done
-		b.record(br)
-	}
 }
 
 // record adds what br contributes to the table as a whole: its breaker sets, its protocol's
@@ -286,7 +299,7 @@ func (b *builder) sharedCluster(c *irv1.Cluster, head sum) *cluster {
 		return nil
 	}
 	old.part.refs.Add(1)
-	b.t.clusterParts = append(b.t.clusterParts, &old.part)
+	b.t.clusterSet.parts = append(b.t.clusterSet.parts, &old.part)
 	old.built = b.gen
 	if changed {
 		b.t.updates = append(b.t.updates, endpointUpdate{cl: old, eps: eps})

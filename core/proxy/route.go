@@ -22,12 +22,21 @@ type server struct {
 	// listenerFilters is the chain of the Server's listener filters ending in the route
 	// lookup; nil without any (listenerfilters.go).
 	listenerFilters http.Handler
+
+	// What the next build needs to share its virtual hosts (vhostreuse.go): its listener's name,
+	// Gateway and route API, its virtual hosts in snapshot order, and the last build that took
+	// it as a base (under Proxy.mu).
+	listener, gateway string
+	api               RouteAPI
+	parts             []*builtVhost
+	claimed           uint64
 }
 
 // vhost is one effective hostname and its routes in precedence order.
 type vhost struct {
 	hostname string
 	routes   []*route
+	part     *builtVhost // what holds it (vhostreuse.go)
 }
 
 // route is one IR Route compiled: its matcher and its whole handler chain (filters, backend choice,
@@ -98,7 +107,8 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	if _, dup := b.clusters[c.GetName()]; dup {
 		return errors.New("listed twice")
 	}
-	head := b.nextSum(&b.clusterN, b.digest.clustersOrNil())
+	head := b.digest.clusterSum(b.clusterN)
+	b.clusterN++
 	if cl := b.sharedCluster(c, head); cl != nil {
 		if cl.conn.tls != nil {
 			b.t.tlsKeys[cl.tlsKey] = struct{}{}
@@ -109,7 +119,7 @@ func (b *builder) cluster(c *irv1.Cluster) error {
 	}
 	cl := &cluster{name: c.GetName(), protocol: c.GetProtocol(), conn: b.p.fwd.policyOf(c), head: head, built: b.gen}
 	b.start(&cl.part)
-	b.t.clusterParts = append(b.t.clusterParts, &cl.part) // a failed build releases it with the table
+	b.t.clusterSet.parts = append(b.t.clusterSet.parts, &cl.part) // a failed build releases it with the table
 	saved := b.bc
 	b.bc = cl.part.bc
 	defer func() {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
-	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -25,9 +24,20 @@ type sum [sha256.Size]byte
 // sums of its routes and clusters in the order the builder visits them (listeners, their
 // servers, virtual hosts and routes; clusters in snapshot order).
 type digest struct {
-	shape    shape
-	routes   []sum
-	clusters []sum
+	shape shape
+	// routes are the route sums of each virtual host, in the order visited (slices the
+	// remembered sums share: never written).
+	routes   [][]sum
+	clusters []clusterRef // never written: may be the remembered list
+	// vhosts are the virtual hosts' sums (a hostname and its routes' sums) in the order visited,
+	// and secrets the sum of the snapshot's secrets: what a build compares to share a compiled
+	// virtual host whole, or every cluster (vhostreuse.go).
+	vhosts  []sum
+	secrets sum
+	// sameClusters: the snapshot's clusters are the very messages of the previous digest's, in
+	// the same order (only with remembered sums: Options.SharedMessages), so neither their
+	// heads nor their endpoints changed.
+	sameClusters bool
 }
 
 // shapeOf hashes every part of snap that the table is compiled from, except endpoints.
@@ -35,8 +45,9 @@ func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
 
 // digestOf encodes each route and each cluster head deterministically into one reused buffer and
 // hashes it into its sum; the shape hashes the listener and server heads (each without its
-// children), each virtual host's sum (its hostname and its routes' sums) and the cluster sums in
-// tree order, each chunk tagged with its kind and length so that no part can pass for another.
+// children), each virtual host's sum (its hostname and its routes' sums) in tree order, the sum
+// of the cluster sums, and the secrets, Gateways and ACME challenges, each chunk tagged with its
+// kind and length so that no part can pass for another.
 func digestOf(snap *irv1.Snapshot) *digest { return (*partSums)(nil).digest(snap) }
 
 // partSums remembers the sums of virtual hosts and cluster heads of the previous digest, for a
@@ -55,7 +66,11 @@ func digestOf(snap *irv1.Snapshot) *digest { return (*partSums)(nil).digest(snap
 type partSums struct {
 	prev, cur               [][]vhostRef // per server, in the order visited
 	prevClusters, clustersN []clusterRef
-	fresh                   int // virtual hosts and clusters this digest hashed (tests)
+	// prevSum and curSum are the sums of prevClusters' and clustersN's sums; keptClusters that
+	// this digest's clusters are prevClusters (the same messages), which finish then keeps.
+	prevSum, curSum sum
+	keptClusters    bool
+	fresh           int // virtual hosts and clusters this digest hashed (tests)
 }
 
 type vhostRef struct {
@@ -68,6 +83,11 @@ type clusterRef struct {
 	c   *irv1.Cluster
 	sum sum
 }
+
+// lookAhead is how far past the expected position aligned looks (parts removed in front of a
+// part shift it by that many), and how many misses it takes (new or changed parts) before it
+// indexes the previous list.
+const lookAhead = 32
 
 // aligned finds parts of the previous digest in their list: at or a little after where the
 // previous one was found, else further on, or, once lookAhead were not found there, by an index
@@ -120,7 +140,7 @@ func vhostOf(r vhostRef) *irv1.VirtualHost { return r.vh }
 func clusterOf(r clusterRef) *irv1.Cluster { return r.c }
 
 func (m *partSums) digest(snap *irv1.Snapshot) *digest {
-	d := &digest{clusters: make([]sum, 0, len(snap.GetClusters()))}
+	d := &digest{}
 	h := &chunker{h: sha256.New()}
 	opts := proto.MarshalOptions{Deterministic: true}
 	bp, rp := shapeBufs.Get().(*[]byte), shapeBufs.Get().(*[]byte)
@@ -152,28 +172,26 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 		return part.sum()
 	}
 	vhc := &chunker{h: sha256.New()}
-	// vhostSum appends vh's route sums to d.routes and returns its own sum.
-	vhostSum := func(vh *irv1.VirtualHost) sum {
+	// vhostSum returns vh's route sums and its own sum.
+	vhostSum := func(vh *irv1.VirtualHost) ([]sum, sum) {
 		// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
 		vhc.h.Reset()
 		vhc.writeString(6, vh.GetHostname())
-		for _, r := range vh.GetRoutes() {
-			rs := sumOf(r)
-			d.routes = append(d.routes, rs)
-			vhc.writeSum(7, &rs)
+		routes := make([]sum, len(vh.GetRoutes()))
+		for i, r := range vh.GetRoutes() {
+			routes[i] = sumOf(r)
+			vhc.writeSum(7, &routes[i])
 		}
-		return vhc.sum()
+		return routes, vhc.sum()
 	}
 	m.start()
-	n := 0
+	nv := 0
 	for _, l := range snap.GetListeners() {
 		for _, s := range l.GetServers() {
-			for _, vh := range s.GetVirtualHosts() {
-				n += len(vh.GetRoutes())
-			}
+			nv += len(s.GetVirtualHosts())
 		}
 	}
-	d.routes = make([]sum, 0, n)
+	d.routes, d.vhosts = make([][]sum, 0, nv), make([]sum, 0, nv)
 	for _, l := range snap.GetListeners() {
 		add(1, irv1.ListenerHead(l))
 		for _, s := range l.GetServers() {
@@ -181,38 +199,56 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 			found := m.server()
 			recs := h.batch[:0] // the virtual hosts' chunks, hashed in one write per server
 			for _, vh := range s.GetVirtualHosts() {
-				var vs sum
-				if r, ok := found.find(vh); ok {
-					d.routes = append(d.routes, r.routes...)
-					vs = r.all
+				r, ok := found.find(vh)
+				if ok {
 					m.keepVhost(r)
 				} else {
-					from := len(d.routes)
-					vs = vhostSum(vh)
-					m.keepNewVhost(vh, d.routes[from:], vs)
+					r.vh = vh
+					r.routes, r.all = vhostSum(vh)
+					m.keepNewVhost(r)
 				}
-				recs = appendChunk(recs, 6, vs[:])
+				recs = appendChunk(recs, 6, r.all[:])
+				d.routes = append(d.routes, r.routes)
+				d.vhosts = append(d.vhosts, r.all)
 			}
 			h.h.Write(recs)
 			h.batch = recs[:0]
 		}
 	}
-	head := &irv1.Cluster{} // reused: one allocation, not one per cluster
-	clusters := m.clusterList()
-	for _, c := range snap.GetClusters() {
-		r, ok := clusters.find(c)
-		if !ok {
-			setClusterHead(head, c)
-			r = clusterRef{c: c, sum: sumOf(head)}
-			m.countFresh()
+	d.clusters, d.sameClusters = m.sameClusters(snap.GetClusters())
+	var clustersSum sum
+	if d.sameClusters {
+		clustersSum = m.prevSum
+	} else {
+		head := &irv1.Cluster{} // reused: one allocation, not one per cluster
+		clusters := m.clusterList()
+		d.clusters = make([]clusterRef, 0, len(snap.GetClusters()))
+		ch := &chunker{h: sha256.New()}
+		recs := h.batch[:0] // the cluster sums' chunks, hashed in one write
+		for _, c := range snap.GetClusters() {
+			r, ok := clusters.find(c)
+			if !ok {
+				setClusterHead(head, c)
+				r = clusterRef{c: c, sum: sumOf(head)}
+				m.countFresh()
+			}
+			m.keepCluster(r)
+			d.clusters = append(d.clusters, r)
+			recs = appendChunk(recs, 2, r.sum[:])
 		}
-		m.keepCluster(r)
-		d.clusters = append(d.clusters, r.sum)
-		h.writeSum(2, &r.sum)
+		ch.h.Write(recs)
+		h.batch = recs[:0]
+		clustersSum = ch.sum()
+		m.keepClustersSum(clustersSum)
 	}
+	h.writeSum(2, &clustersSum)
+	secrets := &chunker{h: sha256.New()}
 	for _, s := range snap.GetSecrets() {
-		add(3, s)
+		flag, b := encode(s)
+		h.write(3|flag, b)
+		secrets.write(3|flag, b)
 	}
+	d.secrets = secrets.sum()
 	for _, g := range snap.GetGateways() {
 		add(4, g)
 	}
@@ -239,7 +275,46 @@ func (m *partSums) finish() {
 		return
 	}
 	m.prev, m.cur = m.cur, m.prev
-	m.prevClusters, m.clustersN = m.clustersN, m.prevClusters
+	if !m.keptClusters {
+		m.prevClusters, m.clustersN = m.clustersN, m.prevClusters
+		m.prevSum, m.curSum = m.curSum, m.prevSum
+	}
+}
+
+// sameClusters returns the previous digest's clusters and true when cs are the same messages
+// in the same order: their sums, and the sum of them, are the previous ones.
+func (m *partSums) sameClusters(cs []*irv1.Cluster) ([]clusterRef, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.keptClusters = len(m.prevClusters) == len(cs) && len(cs) > 0
+	for i := 0; m.keptClusters && i < len(cs); i++ {
+		m.keptClusters = m.prevClusters[i].c == cs[i]
+	}
+	if !m.keptClusters {
+		return nil, false
+	}
+	return m.prevClusters, true
+}
+
+// keepClustersSum remembers the sum of this digest's cluster sums.
+func (m *partSums) keepClustersSum(s sum) {
+	if m != nil {
+		m.curSum = s
+	}
+}
+
+// rollback makes the previous digest's lists the previous ones again: the snapshot just
+// digested was not applied (its build failed), so the next one is compared with what serves.
+func (m *partSums) rollback() {
+	if m == nil {
+		return
+	}
+	m.prev, m.cur = m.cur, m.prev
+	if !m.keptClusters {
+		m.prevClusters, m.clustersN = m.clustersN, m.prevClusters
+		m.prevSum, m.curSum = m.curSum, m.prevSum
+	}
 }
 
 // server starts the list of the next server's virtual hosts and returns a finder over the same
@@ -270,10 +345,10 @@ func (m *partSums) keepVhost(r vhostRef) {
 	}
 }
 
-// keepNewVhost lists a virtual host that was hashed, with a copy of its route sums.
-func (m *partSums) keepNewVhost(vh *irv1.VirtualHost, routes []sum, all sum) {
+// keepNewVhost lists a virtual host that was hashed.
+func (m *partSums) keepNewVhost(r vhostRef) {
 	if m != nil {
-		m.keepVhost(vhostRef{vh: vh, routes: slices.Clone(routes), all: all})
+		m.keepVhost(r)
 		m.fresh++
 	}
 }

@@ -158,7 +158,7 @@ func TestRememberedSumsEqualDigest(t *testing.T) {
 			Clusters: slices.Clone(clusters),
 		}
 		got, want := m.digest(snap), digestOf(snap)
-		if got.shape != want.shape || !slices.Equal(got.routes, want.routes) || !slices.Equal(got.clusters, want.clusters) {
+		if got.shape != want.shape || !slices.EqualFunc(got.routes, want.routes, slices.Equal[[]sum]) || !slices.Equal(got.clusters, want.clusters) {
 			t.Fatalf("step %d: the remembered digest differs from digestOf", step)
 		}
 		if step > 0 && m.fresh != changed {

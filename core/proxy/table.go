@@ -38,12 +38,14 @@ type table struct {
 	// it closes; nil when request metrics are off.
 	reqSeries *requestSeries
 	held      obsHeld
-	// order are its compiled routes in build order and clusterParts its clusters', which it
-	// holds and shares with the tables before and after it that have them unchanged (reuse.go);
-	// byName are its clusters by name.
-	order        []*builtRoute
-	clusterParts []*part
-	byName       map[string]*cluster
+	// servers are its servers in build order, each holding its virtual hosts, and clusterSet its
+	// clusters: what it shares with the tables before and after it that have them unchanged
+	// (reuse.go, vhostreuse.go). byName are its clusters by name, secrets the sum of the secrets
+	// it was built with.
+	servers    []*server
+	clusterSet *clusterSet
+	byName     map[string]*cluster
+	secrets    sum
 	// breakers are the circuit breaker sets of its routes, by cluster: given each cluster's
 	// endpoints at every swap and in-place update.
 	breakers map[*cluster][]*breakerSet
@@ -97,7 +99,7 @@ func (t *table) close() {
 		// next Apply: let its routes go now, not one snapshot later (a second table's worth of
 		// memory on an idle proxy).
 		t.listeners, t.clusters, t.noRoute, t.noRouteIDs, t.certKeys, t.tlsKeys = nil, nil, nil, nil, nil, nil
-		t.order, t.clusterParts, t.byName, t.breakers, t.updates = nil, nil, nil, nil, nil
+		t.servers, t.clusterSet, t.byName, t.breakers, t.updates = nil, nil, nil, nil, nil
 		t.closed.Store(true)
 	})
 }
@@ -109,13 +111,16 @@ func (t *table) cleanup() {
 		t.log.Warn("module cleanup failed", zap.String("version", t.ver()), zap.Error(err))
 	}
 	t.reqSeries.release(&t.held)
-	for i := len(t.order) - 1; i >= 0; i-- {
-		t.order[i].release(t.log)
+	for i := len(t.servers) - 1; i >= 0; i-- {
+		parts := t.servers[i].parts
+		for j := len(parts) - 1; j >= 0; j-- {
+			parts[j].release(t.log)
+		}
 	}
-	for i := len(t.clusterParts) - 1; i >= 0; i-- {
-		t.clusterParts[i].release(t.log)
+	if t.clusterSet != nil {
+		t.clusterSet.release(t.log)
 	}
-	t.order, t.clusterParts = nil, nil
+	t.servers, t.clusterSet = nil, nil
 }
 
 // ver is the version of the last snapshot applied to t.
@@ -140,18 +145,31 @@ type builder struct {
 	// gateway names the Gateway of the Server being built, for its routes' series.
 	gateway string
 
-	// Sharing with the serving table (reuse.go). digest has the snapshot's route and cluster sums
-	// in the order they are visited; serving is the table serving now, nil for a full build.
+	// Sharing with the serving table (reuse.go, vhostreuse.go). digest has the snapshot's
+	// route, virtual host and cluster sums in the order they are visited; serving is the table
+	// serving now, nil for a full build.
 	digest           *digest
-	routeN, clusterN int // routes and clusters visited so far
-	serving          *table
-	gen              uint64 // this build's number (Proxy.builds)
-	next             int    // the index in serving.order where the next route likely is
-	// index is serving.order by key, made once more than lookAhead routes were not where
-	// expected (misses).
-	index  map[routeKey][]*builtRoute
-	misses int
-	cur    *builtRoute // the route being compiled
+	vhostN, clusterN int // virtual hosts and clusters visited so far
+	// routeSums are the route sums of the virtual host being compiled, routeN its routes so far.
+	routeSums []sum
+	routeN    int
+	serving   *table
+	gen       uint64 // this build's number (Proxy.builds)
+	// sameClusters: the table took the serving table's cluster set whole.
+	sameClusters bool
+	// api and listenerID are the route API and module of the listener being built.
+	api        RouteAPI
+	listenerID string
+	// serverIndex is the serving table's servers by listener and hostname, made when one was
+	// not at its place; vpos is where in the base server the next virtual host likely is.
+	serverIndex map[serverKey]*server
+	vpos        int
+	// vh is the virtual host being compiled and old the serving one it replaces (nil for none),
+	// next where in old's routes the next route likely is; cur is the route being compiled.
+	vh   *builtVhost
+	old  *builtVhost
+	next int
+	cur  *builtRoute
 }
 
 // previousEndpoints returns the endpoints the serving table has for the cluster name.
@@ -176,11 +194,22 @@ func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot, d *digest) (*tab
 	t.version.Store(&v)
 	t.refs.Store(1)
 	p.builds++
-	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{},
-		clusters: make(map[string]*cluster, len(snap.GetClusters())), digest: d, gen: p.builds}
-	t.byName = b.clusters // the next build looks the clusters it may share up here
+	b := &builder{p: p, bc: bc, t: t, secrets: map[string]*irv1.Secret{}, digest: d, gen: p.builds}
 	if !p.fullBuilds {
 		b.serving = p.cur.Load()
+	}
+	if d != nil {
+		t.secrets = d.secrets
+	}
+	if s := b.serving; s != nil && d != nil && d.sameClusters && d.secrets == s.secrets {
+		// No cluster and no secret changed: the serving table's clusters, as they are.
+		t.clusters, t.byName, t.tlsKeys, t.clusterSet = s.clusters, s.byName, s.tlsKeys, s.clusterSet
+		t.clusterSet.refs.Add(1)
+		b.clusters, b.sameClusters = s.byName, true
+	} else {
+		t.clusterSet = newClusterSet()
+		b.clusters = make(map[string]*cluster, len(snap.GetClusters()))
+		t.byName = b.clusters // the next build looks the clusters it may share up here
 	}
 	bc.Clusters = b
 	err := b.build(snap)
@@ -216,6 +245,9 @@ func (b *builder) build(snap *irv1.Snapshot) error {
 	}
 	b.t.acme = acme
 	for _, c := range snap.GetClusters() {
+		if b.sameClusters {
+			break // built before, from the same messages
+		}
 		if err := b.cluster(c); err != nil {
 			return fmt.Errorf("cluster %s: %w", c.GetName(), err)
 		}
@@ -260,8 +292,9 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 	ls := &ListenerState{Name: l.GetName(), Protocol: l.GetProtocol(), table: b.t,
 		proxyProtocol: proxyProtocolOf(l.GetProxyProtocol()),
 		xffHops:       l.GetClientIpDetection().GetXffNumTrustedHops()}
+	b.api, b.listenerID = routeAPIOf(sl), string(id) // every route compiled is checked against it
 	for _, s := range l.GetServers() {
-		srv, err := b.server(s)
+		srv, err := b.server(ls, s)
 		if err == nil {
 			err = b.listenerFilters(ls, srv, s)
 		}
@@ -294,9 +327,6 @@ func (b *builder) listener(l *irv1.Listener) (*builtListener, error) {
 	if err := b.observeListener(ls, routeAPIOf(sl) == RouteAPIHTTP); err != nil {
 		return nil, err
 	}
-	if err := checkRouteAPI(ls, routeAPIOf(sl)); err != nil {
-		return nil, fmt.Errorf("module %s: %w", id, err)
-	}
 	key := sockKey{address: l.GetAddress(), port: l.GetPort(), network: networkOf(sl)}
 	return &builtListener{ir: listenerHead(l), key: key, module: id, sl: sl, state: ls}, nil
 }
@@ -307,21 +337,14 @@ func listenerHead(l *irv1.Listener) *irv1.Listener {
 	return &irv1.Listener{Name: l.GetName(), Address: l.GetAddress(), Port: l.GetPort(), Protocol: l.GetProtocol()}
 }
 
-func (b *builder) server(s *irv1.Server) (*server, error) {
-	srv := &server{hostname: s.GetHostname(), tls: s.GetTls()}
-	b.gateway = gatewayOf(s.GetSources())
-	for _, vh := range s.GetVirtualHosts() {
-		v := &vhost{hostname: vh.GetHostname(), routes: make([]*route, 0, len(vh.GetRoutes()))}
-		for _, r := range vh.GetRoutes() {
-			rt, err := b.route(r)
-			if err != nil {
-				return nil, fmt.Errorf("virtual host %q: route %s: %w", vh.GetHostname(), r.GetName(), err)
-			}
-			v.routes = append(v.routes, rt)
-		}
-		if err := srv.vhosts.add(vh.GetHostname(), v); err != nil {
-			return nil, fmt.Errorf("virtual host: %w", err)
-		}
+// server compiles s, a server of the listener ls, sharing the unchanged virtual hosts of the
+// serving table's server it replaces (vhostreuse.go).
+func (b *builder) server(ls *ListenerState, s *irv1.Server) (*server, error) {
+	srv := &server{hostname: s.GetHostname(), tls: s.GetTls(), listener: ls.Name, gateway: gatewayOf(s.GetSources()), api: b.api}
+	b.t.servers = append(b.t.servers, srv) // now: a failed build releases its virtual hosts
+	b.gateway = srv.gateway
+	if err := b.vhosts(srv, b.baseServer(srv), s); err != nil {
+		return nil, err
 	}
 	return srv, nil
 }

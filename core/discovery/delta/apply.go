@@ -2,6 +2,7 @@ package delta
 
 import (
 	"fmt"
+	"slices"
 
 	discv1 "github.com/coxswain-labs/coxswain/core/discovery/v1"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
@@ -116,6 +117,9 @@ func merge[T any](base []T, name func(T) string, removed []string, changed []T, 
 	if len(removed) == 0 && len(changed) == 0 {
 		return base, nil
 	}
+	if out, ok := replaced(base, name, removed, changed, idx); ok {
+		return out, nil
+	}
 	drop := make(map[string]bool, len(removed)+len(changed))
 	present := byName(base, name)
 	for _, k := range removed {
@@ -155,4 +159,28 @@ func merge[T any](base []T, name func(T) string, removed []string, changed []T, 
 		return nil, fmt.Errorf("index %d out of order or range", idx[c])
 	}
 	return out, nil
+}
+
+// replaced is merge's common case without a map of base's names (10,000 virtual hosts of a
+// server at 20,000 routes, per push): nothing removed, and every changed element takes the place
+// of the base element of its own name, at ascending indexes. ok is false for any other delta,
+// which merge handles. For a base whose names are unique, as in every snapshot an engine
+// accepted, the result is merge's; for any other the reseal's version check tells.
+func replaced[T any](base []T, name func(T) string, removed []string, changed []T, idx []uint32) (_ []T, ok bool) {
+	if len(removed) != 0 {
+		return nil, false
+	}
+	prev := -1
+	for c, e := range changed {
+		i := int(idx[c])
+		if i <= prev || i >= len(base) || name(base[i]) != name(e) {
+			return nil, false
+		}
+		prev = i
+	}
+	out := slices.Clone(base)
+	for c, e := range changed {
+		out[idx[c]] = e
+	}
+	return out, true
 }
