@@ -228,26 +228,50 @@ func appendEscaped(b []byte, s string) []byte {
 // plainASCII is the length of s's leading run of bytes JSON takes as they are (0x20–0x7f but
 // the quote and the backslash), tested a word at a time: a byte of a word is flagged when it
 // is below 0x20, equal to '"' or '\\', or has its high bit set (SWAR, "determine if a word has
-// a byte less than n" from Bit Twiddling Hacks).
+// a byte less than n" from Bit Twiddling Hacks). A string of eight bytes or more ends with a
+// word that overlaps the one before it; a shorter one is looked up a byte at a time.
 func plainASCII(s string) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	if len(s) < 8 {
+		return plainBytes(s)
+	}
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		quote, backslash := w^(ones*'"'), w^(ones*'\\')
-		flagged := ((w - ones*0x20) | (quote-ones)&^quote | (backslash-ones)&^backslash | w) & highs
-		if flagged != 0 {
-			break
+		if !plainWord(s[i:]) {
+			return i + plainBytes(s[i:i+8])
 		}
 	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			break
-		}
+	if i == len(s) || plainWord(s[len(s)-8:]) {
+		return len(s)
 	}
-	return i
+	return i + plainBytes(s[i:])
 }
+
+// plainWord reports whether the first eight bytes of s are plain.
+func plainWord(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	return ((w-ones*0x20)|(quote-ones)&^quote|(backslash-ones)&^backslash|w)&highs == 0
+}
+
+// plainBytes is the length of s's leading run of plain bytes, a byte at a time.
+func plainBytes(s string) int {
+	for i := range len(s) {
+		if !plainByte[s[i]] {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// plainByte is whether JSON takes a byte as it is.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func needsEscape(b []byte) bool {
 	for _, c := range b {
