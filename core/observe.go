@@ -68,6 +68,17 @@ func ClientAndSocketPeer(r *http.Request) (client, peer netip.AddrPort) {
 	return client, peerAddr(c, r)
 }
 
+// ConnClientAndSocketPeer is ClientAndSocketPeer, and whether every request of r's connection
+// has the same two: its listener resolves no X-Forwarded-For and no filter replaced the client
+// in r's context. Then a caller that keeps a value per connection may keep them, and spare its
+// later requests the look-up and the conversions of the connection's addresses (the access log
+// does, on the HTTP/1.1 fast path).
+func ConnClientAndSocketPeer(r *http.Request) (client, peer netip.AddrPort, perConn bool) {
+	_, perConn = r.Context().Value(connKey{}).(net.Conn)
+	client, peer = ClientAndSocketPeer(r)
+	return client, peer, perConn
+}
+
 // SocketPeerOf is the peer of the socket under c: through TLS and a PROXY protocol header. False
 // when c is nil or has no IP peer.
 func SocketPeerOf(c net.Conn) (netip.AddrPort, bool) {

@@ -57,6 +57,10 @@ func (e *env) newPeers() map[string]*peer {
 		"caddy": {name: "caddy", http: url(pt.CaddyHTTP), https: tlsURL(pt.CaddyTLS), h2c: url(pt.CaddyHTTP),
 			startF: e.startCaddy},
 	}
+	for _, nl := range nginxLogPeers {
+		all[nl.name] = &peer{name: nl.name, http: url(nl.http), https: tlsURL(nl.tls), h2c: url(nl.h2c),
+			startF: func() (*proc, error) { return e.startNginxLog(nl) }}
+	}
 	// Other Coxswain builds (-variants name=binary), each on ports of its own: before/after tables.
 	for i, v := range e.opts.variants {
 		pt := e.data.Ports
@@ -106,15 +110,48 @@ func (e *env) startCoxswainBin(name, dir, bin string, admPort int) (*proc, error
 	return p, nil
 }
 
-func (e *env) startNginx() (*proc, error) {
-	conf := filepath.Join(e.dir, "nginx.conf")
-	if err := render("nginx.conf.tmpl", conf, e.data); err != nil {
+func (e *env) startNginx() (*proc, error) { return e.startNginxWith("nginx", e.dir, e.data) }
+
+// startNginxWith runs nginx configured from d, with its configuration, pid file and temporary
+// directories in dir.
+func (e *env) startNginxWith(name, dir string, d tmplData) (*proc, error) {
+	d.Dir = dir
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := render("nginx.conf.tmpl", conf, d); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"nginx-body", "nginx-proxy", "nginx-fastcgi", "nginx-uwsgi", "nginx-scgi"} {
-		_ = os.MkdirAll(filepath.Join(e.dir, d), 0o755)
+	for _, sub := range []string{"nginx-body", "nginx-proxy", "nginx-fastcgi", "nginx-uwsgi", "nginx-scgi"} {
+		_ = os.MkdirAll(filepath.Join(dir, sub), 0o755)
 	}
-	return start(e.dir, "nginx", e.proxyCPU, nil, e.bin.nginx, "-e", "stderr", "-p", e.dir, "-c", conf)
+	return start(e.dir, name, e.proxyCPU, nil, e.bin.nginx, "-e", "stderr", "-p", dir, "-c", conf)
+}
+
+// nginxLogPeer is the nginx peer with its access log on: what a platform engineer would compare
+// Coxswain's access log's cost with (Coxswain's is on by default; the nginx peer's is off).
+type nginxLogPeer struct {
+	name           string
+	http, tls, h2c int
+	// args follow the file in the access_log directive.
+	args string
+}
+
+var nginxLogPeers = []nginxLogPeer{
+	// nginx's default: the combined format, each line written with its own write(2).
+	{name: "nginx-log", http: 18104, tls: 18114, h2c: 18124},
+	// Buffered as a busy nginx is usually configured: one write(2) per 64 KiB or second.
+	{name: "nginx-logbuf", http: 18105, tls: 18115, h2c: 18125, args: "combined buffer=64k flush=1s"},
+}
+
+// startNginxLog runs the nginx peer with its access log on, to a file in its own directory.
+func (e *env) startNginxLog(nl nginxLogPeer) (*proc, error) {
+	dir := filepath.Join(e.dir, nl.name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	d := e.data
+	d.Ports.NginxHTTP, d.Ports.NginxTLS, d.Ports.NginxH2C = nl.http, nl.tls, nl.h2c
+	d.NginxAccessLog = strings.TrimSpace(filepath.Join(dir, "access.log") + " " + nl.args)
+	return e.startNginxWith(nl.name, dir, d)
 }
 
 // nginxReload is `nginx -s reload` against the running master.

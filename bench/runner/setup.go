@@ -71,6 +71,9 @@ type tmplData struct {
 	ExtAuth *extAuthData
 	// HTTP3 serves HTTP/3 on the TLS listeners (Coxswain's ClientTrafficPolicy, Caddy's h3).
 	HTTP3 bool
+	// NginxAccessLog is the nginx peer's access_log directive's arguments ("" for off): the
+	// nginx-log peers (nginxLogPeers).
+	NginxAccessLog string
 }
 
 func render(name, dst string, d tmplData) error {

@@ -10,7 +10,6 @@
 package accesslog
 
 import (
-	"bufio"
 	"cmp"
 	"io"
 	"sync"
@@ -55,14 +54,17 @@ type Options struct {
 // Logger is an asynchronous JSON line writer. Its methods are safe for concurrent use; a nil
 // *Logger logs nothing.
 type Logger struct {
-	sink   *bufio.Writer
+	sink   io.Writer
 	sample uint64
 	query  bool
 	n      atomic.Uint64
 	// queue holds the records by value in preallocated slots (ring.go): Log copies the
 	// caller's Record into one, the writer encodes it there; neither side allocates or locks.
-	queue   *ring
-	clock   stampCache    // the writer's: the formatted second of the latest line
+	queue *ring
+	// enc and batch are the writer's: lines are encoded straight into batch, which is written
+	// when nearly full and when the queue is empty (bufio would copy each line a second time).
+	enc     encoder
+	batch   []byte
 	kick    chan struct{} // wakes the writer early when the queue is half full
 	every   time.Duration
 	stop    chan struct{}
@@ -75,10 +77,12 @@ type Logger struct {
 // New starts a Logger's writer goroutine; Close stops it.
 func New(opts Options) *Logger {
 	l := &Logger{
-		sink:    bufio.NewWriterSize(opts.Sink, batchBytes),
+		sink:    opts.Sink,
 		sample:  max(opts.Sample, 1),
 		query:   opts.Query,
 		queue:   newRing(cmp.Or(max(opts.Queue, 0), DefaultQueue)),
+		enc:     encoder{query: opts.Query},
+		batch:   make([]byte, 0, batchBytes),
 		kick:    make(chan struct{}, 1),
 		every:   cmp.Or(opts.FlushInterval, DefaultFlushInterval),
 		stop:    make(chan struct{}),
@@ -166,11 +170,11 @@ func (l *Logger) run() {
 	}
 }
 
-// maxLine is room enough for any line the buffer need not grow for (a longer one still fits:
-// bufio writes it through).
+// maxLine is room enough for a line: the batch is written once less than this is left (a
+// longer line still fits, growing the batch).
 const maxLine = 4 << 10
 
-// drain encodes every queued record, writing whenever the buffer is nearly full and once the
+// drain encodes every queued record, writing whenever the batch is nearly full and once the
 // queue is empty.
 func (l *Logger) drain() {
 	n := 0
@@ -180,20 +184,28 @@ func (l *Logger) drain() {
 			l.flush(n)
 			return
 		}
-		if l.sink.Available() < maxLine {
+		if cap(l.batch)-len(l.batch) < maxLine {
 			l.flush(n)
 			n = 0
 		}
-		_, _ = l.sink.Write(appendRecord(l.sink.AvailableBuffer(), r, l.query, &l.clock))
+		l.batch = l.enc.appendRecord(l.batch, r)
 		l.queue.release()
 		n++
 	}
 }
 
-// flush writes the buffered lines, n of them.
+// flush writes the batch, n lines. A failed write loses them: nowhere to report a failing log
+// sink but the log itself, and the next batch tries again.
 func (l *Logger) flush(n int) {
-	_ = l.sink.Flush() // nowhere to report a failing log sink but the log itself
-	if n > 0 && l.written != nil {
+	if len(l.batch) == 0 {
+		return
+	}
+	_, err := l.sink.Write(l.batch)
+	l.batch = l.batch[:0]
+	if cap(l.batch) > 4*batchBytes { // grown by a very long line: not kept
+		l.batch = make([]byte, 0, batchBytes)
+	}
+	if err == nil && l.written != nil {
 		l.written(n)
 	}
 }

@@ -260,10 +260,11 @@ func TestLineIsZapJSON(t *testing.T) {
 		"zoned":      {Time: at, ClientIP: netip.MustParseAddr("fe80::1%we\"ird\\zone"), PeerIP: netip.MustParseAddr("fe80::2%\x01")},
 		"local time": {Time: time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", -5*3600)), Duration: -time.Millisecond},
 	}
-	var clock stampCache // shared: the cases hit and miss its cached second
+	// Shared: the cases hit and miss its cached second and its origins.
+	encoders := map[bool]*encoder{false: {}, true: {query: true}}
 	for name, r := range cases {
 		for _, query := range []bool{false, true} {
-			got := string(appendRecord(nil, &r, query, &clock))
+			got := string(encoders[query].appendRecord(nil, &r))
 			if want := zapLine(t, &r, query); got != want {
 				t.Errorf("%s (query %t):\n got %s\nwant %s", name, query, got, want)
 			}
@@ -290,19 +291,21 @@ func TestLineIsZapJSONRandom(t *testing.T) {
 		return string(b)
 	}
 	// The fields a route's requests share take their values from a few strings, as a table's
-	// are: the writer's plainMemo meets the same string again (and strings of the same length).
+	// are: the encoder's origin cache meets the same strings again (and strings of the same
+	// length), in the same and in other combinations.
 	shared := make([]string, 6)
 	for i := range shared {
 		shared[i] = randString()
 	}
-	shared = append(shared, "plain", "plaim", "ns/gw/http", `quo"te`)
+	whole := "ns/gw/http" // and prefixes of it: the same address, other lengths
+	shared = append(shared, "plain", "plaim", whole, whole[:5], whole[:0], `quo"te`)
 	pick := func() string { return shared[rng.IntN(len(shared))] }
-	var clock stampCache
+	var enc encoder
 	for range 2000 {
 		r := Record{Time: time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).UTC(), Path: randString(), Host: randString(),
 			RequestID: randString(), Status: rng.IntN(600), Duration: time.Duration(rng.Int64N(1e11)),
 			Listener: pick(), Gateway: pick(), Route: pick(), Rule: pick(), Backend: pick(), Upstream: pick()}
-		if got, want := string(appendRecord(nil, &r, false, &clock)), zapLine(t, &r, false); got != want {
+		if got, want := string(enc.appendRecord(nil, &r)), zapLine(t, &r, false); got != want {
 			t.Fatalf("\n got %q\nwant %q", got, want)
 		}
 	}
@@ -315,7 +318,7 @@ func FuzzLineIsZapJSON(f *testing.F) {
 	f.Add("", "", "", int64(-1e15), int64(0))
 	f.Fuzz(func(t *testing.T, path, host, id string, d, ns int64) {
 		r := Record{Time: time.Unix(1, ns).UTC(), Path: path, Host: host, RequestID: id, Duration: time.Duration(d)}
-		if got, want := string(appendRecord(nil, &r, false, new(stampCache))), zapLine(t, &r, false); got != want {
+		if got, want := string(new(encoder).appendRecord(nil, &r)), zapLine(t, &r, false); got != want {
 			t.Fatalf("\n got %q\nwant %q", got, want)
 		}
 	})
@@ -364,12 +367,12 @@ func BenchmarkLogParallel(b *testing.B) {
 // BenchmarkEncode is encoding one line, the time from the cached second.
 func BenchmarkEncode(b *testing.B) {
 	r := benchRecord()
-	var clock stampCache
+	var enc encoder
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	before := processCPU(b)
 	for b.Loop() {
-		buf = appendRecord(buf[:0], &r, false, &clock)
+		buf = enc.appendRecord(buf[:0], &r)
 	}
 	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
 }

@@ -6,10 +6,8 @@ import "time"
 // writes) redoes the calendar and zone arithmetic for every line, though a busy proxy logs
 // thousands of lines within one second: the cache keeps the formatted second and zone of the
 // last line, and a line of the same second and location appends them and its nanoseconds. It
-// belongs to one goroutine (the Logger's writer), and carries that goroutine's other per-line
-// cache, plain (record.go).
+// belongs to one goroutine (the Logger's writer, through its encoder).
 type stampCache struct {
-	plain  plainMemo
 	sec    int64
 	loc    *time.Location // nil until the first line
 	second []byte         // "2006-01-02T15:04:05"
@@ -31,19 +29,4 @@ func (c *stampCache) appendTime(b []byte, t time.Time) []byte {
 		b = appendFraction(b, ns)
 	}
 	return append(b, c.zone...)
-}
-
-// appendFraction appends "." and ns (0 < ns < 1e9) as nine digits without the trailing zeros.
-func appendFraction(b []byte, ns int) []byte {
-	var d [10]byte
-	d[0] = '.'
-	for i := 9; i >= 1; i-- {
-		d[i] = byte('0' + ns%10)
-		ns /= 10
-	}
-	n := 10
-	for d[n-1] == '0' {
-		n--
-	}
-	return append(b, d[:n]...)
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/coxswain-labs/coxswain/core"
 	"github.com/coxswain-labs/coxswain/core/accesslog"
 )
 
@@ -22,7 +21,7 @@ func (ls *ListenerState) logRequest(r *http.Request, rec *reqRecord, status int,
 	if l.Query() {
 		query = r.URL.RawQuery
 	}
-	client, peer := core.ClientAndSocketPeer(r)
+	client, peer := rec.peers(r)
 	if rec.client.IsValid() {
 		client = rec.client // a filter resolved it (the request r is the one dispatched, before filters)
 	}

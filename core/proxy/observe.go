@@ -34,6 +34,26 @@ type reqRecord struct {
 	endpoint string        // "address:port" of the endpoint of the last try
 	upStart  time.Duration // the try's start on the monotonic clock (monoNow)
 	upDur    time.Duration // summed over tries
+	// conn is the connection's client and socket peer for the access log, kept across requests
+	// (the HTTP/1.1 server's record is its connection's) when they are the same for all of them.
+	conn connPeers
+}
+
+// connPeers are a connection's client and socket peer (core.ConnClientAndSocketPeer).
+type connPeers struct {
+	client, peer netip.AddrPort
+	known        bool
+}
+
+// peers is the client and socket peer of r, the record's request: from the record when its
+// connection's are known, else looked up (and kept when they hold for the connection).
+func (rec *reqRecord) peers(r *http.Request) (client, peer netip.AddrPort) {
+	if rec.conn.known {
+		return rec.conn.client, rec.conn.peer
+	}
+	client, peer, perConn := core.ConnClientAndSocketPeer(r)
+	rec.conn = connPeers{client: client, peer: peer, known: perConn}
+	return client, peer
 }
 
 // begin starts observing a request on a listener observed with o.
@@ -207,8 +227,9 @@ var _ http.Flusher = (*obsWriter)(nil)
 func (ls *ListenerState) serveObserved(w http.ResponseWriter, r *http.Request) {
 	if hw, ok := w.(*h1server.Writer); ok {
 		if rec, ok := hw.Scratch().(*reqRecord); ok {
-			// The record is the connection's: reset for each request, and off again after it.
-			*rec = reqRecord{}
+			// The record is the connection's: reset for each request (but for what holds for
+			// the connection), and off again after it.
+			*rec = reqRecord{conn: rec.conn}
 			rec.begin(ls.obs)
 			defer ls.observeH1(hw, rec, r)
 			ls.serveHTTP(hw, r)
