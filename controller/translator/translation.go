@@ -114,6 +114,10 @@ type session struct {
 	ages *ageOrder
 	// attachScratch holds the listeners of the attachment being replayed (replayAttach).
 	attachScratch []*listenerState
+	// handOver makes an Incremental's Result.Routes from the previous one's, statusSeq is its
+	// count of this translation (statuschanges.go); nil and 0 in Translate.
+	handOver  *statusHandOver
+	statusSeq uint64
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {
