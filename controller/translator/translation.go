@@ -118,6 +118,9 @@ type session struct {
 	// count of this translation (statuschanges.go); nil and 0 in Translate.
 	handOver  *statusHandOver
 	statusSeq uint64
+	// conflicted are the parentRefs that lost a listener to a route of an exclusive kind
+	// (kindconflict.go), each once.
+	conflicted []conflictedParent
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {
