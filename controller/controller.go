@@ -297,6 +297,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		}
 	}()
 	var lastRes *translator.Result
+	var handed *translator.Result // the latest Result whose status the writer took
 	// inc reuses the route builds of the previous translation while the rest of the world
 	// stays the same (translator.Incremental): a route change translates that route only.
 	inc := translator.NewIncremental()
@@ -358,7 +359,8 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 				kind = "incremental" // some routes' builds were replayed, not run
 			}
 			c.docs.Sweep()
-			w.Desire(desired(res, claimed))
+			w.Desire(desired(res, handed, claimed))
+			handed = res
 			last, lastRes = res.Snapshot, res
 			c.latest.Store(&adminapi.Translation{Store: store, Result: res, At: time.Now()})
 			events.record(store, res)
@@ -416,23 +418,36 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 }
 
 // desired is the status part of a translation, as the writer takes it, with the features every
-// GatewayClass of ours claims.
-func desired(res *translator.Result, claimed []gwapiv1.SupportedFeature) status.Desired {
+// GatewayClass of ours claims. The route statuses are those that changed since prev, the
+// Result the writer took last, when res can tell (translator.Result.RouteStatusChanges); all of
+// them otherwise.
+func desired(res, prev *translator.Result, claimed []gwapiv1.SupportedFeature) status.Desired {
 	classes := make(map[types.NamespacedName]*gwapiv1.GatewayClassStatus, len(res.GatewayClasses))
 	for nn, st := range res.GatewayClasses {
 		cp := *st
 		cp.SupportedFeatures = claimed
 		classes[nn] = &cp
 	}
-	routes := make(map[status.Key]*gwapiv1.RouteStatus, len(res.Routes))
-	for k, st := range res.Routes {
-		routes[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
-	}
 	policies := make(map[status.Key]*gwapiv1.PolicyStatus, len(res.Policies))
 	for k, st := range res.Policies {
 		policies[status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}] = st
 	}
-	return status.Desired{GatewayClasses: classes, Gateways: res.Gateways, Routes: routes, Policies: policies, ListenerSets: res.ListenerSets}
+	d := status.Desired{GatewayClasses: classes, Gateways: res.Gateways, Policies: policies, ListenerSets: res.ListenerSets}
+	routeKey := func(k translator.RouteKey) status.Key {
+		return status.Key{Kind: status.Kind(k.Kind), NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}}
+	}
+	if keys, ok := res.RouteStatusChanges(prev); ok {
+		d.RouteChanges = make(map[status.Key]*gwapiv1.RouteStatus, len(keys))
+		for _, k := range keys {
+			d.RouteChanges[routeKey(k)] = res.Routes[k] // nil: it left
+		}
+		return d
+	}
+	d.Routes = make(map[status.Key]*gwapiv1.RouteStatus, len(res.Routes))
+	for k, st := range res.Routes {
+		d.Routes[routeKey(k)] = st
+	}
+	return d
 }
 
 // checkGatewayAPI fails when the API server does not serve the Gateway API kinds the core reads.

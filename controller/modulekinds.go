@@ -175,7 +175,14 @@ func (mk *moduleKind) isStarted() bool {
 
 // fill adds the informer's objects to s (none before it starts).
 func (mk *moduleKind) fill(s *translator.Store) error {
-	for _, o := range mk.informer.GetIndexer().List() {
+	list := mk.informer.GetIndexer().List()
+	// One Store.Add of the whole list: adding object by object hashed the kind and regrew the
+	// slice thousands of times per translation at thousands of routes (`listed`).
+	var objs []translation.Object
+	if mk.add == nil {
+		objs = make([]translation.Object, 0, len(list))
+	}
+	for _, o := range list {
 		obj, ok := o.(translation.Object)
 		if !ok {
 			return fmt.Errorf("%s cache holds a %T", mk.gk, o)
@@ -186,7 +193,10 @@ func (mk *moduleKind) fill(s *translator.Store) error {
 			}
 			continue
 		}
-		s.Add(mk.gk, obj)
+		objs = append(objs, obj)
+	}
+	if len(objs) > 0 {
+		s.Add(mk.gk, objs...)
 	}
 	return nil
 }

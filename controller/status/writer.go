@@ -143,24 +143,48 @@ type Desired struct {
 	GatewayClasses map[types.NamespacedName]*gwapiv1.GatewayClassStatus
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
 	Routes         map[Key]*gwapiv1.RouteStatus
-	Policies       map[Key]*gwapiv1.PolicyStatus
-	ListenerSets   map[types.NamespacedName]*gwapiv1.ListenerSetStatus
+	// RouteChanges, when not nil, stands in for Routes: the route statuses that changed since
+	// the previous Desire's, a nil status for a route that left the result (an empty map: none
+	// changed). A route change at thousands of routes changes one or two, and comparing every
+	// route's status at every translation was most of what the driver did between translating
+	// and publishing. The first Desire of a Writer gives Routes.
+	RouteChanges map[Key]*gwapiv1.RouteStatus
+	Policies     map[Key]*gwapiv1.PolicyStatus
+	ListenerSets map[types.NamespacedName]*gwapiv1.ListenerSetStatus
 }
 
 // Desire records the status a translation computed and queues every object whose desired status
 // changed, and every route or policy that left the result (its entries of ours are removed). The
 // first call also queues the routes and policies whose live status holds entries of ours that the
 // result does not have.
-// The writer keeps res; the caller must not modify it afterwards.
+// The writer keeps res's maps, and changes its Routes map in place at the next Desire with
+// RouteChanges: the caller must not use them afterwards.
 func (w *Writer) Desire(res Desired) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	diff(w.classes, res.GatewayClasses, func(nn types.NamespacedName) Key { return Key{GatewayClassKind, nn} }, w.queue.Add)
 	diff(w.gateways, res.Gateways, func(nn types.NamespacedName) Key { return Key{GatewayKind, nn} }, w.queue.Add)
-	diff(w.routes, res.Routes, func(k Key) Key { return k }, w.queue.Add)
+	if res.RouteChanges != nil && w.desired {
+		w.changeRoutes(res.RouteChanges)
+	} else {
+		routes := res.Routes
+		if routes == nil {
+			routes = res.RouteChanges // the first Desire with changes: they are all there is
+		}
+		for k, st := range routes {
+			if st == nil {
+				delete(routes, k)
+			}
+		}
+		diff(w.routes, routes, func(k Key) Key { return k }, w.queue.Add)
+		w.routes = routes
+		if w.routes == nil {
+			w.routes = map[Key]*gwapiv1.RouteStatus{}
+		}
+	}
 	diff(w.policies, res.Policies, func(k Key) Key { return k }, w.queue.Add)
 	diff(w.listenerSets, res.ListenerSets, func(nn types.NamespacedName) Key { return Key{ListenerSetKind, nn} }, w.queue.Add)
-	w.classes, w.gateways, w.routes, w.policies = res.GatewayClasses, res.Gateways, res.Routes, res.Policies
+	w.classes, w.gateways, w.policies = res.GatewayClasses, res.Gateways, res.Policies
 	w.listenerSets = res.ListenerSets
 	if w.listenerSets == nil {
 		w.listenerSets = map[types.NamespacedName]*gwapiv1.ListenerSetStatus{}
@@ -183,6 +207,26 @@ func (w *Writer) Desire(res Desired) {
 	if !w.desired {
 		w.desired = true
 		w.queueStaleRoutes()
+	}
+}
+
+// changeRoutes applies the route statuses that changed (nil: left) to the desired ones,
+// queueing those that differ.
+func (w *Writer) changeRoutes(changes map[Key]*gwapiv1.RouteStatus) {
+	for k, st := range changes {
+		old, had := w.routes[k]
+		switch {
+		case st == nil:
+			if had {
+				delete(w.routes, k)
+				w.queue.Add(k)
+			}
+		case !had || !Equal(old, st):
+			w.routes[k] = st
+			w.queue.Add(k)
+		default:
+			w.routes[k] = st // the same, said by a new object
+		}
 	}
 }
 

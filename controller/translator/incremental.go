@@ -59,6 +59,8 @@ type Incremental struct {
 	sealer sealer
 	vhosts vhostMemo
 	ages   ageOrder
+	// handOver hands over the route statuses by what changed (statuschanges.go).
+	handOver statusHandOver
 	// stats of the latest translation.
 	reused, built, statuses, carried int
 }
@@ -83,6 +85,7 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	inc.vhosts.start()
 	t.vhosts = &inc.vhosts
 	t.ages = &inc.ages
+	t.handOver = &inc.handOver
 	res := t.run()
 	// A carried route can keep the allocation it was built in, and with it that translation's
 	// listener states, reachable; their attachment lists, a pointer per route, were ~50 KB per

@@ -48,6 +48,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 		steps = 100
 	}
 	statusesReused, carried := 0, 0 // over all seeds: in some, no route ever attaches
+	handedOver := 0                 // steps whose route status changes were known
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
@@ -55,6 +56,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 			inc := translator.NewIncremental()
 			rv := 0
 			reused, statuses := 0, 0
+			var earlier []*translator.Result // the latest two Results, oldest first
 			for step := range steps {
 				// Grow towards about half the pool, then churn.
 				id := pool.ids[rng.IntN(len(pool.ids))]
@@ -89,6 +91,20 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 				if msg := diffResults(got, want); msg != "" {
 					t.Fatalf("step %d (%s %v, %d objects): incremental differs from full: %s", step, what, id, len(world), msg)
 				}
+				for _, since := range earlier {
+					known, msg := routeChangesCover(got, since)
+					if msg != "" {
+						t.Fatalf("step %d (%s %v, %d objects): route status changes since %d results before: %s",
+							step, what, id, len(world), len(earlier), msg)
+					}
+					if known {
+						handedOver++
+					}
+				}
+				earlier = append(earlier, got)
+				if len(earlier) > 2 {
+					earlier = earlier[1:]
+				}
 			}
 			if reused == 0 {
 				t.Errorf("no Build was ever replayed: the test does not exercise reuse")
@@ -104,6 +120,34 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	if statusesReused == 0 {
 		t.Errorf("no route status was ever reused: the test does not exercise statusmemo.go")
 	}
+	if handedOver == 0 {
+		t.Errorf("no Result ever knew its route status changes: the test does not exercise statuschanges.go")
+	}
+	t.Logf("%d route status hand-overs by changes", handedOver)
+}
+
+// routeChangesCover checks got.RouteStatusChanges(since): when known, every key whose status
+// differs between the two Results' Routes (another object, or in one only) must be listed.
+func routeChangesCover(got, since *translator.Result) (known bool, msg string) {
+	keys, ok := got.RouteStatusChanges(since)
+	if !ok {
+		return false, ""
+	}
+	listed := map[translator.RouteKey]bool{}
+	for _, k := range keys {
+		listed[k] = true
+	}
+	for k, s := range got.Routes {
+		if since.Routes[k] != s && !listed[k] {
+			return true, fmt.Sprintf("%v changed (or came) and is not listed", k)
+		}
+	}
+	for k := range since.Routes {
+		if _, ok := got.Routes[k]; !ok && !listed[k] {
+			return true, fmt.Sprintf("%v left and is not listed", k)
+		}
+	}
+	return true, ""
 }
 
 type objectID struct {

@@ -26,11 +26,17 @@ func (t *session) hostnameKindConflicts() {
 			t.listenerKindConflicts(l, pairs)
 		}
 	}
-	for _, st := range t.routes {
-		for _, ps := range st.parents {
-			t.settleConflicts(st, ps)
-		}
+	// Only the parentRefs that lost a listener, not every route's: at thousands of routes the
+	// visit of every parent status was most of this pass.
+	for _, c := range t.conflicted {
+		t.settleConflicts(c.route, c.parent)
 	}
+}
+
+// conflictedParent is a parentRef that lost a listener to an older route of another kind.
+type conflictedParent struct {
+	route  *routeState
+	parent *parentStatus
 }
 
 // kindPair is two route kinds that must not share a listener hostname, in a fixed order.
@@ -118,6 +124,9 @@ func (t *session) listenerKindConflicts(l *listenerState, pairs map[kindPair]boo
 			for _, k := range kept[other] {
 				if hostnamesIntersect(k.hostnames, a.hostnames) {
 					lost[a] = true
+					if len(a.parent.kindConflicts) == 0 {
+						t.conflicted = append(t.conflicted, conflictedParent{a.route, a.parent})
+					}
 					a.parent.kindConflicts = append(a.parent.kindConflicts, kindConflict{
 						with: other,
 						msg: fmt.Sprintf("%s %s/%s is older and has an intersecting hostname on listener %s/%s",

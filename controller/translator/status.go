@@ -18,7 +18,6 @@ func (t *session) result() *Result {
 		Snapshot:       t.snapshot(),
 		GatewayClasses: map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
 		Gateways:       map[types.NamespacedName]*gwapiv1.GatewayStatus{},
-		Routes:         make(map[RouteKey]*gwapiv1.RouteStatus, len(t.routes)),
 		Policies:       map[PolicyKey]*gwapiv1.PolicyStatus{},
 	}
 	seal := irv1.Seal
@@ -41,8 +40,13 @@ func (t *session) result() *Result {
 		res.Gateways[g.key] = t.gatewayStatus(g)
 	}
 	res.ListenerSets = t.listenerSetStatuses()
-	for _, st := range t.routes {
-		res.Routes[st.key] = t.routeStatusOf(st)
+	if t.handOver != nil {
+		t.handOver.routeStatuses(t, res) // statuschanges.go
+	} else {
+		res.Routes = make(map[RouteKey]*gwapiv1.RouteStatus, len(t.routes))
+		for _, st := range t.routes {
+			res.Routes[st.key], _ = t.routeStatusOf(st)
+		}
 	}
 	t.backendPolicyStatuses(res)
 	t.backendTLSStatuses(res)

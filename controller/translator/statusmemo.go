@@ -30,6 +30,8 @@ type statusRecord struct {
 	gen     int64
 	parents []parentOutcome
 	rs      *gwapiv1.RouteStatus
+	// seq is the translation (statusHandOver.seq) whose Result rs was put into last.
+	seq uint64
 }
 
 // parentOutcome is what other routes decided about one parentRef.
@@ -39,17 +41,21 @@ type parentOutcome struct {
 	kindConflicts []kindConflict
 }
 
-// routeStatusOf is routeStatus(st), reusing st's previous status when it still holds.
-func (t *session) routeStatusOf(st *routeState) *gwapiv1.RouteStatus {
+// routeStatusOf is routeStatus(st), reusing st's previous status when it still holds. same says
+// it is the status the previous translation put into its Result for st's record
+// (statuschanges.go).
+func (t *session) routeStatusOf(st *routeState) (rs *gwapiv1.RouteStatus, same bool) {
 	m := st.memo
 	if m == nil {
-		return t.routeStatus(st)
+		return t.routeStatus(st), false
 	}
 	if r := m.status; r != nil && !st.fresh && r.holds(st) {
 		t.memo.statuses++
-		return r.rs
+		same = r.seq != 0 && r.seq+1 == t.statusSeq
+		r.seq = t.statusSeq
+		return r.rs, same
 	}
-	rs := t.routeStatus(st)
+	rs = t.routeStatus(st)
 	r := m.status
 	if r == nil {
 		r = &statusRecord{}
@@ -57,12 +63,12 @@ func (t *session) routeStatusOf(st *routeState) *gwapiv1.RouteStatus {
 	}
 	// Overwritten in place: the previous status is not shared with anything that reads the
 	// record, and a route whose status is rebuilt every second should not allocate twice.
-	r.gen, r.rs, r.parents = st.meta.GetGeneration(), rs, r.parents[:0]
+	r.gen, r.rs, r.parents, r.seq = st.meta.GetGeneration(), rs, r.parents[:0], t.statusSeq
 	for _, ps := range st.parents {
 		r.parents = append(r.parents, parentOutcome{accepted: ps.accepted, shadowed: slices.Clone(ps.shadowed),
 			kindConflicts: slices.Clone(ps.kindConflicts)})
 	}
-	return rs
+	return rs, false
 }
 
 func (r *statusRecord) holds(st *routeState) bool {

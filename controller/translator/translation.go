@@ -114,6 +114,13 @@ type session struct {
 	ages *ageOrder
 	// attachScratch holds the listeners of the attachment being replayed (replayAttach).
 	attachScratch []*listenerState
+	// handOver makes an Incremental's Result.Routes from the previous one's, statusSeq is its
+	// count of this translation (statuschanges.go); nil and 0 in Translate.
+	handOver  *statusHandOver
+	statusSeq uint64
+	// conflicted are the parentRefs that lost a listener to a route of an exclusive kind
+	// (kindconflict.go), each once.
+	conflicted []conflictedParent
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {

@@ -94,6 +94,10 @@ type Result struct {
 	// ACME are the certificates ACME listeners want, sorted by hostname: what the ACME client
 	// should obtain and keep renewed.
 	ACME []*ACMEOrder
+
+	// changes are the route statuses this Result changed against the previous one of its
+	// Incremental (RouteStatusChanges); nil from Translate.
+	changes *routeChanges
 }
 
 // RouteKey names one route object of any kind.

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -130,3 +131,34 @@ func statusKiB(b *testing.B, pid int, field string) int {
 
 // rssKiB reads VmRSS of a process.
 func rssKiB(b *testing.B, pid int) int { return statusKiB(b, pid, "VmRSS") }
+
+// cpuProfile starts a CPU profile of the controller at admin (its --admin-pprof) when
+// PROPAGATION_PROFILE_DIR is set, lasting PROPAGATION_CPU_SECONDS (default 8: about the
+// 100 route creations at 5,000 routes); the returned function waits for it and writes it there.
+// net/http/pprof profiles for a fixed time only, so the profile may end before or after the
+// creations do: it is for where the controller's time goes, not for figures.
+func cpuProfile(b *testing.B, admin string) (wait func()) {
+	dir := os.Getenv("PROPAGATION_PROFILE_DIR")
+	if dir == "" || admin == "" {
+		return func() {}
+	}
+	seconds := cmp.Or(os.Getenv("PROPAGATION_CPU_SECONDS"), "8")
+	done := make(chan struct{})
+	var profile string
+	var err error
+	go func() {
+		defer close(done)
+		profile, err = httpGet("http://" + admin + adminapi.ProfilingPath + "profile?seconds=" + seconds)
+	}()
+	return func() {
+		<-done
+		if err != nil {
+			b.Fatalf("CPU profile: %v", err)
+		}
+		name := strings.NewReplacer("/", "_", ",", "_", "=", "").Replace(b.Name()) + ".cpu.pb.gz"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(profile), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("CPU profile: %s", filepath.Join(dir, name))
+	}
+}

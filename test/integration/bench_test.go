@@ -120,6 +120,7 @@ func measurePropagation(b *testing.B, existing int, separate bool) {
 	if ctl.proxy != nil {
 		proxyCPU = cpuTicks(b, ctl.proxy.cmd.Process.Pid)
 	}
+	stopProfile := cpuProfile(b, ctl.admin)
 	for i := range 100 {
 		host := fmt.Sprintf("new-%d.bench", i)
 		createRoute(b, e, route(fmt.Sprintf("new-%d", i), host, "svc"))
@@ -130,6 +131,7 @@ func measurePropagation(b *testing.B, existing int, separate bool) {
 		routes = append(routes, created{returned: start, served: served})
 	}
 	cpu = cpuTicks(b, proc.cmd.Process.Pid) - cpu
+	stopProfile()
 	b.ReportMetric(float64(cpu)*1000/clockTicks/100, "ctl-cpu-ms/route")
 	if ctl.proxy != nil {
 		proxyCPU = cpuTicks(b, ctl.proxy.cmd.Process.Pid) - proxyCPU
