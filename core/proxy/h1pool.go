@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/rawio"
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/sockpeek"
 )
 
@@ -188,7 +189,8 @@ type h1Conn struct {
 	reused   bool      // served a request before this one
 	deadline time.Time // armed on nc; zero when none
 	peek     sockpeek.Peek
-	send     sendWaiter // beneath bw (h1send.go)
+	send     sendWaiter   // beneath bw (h1send.go)
+	in       rawio.Reader // beneath br
 }
 
 // alive reports whether a pooled connection is still open and silent: a peek that finds nothing to
@@ -230,7 +232,9 @@ func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), pool: p}
+	c := &h1Conn{nc: nc, pool: p}
+	c.in.Init(nc)
+	c.br = bufio.NewReaderSize(&c.in, h1ReadBuf)
 	c.send.init(nc)
 	c.bw = bufio.NewWriterSize(&c.send, h1WriteBuf)
 	// A TLS connection is peeked (alive) on its socket: by the time it is reused, the records the

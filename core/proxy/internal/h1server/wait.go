@@ -1,10 +1,11 @@
 package h1server
 
 import (
-	"errors"
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/coxswain-labs/coxswain/core/proxy/internal/rawio"
 )
 
 // readWaiter waits, without holding a read buffer, until a socket has data (or EOF, or an error)
@@ -39,15 +40,15 @@ func (w *readWaiter) init(nc net.Conn, src *connSource) {
 func (w *readWaiter) step(fd uintptr) bool {
 	b := stashes.Get().(*[]byte)
 	for {
-		n, err := syscall.Read(int(fd), *b)
+		n, errno := rawio.Read(fd, *b)
 		switch {
-		case errors.Is(err, syscall.EINTR):
+		case errno == syscall.EINTR:
 			continue
-		case errors.Is(err, syscall.EAGAIN):
+		case errno == syscall.EAGAIN:
 			stashes.Put(b)
 			return false
-		case err != nil:
-			w.err = err
+		case errno != 0:
+			w.err = errno
 		case n <= 0:
 			w.err = errReqNone
 		default:
@@ -76,14 +77,14 @@ func (w *readWaiter) wait() error {
 // connSource is what a connection's reader reads from: the bytes a readWaiter took off the socket,
 // then the socket.
 type connSource struct {
-	nc    net.Conn
+	in    rawio.Reader
 	stash *[]byte // holds data; nil when there is none
 	data  []byte
 }
 
 func (s *connSource) Read(p []byte) (int, error) {
 	if s.stash == nil {
-		return s.nc.Read(p)
+		return s.in.Read(p)
 	}
 	n := copy(p, s.data)
 	s.data = s.data[n:]
