@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coxswain-labs/coxswain/core/proxy/internal/rawio"
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/sockpeek"
 )
 
@@ -189,8 +188,7 @@ type h1Conn struct {
 	reused   bool      // served a request before this one
 	deadline time.Time // armed on nc; zero when none
 	peek     sockpeek.Peek
-	send     sendWaiter   // beneath bw (h1send.go)
-	in       rawio.Reader // beneath br
+	send     sendWaiter // beneath bw (h1send.go)
 }
 
 // alive reports whether a pooled connection is still open and silent: a peek that finds nothing to
@@ -232,9 +230,7 @@ func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{nc: nc, pool: p}
-	c.in.Init(nc)
-	c.br = bufio.NewReaderSize(&c.in, h1ReadBuf)
+	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, h1ReadBuf), pool: p}
 	c.send.init(nc)
 	c.bw = bufio.NewWriterSize(&c.send, h1WriteBuf)
 	// A TLS connection is peeked (alive) on its socket: by the time it is reused, the records the

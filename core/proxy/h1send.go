@@ -1,11 +1,10 @@
 package proxy
 
 import (
+	"errors"
 	"net"
 	"os"
 	"syscall"
-
-	"github.com/coxswain-labs/coxswain/core/proxy/internal/rawio"
 )
 
 // sendWaiter is what an upstream connection's bufio.Writer writes to. Armed for the last write of a
@@ -23,8 +22,7 @@ import (
 // (no raw socket) always write the ordinary way.
 type sendWaiter struct {
 	nc    net.Conn
-	out   rawio.Writer    // nc, written with raw system calls
-	rc    syscall.RawConn // nil: write to out only
+	rc    syscall.RawConn // nil: write to nc only
 	armed bool            // the next Write is a request's last: send it and wait for readability
 	fn    func(uintptr) bool
 
@@ -37,7 +35,6 @@ type sendWaiter struct {
 
 func (s *sendWaiter) init(nc net.Conn) {
 	s.nc = nc
-	s.out.Init(nc)
 	if _, plain := nc.(*net.TCPConn); !plain {
 		return
 	}
@@ -48,7 +45,7 @@ func (s *sendWaiter) init(nc net.Conn) {
 
 func (s *sendWaiter) Write(p []byte) (int, error) {
 	if !s.armed || s.rc == nil {
-		return s.out.Write(p)
+		return s.nc.Write(p)
 	}
 	s.armed = false
 	s.p, s.n, s.err, s.sent = p, 0, nil, false
@@ -60,7 +57,7 @@ func (s *sendWaiter) Write(p []byte) (int, error) {
 	if err != nil || n == len(p) {
 		return n, err
 	}
-	m, err := s.out.Write(p[n:])
+	m, err := s.nc.Write(p[n:])
 	return n + m, err
 }
 
@@ -73,17 +70,19 @@ func (s *sendWaiter) step(fd uintptr) bool {
 	}
 	s.sent = true
 	for s.n < len(s.p) {
-		n, errno := rawio.Write(fd, s.p[s.n:])
-		s.n += n
+		n, err := syscall.Write(int(fd), s.p[s.n:])
+		if n > 0 {
+			s.n += n
+		}
 		switch {
-		case errno == 0 && n <= 0:
+		case err == nil && n <= 0:
 			return true // nothing taken: the ordinary way
-		case errno == 0:
-		case errno == syscall.EINTR:
-		case errno == syscall.EAGAIN:
+		case err == nil:
+		case errors.Is(err, syscall.EINTR):
+		case errors.Is(err, syscall.EAGAIN):
 			return true // the rest goes the ordinary way
 		default:
-			s.err = os.NewSyscallError("write", errno)
+			s.err = os.NewSyscallError("write", err)
 			return true
 		}
 	}

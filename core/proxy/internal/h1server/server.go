@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/connfeed"
-	"github.com/coxswain-labs/coxswain/core/proxy/internal/rawio"
 
 	"go.uber.org/zap"
 )
@@ -276,9 +275,8 @@ type conn struct {
 	remote   string
 	tls      *tls.ConnectionState // nil on cleartext
 	rw       readWaiter
-	src      connSource   // beneath br: the bytes rw took off the socket, then the socket
-	out      rawio.Writer // beneath bw: the socket
-	idle     atomic.Bool  // waiting for a request (Shutdown may close it)
+	src      connSource  // beneath br: the bytes rw took off the socket, then the socket
+	idle     atomic.Bool // waiting for a request (Shutdown may close it)
 	hijacked bool
 	// now is when the request being served arrived: one clock read per request serves its Date,
 	// its body deadline and the header timeout's lazy re-arming (headerWindow).
@@ -320,7 +318,7 @@ func (c *conn) buffers() {
 	c.br = readers.Get().(*bufio.Reader)
 	c.br.Reset(&c.src)
 	c.bw = writers.Get().(*bufio.Writer)
-	c.bw.Reset(&c.out)
+	c.bw.Reset(c.nc)
 }
 
 func (c *conn) releaseBuffers() {
@@ -339,8 +337,7 @@ func (c *conn) releaseBuffers() {
 func (c *conn) start() {
 	s := c.srv
 	c.remote = c.nc.RemoteAddr().String()
-	c.src.in.Init(c.nc)
-	c.out.Init(c.nc)
+	c.src.nc = c.nc
 	c.rw.init(c.nc, &c.src)
 	c.buffers()
 	c.quiet = time.Now()
@@ -516,7 +513,7 @@ func (c *conn) waitBuffered() waitResult {
 	defer func() {
 		if c.bw == nil {
 			c.bw = writers.Get().(*bufio.Writer)
-			c.bw.Reset(&c.out)
+			c.bw.Reset(c.nc)
 		}
 	}()
 	c.idle.Store(true)

@@ -1,11 +1,10 @@
 package h1server
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"syscall"
-
-	"github.com/coxswain-labs/coxswain/core/proxy/internal/rawio"
 )
 
 // readWaiter waits, without holding a read buffer, until a socket has data (or EOF, or an error)
@@ -40,15 +39,15 @@ func (w *readWaiter) init(nc net.Conn, src *connSource) {
 func (w *readWaiter) step(fd uintptr) bool {
 	b := stashes.Get().(*[]byte)
 	for {
-		n, errno := rawio.Read(fd, *b)
+		n, err := syscall.Read(int(fd), *b)
 		switch {
-		case errno == syscall.EINTR:
+		case errors.Is(err, syscall.EINTR):
 			continue
-		case errno == syscall.EAGAIN:
+		case errors.Is(err, syscall.EAGAIN):
 			stashes.Put(b)
 			return false
-		case errno != 0:
-			w.err = errno
+		case err != nil:
+			w.err = err
 		case n <= 0:
 			w.err = errReqNone
 		default:
@@ -77,14 +76,14 @@ func (w *readWaiter) wait() error {
 // connSource is what a connection's reader reads from: the bytes a readWaiter took off the socket,
 // then the socket.
 type connSource struct {
-	in    rawio.Reader
+	nc    net.Conn
 	stash *[]byte // holds data; nil when there is none
 	data  []byte
 }
 
 func (s *connSource) Read(p []byte) (int, error) {
 	if s.stash == nil {
-		return s.in.Read(p)
+		return s.nc.Read(p)
 	}
 	n := copy(p, s.data)
 	s.data = s.data[n:]
