@@ -17,6 +17,13 @@ type detectingConn struct {
 	xffHops uint32
 }
 
+// peerConn is the connection value of a listener without client IP detection: the connection and
+// its peer's address, converted once per connection rather than on every ClientAddr.
+type peerConn struct {
+	conn net.Conn
+	addr netip.AddrPort // the zero value when the peer is not an IP address
+}
+
 // resolvedClient is the connection value of a request whose client a route's filter resolved
 // itself (ContextWithClientAddr), overriding the listener's detection.
 type resolvedClient struct {
@@ -31,6 +38,8 @@ type resolvedClient struct {
 func ContextWithClientAddr(ctx context.Context, addr netip.AddrPort) context.Context {
 	var c net.Conn
 	switch v := ctx.Value(connKey{}).(type) {
+	case *peerConn:
+		c = v.conn
 	case net.Conn:
 		c = v
 	case *detectingConn:
@@ -45,7 +54,11 @@ func ContextWithClientAddr(ctx context.Context, addr netip.AddrPort) context.Con
 // as their connection context (one value per connection, not per request), so that filters and
 // balancers see the client without parsing RemoteAddr on every request.
 func ContextWithConn(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
+	if c == nil {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	addr, _ := AddrPortOf(c.RemoteAddr())
+	return context.WithValue(ctx, connKey{}, &peerConn{conn: c, addr: addr})
 }
 
 // ContextWithClientIPDetection is ContextWithConn for a listener whose requests' client is the
@@ -61,6 +74,8 @@ func ContextWithClientIPDetection(ctx context.Context, c net.Conn, xffHops uint3
 // downstream returns the connection r arrived on and its listener's trusted X-Forwarded-For hops.
 func downstream(r *http.Request) (net.Conn, uint32) {
 	switch v := r.Context().Value(connKey{}).(type) {
+	case *peerConn:
+		return v.conn, 0
 	case net.Conn:
 		return v, 0
 	case *detectingConn:
@@ -94,6 +109,11 @@ func ClientAddr(r *http.Request) netip.AddrPort {
 // clientAndConn is ClientAddr and the connection r arrived on (nil when unknown).
 func clientAndConn(r *http.Request) (netip.AddrPort, net.Conn) {
 	switch v := r.Context().Value(connKey{}).(type) {
+	case *peerConn:
+		if v.addr.IsValid() {
+			return v.addr, v.conn
+		}
+		return peerAddr(v.conn, r), v.conn
 	case net.Conn:
 		return peerAddr(v, r), v
 	case *detectingConn:
@@ -114,6 +134,9 @@ func ClientIP(r *http.Request) netip.Addr { return ClientAddr(r).Addr() }
 // speaks the PROXY protocol reports as the header's source, never X-Forwarded-For. It is what
 // the forwarders append to X-Forwarded-For. Unmapped; the zero value means unknown.
 func PeerAddr(r *http.Request) netip.AddrPort {
+	if v, ok := r.Context().Value(connKey{}).(*peerConn); ok && v.addr.IsValid() {
+		return v.addr
+	}
 	c, _ := downstream(r)
 	return peerAddr(c, r)
 }

@@ -150,6 +150,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
+	if !w.sent && len(w.pending) == 0 && w.declaredLength() {
+		// A declared length settles the framing: the header is committed (to the buffer, not yet
+		// the wire) and the body goes straight behind it rather than through pending.
+		w.commit(false)
+	}
 	if w.length >= 0 && w.written+int64(len(p)) > w.length {
 		return 0, http.ErrContentLength
 	}
@@ -176,13 +181,11 @@ func (w *Writer) commit(final bool) {
 		w.wrote = true
 	}
 	h := w.hdr
-	if cl := h["Content-Length"]; len(cl) > 0 {
-		n, ok := h1wire.ParseLength([]byte(strings.TrimSpace(cl[0])))
-		if ok {
-			w.length = n
-		} else {
-			delete(h, "Content-Length")
-		}
+	if !w.declaredLength() || int64(len(w.pending)) > w.length {
+		// Invalid, or shorter than what the handler wrote before it set it: the framing is
+		// chosen as if there were none, so that no byte beyond the length reaches the wire.
+		delete(h, "Content-Length")
+		w.length = -1
 	}
 	delete(h, "Transfer-Encoding")
 	bodyOK := w.bodyAllowed()
@@ -235,6 +238,23 @@ func (w *Writer) commit(final bool) {
 		w.body(p)
 		w.pending = p[:0]
 	}
+}
+
+// declaredLength reports whether the handler set a valid Content-Length, which it then takes as
+// the response's length.
+func (w *Writer) declaredLength() bool {
+	if w.length >= 0 {
+		return true
+	}
+	cl := w.hdr["Content-Length"]
+	if len(cl) == 0 {
+		return false
+	}
+	n, ok := h1wire.ParseLength([]byte(strings.TrimSpace(cl[0])))
+	if ok {
+		w.length = n
+	}
+	return ok
 }
 
 // hasTrailers reports whether the handler declared trailers or set some already: then the body
