@@ -88,3 +88,32 @@ type peerConn struct {
 }
 
 func (c *peerConn) RemoteAddr() net.Addr { return c.addr }
+
+// TestConnClientAndSocketPeerPerConn: a caller may keep the client and socket peer per
+// connection only when no request can change them: a plain listener's connection, not one that
+// resolves X-Forwarded-For, nor a request whose filter replaced the client.
+func TestConnClientAndSocketPeerPerConn(t *testing.T) {
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	peer := &peerConn{Conn: c1, addr: &net.TCPAddr{IP: net.ParseIP("192.0.2.5"), Port: 1234}}
+	plain := core.ContextWithConn(context.Background(), peer)
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"plain listener", plain, true},
+		{"X-Forwarded-For detection", core.ContextWithClientIPDetection(context.Background(), peer, 1), false},
+		{"client replaced by a filter", core.ContextWithClientAddr(plain, netip.MustParseAddrPort("203.0.113.1:0")), false},
+	} {
+		r, _ := http.NewRequestWithContext(tc.ctx, "GET", "/", nil)
+		client, sock, perConn := core.ConnClientAndSocketPeer(r)
+		if perConn != tc.want {
+			t.Errorf("%s: perConn %v, want %v (client %v, socket peer %v)", tc.name, perConn, tc.want, client, sock)
+		}
+		if sock.String() != "192.0.2.5:1234" {
+			t.Errorf("%s: socket peer %v", tc.name, sock)
+		}
+	}
+}
