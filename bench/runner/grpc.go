@@ -100,6 +100,9 @@ func (e *env) grpcBench() error {
 				if err != nil {
 					return fmt.Errorf("gRPC %s %s run %d: %w", kase, n, r, err)
 				}
+				if s.Failures > 0 { // a deadline under load, or a proxy's error: say which
+					fmt.Printf("  note: %s %s run %d: %d failed calls %v\n", kase, n, r, s.Failures, s.Codes)
+				}
 				e.res.add(runRow{Bench: "GRPC", Case: kase, Proxy: n, Run: r, LoadAvg: loadAvg(), Metrics: map[string]float64{
 					"rps": s.RPS, "p50_us": s.P50, "p99_us": s.P99, "p999_us": s.P999, "cpu_us_per_call": cpu,
 					"failures": float64(s.Failures)}})
@@ -218,12 +221,13 @@ func waitTCP(p *proc, port int, timeout time.Duration) error {
 
 // grpcSummary is grpcbench load's summary line.
 type grpcSummary struct {
-	Calls    int64   `json:"calls"`
-	Failures int64   `json:"failures"`
-	RPS      float64 `json:"rps"`
-	P50      float64 `json:"p50"`
-	P99      float64 `json:"p99"`
-	P999     float64 `json:"p999"`
+	Calls    int64            `json:"calls"`
+	Failures int64            `json:"failures"`
+	RPS      float64          `json:"rps"`
+	P50      float64          `json:"p50"`
+	P99      float64          `json:"p99"`
+	P999     float64          `json:"p999"`
+	Codes    map[string]int64 `json:"codes"` // failures by gRPC status code
 }
 
 // grpcLoad runs one measured load (1 s warm-up) on the load CPU.

@@ -233,7 +233,7 @@ func (c *conn) endBlock() error {
 		return streamError{id, http2.ErrCodeProtocol}
 	}
 	c.busy.Add(1)
-	go c.runHandler(st, r)
+	c.srv.workers.run(job{c: c, st: st, r: r})
 	return nil
 }
 

@@ -6,8 +6,9 @@
 // Why not net/http's server: it runs every frame through one serve goroutine, a write
 // scheduler and a goroutine per frame write, which made inbound HTTP/2 cost about twice nginx's
 // CPU per request (docs/performance.md). Here the connection's goroutine reads and dispatches
-// frames, each stream's handler goroutine encodes and writes its own frames under the
-// connection's write lock, and a response's HEADERS and DATA leave in one write.
+// frames, each stream's handler (on a reused goroutine, workers.go) encodes and writes its own
+// frames under the connection's write lock, and a response's HEADERS and DATA leave in one
+// write.
 //
 // Defences, each bounded and tested: stream concurrency counts a stream until its handler
 // returns (rapid reset, CVE-2023-44487, cannot pile up work), a budget of client resets and
@@ -73,6 +74,7 @@ type Server struct {
 	conns   map[*conn]struct{}
 	done    chan struct{} // closed when the last connection ends after closing
 	served  atomic.Int64
+	workers *workers // run the streams' handlers (workers.go)
 }
 
 // New returns a server with cfg's defaults filled in.
@@ -92,7 +94,7 @@ func New(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	return &Server{cfg: cfg, conns: map[*conn]struct{}{}}
+	return &Server{cfg: cfg, conns: map[*conn]struct{}{}, workers: newWorkers()}
 }
 
 // ServeConn serves one connection until it ends. r reads what the caller already buffered
