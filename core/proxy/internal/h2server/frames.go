@@ -196,12 +196,16 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 	st.remoteClosed = true
 	already := st.reset
 	st.reset, st.clientReset = true, true
-	if !already {
-		c.resets++
+	if !already && !st.draining {
+		c.resets++ // a client that stops sending after a complete response cancels nothing
 	}
 	calm := c.resets > resetAllowance+c.completed
 	c.signalWindowLocked()
+	drained := c.retireLocked(st)
 	c.mu.Unlock()
+	if drained {
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
 	st.abort(errStreamReset)
 	if calm {
 		return connError{http2.ErrCodeEnhanceYourCalm, "too many streams reset by the client"}
@@ -226,8 +230,12 @@ func (c *conn) resetID(id uint32, code http2.ErrCode) {
 		st.remoteClosed = true
 		c.signalWindowLocked()
 	}
+	drained := st != nil && c.retireLocked(st)
 	c.noteClosedLocked(id)
 	c.mu.Unlock()
+	if drained {
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
 	if st != nil {
 		st.abort(errStreamReset)
 	}
