@@ -402,6 +402,9 @@ func (c *conn) streamEnded(st *stream, reset bool) {
 		return
 	}
 	delete(c.streams, st.id)
+	if !reset {
+		c.noteClosedLocked(st.id) // a reset noted it already
+	}
 	drained := c.goingAway && len(c.streams) == 0
 	c.mu.Unlock()
 	if drained {

@@ -138,6 +138,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		return streamError{id, http2.ErrCodeFlowControl}
 	}
 	st.recvWin -= n
+	draining := st.draining
 	c.mu.Unlock()
 	if len(data) == 0 && !f.StreamEnded() {
 		if err := c.flood.count(); err != nil {
@@ -162,9 +163,6 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		st.body.finish(nil)
 		return nil
 	}
-	c.mu.Lock()
-	draining := st.draining
-	c.mu.Unlock()
 	if draining {
 		// The response is complete and nobody reads the body: the client may stop sending it
 		// (RFC 9113 §8.1). This chunk was valid, so the reset says NO_ERROR.
