@@ -103,6 +103,12 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if err := c.flood.count(); err != nil {
 		return err
 	}
+	// The write lock is held from applying the settings to writing their ACK, so that the ACK
+	// precedes every frame sent under them: a stream waiting for window that the new
+	// SETTINGS_INITIAL_WINDOW_SIZE grants writes its DATA after the ACK (a client may expect
+	// that order; h2spec 6.9.2/1 skipped such a DATA while it waited for the ACK). wmu is taken
+	// before mu here (setPeerWindow), never the other way round.
+	c.lockW()
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
@@ -113,17 +119,15 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		case http2.SettingMaxFrameSize:
 			c.peerFrame.Store(int32(s.Val))
 		case http2.SettingHeaderTableSize:
-			c.wmu.Lock()
 			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
 			c.tableResized = true
-			c.wmu.Unlock()
 		}
 		return nil
 	})
 	if err != nil {
+		c.wmu.Unlock()
 		return err
 	}
-	c.lockW()
 	return c.unlockW(c.fr.WriteSettingsAck())
 }
 
