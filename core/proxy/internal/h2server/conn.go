@@ -424,7 +424,7 @@ func (c *conn) stopDrain(st *stream) {
 	live := st.draining && !c.closed && c.streams[st.id] == st
 	c.mu.Unlock()
 	if live {
-		c.resetID(st.id, http2.ErrCodeNo)
+		c.reset(st.id, http2.ErrCodeNo, false) // unless reset meanwhile
 	}
 }
 

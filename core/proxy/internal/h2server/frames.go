@@ -224,9 +224,16 @@ const resetAllowance = 200
 
 // resetID sends RST_STREAM for a stream error and aborts the stream if it is open. Its handler,
 // if any, keeps its concurrency slot until it returns.
-func (c *conn) resetID(id uint32, code http2.ErrCode) {
+func (c *conn) resetID(id uint32, code http2.ErrCode) { c.reset(id, code, true) }
+
+// reset is resetID; without always, a stream reset already is left alone (see resetStream).
+func (c *conn) reset(id uint32, code http2.ErrCode, always bool) {
 	c.mu.Lock()
 	st := c.streams[id]
+	if st != nil && st.reset && !always {
+		c.mu.Unlock()
+		return
+	}
 	if st != nil && st.reset {
 		st = nil // aborted already; the frame still tells the client
 	} else if st != nil {
@@ -247,8 +254,12 @@ func (c *conn) resetID(id uint32, code http2.ErrCode) {
 	_ = c.unlockW(c.fr.WriteRSTStream(id, code))
 }
 
-// resetStream resets a stream the server gives up on (a handler abort, a stall).
-func (c *conn) resetStream(st *stream, code http2.ErrCode) { c.resetID(st.id, code) }
+// resetStream resets a stream the server gives up on (a handler abort, a stall), unless it is
+// reset already: by the client (RST_STREAM never answers RST_STREAM) or by the read loop, whose
+// code says what was wrong. A handler that fails because the read loop reset its stream must
+// not get its own code (CANCEL, INTERNAL_ERROR) out first (h2spec 6.9.1/3 saw CANCEL before
+// FLOW_CONTROL_ERROR).
+func (c *conn) resetStream(st *stream, code http2.ErrCode) { c.reset(st.id, code, false) }
 
 // noteClosedLocked remembers the last streams that closed, so that frames on them are told
 // apart from frames on streams that never opened.

@@ -56,3 +56,36 @@ func TestSettingsAckPrecedesDataItAllows(t *testing.T) {
 		})
 	}
 }
+
+// TestReadLoopResetCodeFirst: when the read loop resets a stream whose handler waits for window
+// (here the connection's window is used up and a WINDOW_UPDATE overflows the stream's), the
+// client's first RST_STREAM carries the read loop's code (FLOW_CONTROL_ERROR), not the CANCEL of
+// the handler's failed write, which used to race it for the write lock (h2spec 6.9.1/3). Run
+// many times for the race.
+func TestReadLoopResetCodeFirst(t *testing.T) {
+	_, addr := serve(t, Config{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(make([]byte, 128<<10))
+	})})
+	c := dialRaw(t, addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+	for i := range 50 {
+		id := uint32(2*i + 1)
+		c.request(id, true)
+		got := 0
+		c.until("the connection's window used up", func(f http2.Frame) bool {
+			if d, ok := f.(*http2.DataFrame); ok && d.StreamID == id {
+				got += len(d.Data())
+			}
+			return got == 65535
+		})
+		// The stream's window is 1 MiB - 65535: this overflows it.
+		if err := c.fr.WriteWindowUpdate(id, maxWindow); err != nil {
+			t.Fatal(err)
+		}
+		if code := c.firstReset(id); code != http2.ErrCodeFlowControl {
+			t.Fatalf("stream %d: first RST_STREAM %s, want FLOW_CONTROL_ERROR", id, code)
+		}
+		if err := c.fr.WriteWindowUpdate(0, 65535); err != nil { // the next stream's
+			t.Fatal(err)
+		}
+	}
+}
