@@ -385,19 +385,62 @@ func (c *conn) signalWindowLocked() {
 }
 
 // streamEnded removes a stream whose handler returned and whose response is complete or reset.
+// A stream whose response is complete while the client is still sending its request drains
+// instead: it stays until the request ends or is judged (see stream.draining), at most
+// drainGrace.
 func (c *conn) streamEnded(st *stream, reset bool) {
 	c.mu.Lock()
-	delete(c.streams, st.id)
 	if !reset {
 		c.completed++
 	}
 	c.ended++
 	c.armIdleLocked()
+	if !reset && !st.remoteClosed && !st.reset && !c.closed {
+		st.draining = true
+		st.drainTimer = time.AfterFunc(drainGrace, func() { c.stopDrain(st) })
+		c.mu.Unlock()
+		return
+	}
+	delete(c.streams, st.id)
+	if !reset {
+		c.noteClosedLocked(st.id) // a reset noted it already
+	}
 	drained := c.goingAway && len(c.streams) == 0
 	c.mu.Unlock()
 	if drained {
 		_ = c.nc.SetReadDeadline(time.Now())
 	}
+}
+
+// drainGrace bounds how long a stream whose response is complete waits for the rest of its
+// request: then the client is told to stop with RST_STREAM(NO_ERROR) (RFC 9113 §8.1), and the
+// stream's slot is free. Frames a client sends right behind its header block (as h2spec does)
+// arrive well within it.
+const drainGrace = time.Second
+
+// stopDrain resets a draining stream whose client sent nothing more within drainGrace.
+func (c *conn) stopDrain(st *stream) {
+	c.mu.Lock()
+	live := st.draining && !c.closed && c.streams[st.id] == st
+	c.mu.Unlock()
+	if live {
+		c.reset(st.id, http2.ErrCodeNo, false) // unless reset meanwhile
+	}
+}
+
+// retireLocked removes a draining stream once its request side closed (END_STREAM, or a reset
+// either way). It reports whether that was the last stream of a connection going away, whose
+// read loop may then end. Called with mu held.
+func (c *conn) retireLocked(st *stream) bool {
+	if !st.draining || c.streams[st.id] != st {
+		return false
+	}
+	st.draining = false
+	st.drainTimer.Stop()
+	delete(c.streams, st.id)
+	c.noteClosedLocked(st.id)
+	c.ended++
+	return c.goingAway && len(c.streams) == 0
 }
 
 // handler runs a request; net/http's server context key lets handlers abort with

@@ -103,6 +103,12 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if err := c.flood.count(); err != nil {
 		return err
 	}
+	// The write lock is held from applying the settings to writing their ACK, so that the ACK
+	// precedes every frame sent under them: a stream waiting for window that the new
+	// SETTINGS_INITIAL_WINDOW_SIZE grants writes its DATA after the ACK (a client may expect
+	// that order; h2spec 6.9.2/1 skipped such a DATA while it waited for the ACK). wmu is taken
+	// before mu here (setPeerWindow), never the other way round.
+	c.lockW()
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
@@ -113,17 +119,15 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		case http2.SettingMaxFrameSize:
 			c.peerFrame.Store(int32(s.Val))
 		case http2.SettingHeaderTableSize:
-			c.wmu.Lock()
 			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
 			c.tableResized = true
-			c.wmu.Unlock()
 		}
 		return nil
 	})
 	if err != nil {
+		c.wmu.Unlock()
 		return err
 	}
-	c.lockW()
 	return c.unlockW(c.fr.WriteSettingsAck())
 }
 
@@ -196,12 +200,16 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 	st.remoteClosed = true
 	already := st.reset
 	st.reset, st.clientReset = true, true
-	if !already {
-		c.resets++
+	if !already && !st.draining {
+		c.resets++ // a client that stops sending after a complete response cancels nothing
 	}
 	calm := c.resets > resetAllowance+c.completed
 	c.signalWindowLocked()
+	drained := c.retireLocked(st)
 	c.mu.Unlock()
+	if drained {
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
 	st.abort(errStreamReset)
 	if calm {
 		return connError{http2.ErrCodeEnhanceYourCalm, "too many streams reset by the client"}
@@ -216,9 +224,16 @@ const resetAllowance = 200
 
 // resetID sends RST_STREAM for a stream error and aborts the stream if it is open. Its handler,
 // if any, keeps its concurrency slot until it returns.
-func (c *conn) resetID(id uint32, code http2.ErrCode) {
+func (c *conn) resetID(id uint32, code http2.ErrCode) { c.reset(id, code, true) }
+
+// reset is resetID; without always, a stream reset already is left alone (see resetStream).
+func (c *conn) reset(id uint32, code http2.ErrCode, always bool) {
 	c.mu.Lock()
 	st := c.streams[id]
+	if st != nil && st.reset && !always {
+		c.mu.Unlock()
+		return
+	}
 	if st != nil && st.reset {
 		st = nil // aborted already; the frame still tells the client
 	} else if st != nil {
@@ -226,8 +241,12 @@ func (c *conn) resetID(id uint32, code http2.ErrCode) {
 		st.remoteClosed = true
 		c.signalWindowLocked()
 	}
+	drained := st != nil && c.retireLocked(st)
 	c.noteClosedLocked(id)
 	c.mu.Unlock()
+	if drained {
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
 	if st != nil {
 		st.abort(errStreamReset)
 	}
@@ -235,8 +254,12 @@ func (c *conn) resetID(id uint32, code http2.ErrCode) {
 	_ = c.unlockW(c.fr.WriteRSTStream(id, code))
 }
 
-// resetStream resets a stream the server gives up on (a handler abort, a stall).
-func (c *conn) resetStream(st *stream, code http2.ErrCode) { c.resetID(st.id, code) }
+// resetStream resets a stream the server gives up on (a handler abort, a stall), unless it is
+// reset already: by the client (RST_STREAM never answers RST_STREAM) or by the read loop, whose
+// code says what was wrong. A handler that fails because the read loop reset its stream must
+// not get its own code (CANCEL, INTERNAL_ERROR) out first (h2spec 6.9.1/3 saw CANCEL before
+// FLOW_CONTROL_ERROR).
+func (c *conn) resetStream(st *stream, code http2.ErrCode) { c.reset(st.id, code, false) }
 
 // noteClosedLocked remembers the last streams that closed, so that frames on them are told
 // apart from frames on streams that never opened.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/net/http2"
 )
@@ -26,6 +27,12 @@ type stream struct {
 	remoteClosed bool  // END_STREAM or RST_STREAM received, or reset sent
 	reset        bool  // RST_STREAM sent or received
 	clientReset  bool  // RST_STREAM received
+	// draining: the handler returned and the response is complete, but the client's side is
+	// still open. The stream stays in the table (it holds its concurrency slot, as the client
+	// counts it open) and the read loop keeps judging its frames until the request ends, a
+	// frame is wrong, or drainTimer tells the client to stop (see conn.retireLocked).
+	draining   bool
+	drainTimer *time.Timer
 
 	// responded: END_STREAM of the response is written, set before the frame is flushed, so a
 	// client that saw it and sends on the stream again finds it closed (a connection error, not
@@ -131,6 +138,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		return streamError{id, http2.ErrCodeFlowControl}
 	}
 	st.recvWin -= n
+	draining := st.draining
 	c.mu.Unlock()
 	if len(data) == 0 && !f.StreamEnded() {
 		if err := c.flood.count(); err != nil {
@@ -153,15 +161,25 @@ func (c *conn) onData(f *http2.DataFrame) error {
 			return err
 		}
 		st.body.finish(nil)
+		return nil
+	}
+	if draining {
+		// The response is complete and nobody reads the body: the client may stop sending it
+		// (RFC 9113 §8.1). This chunk was valid, so the reset says NO_ERROR.
+		return streamError{id, http2.ErrCodeNo}
 	}
 	return nil
 }
 
-// endRemote marks the client's side of the stream closed.
+// endRemote marks the client's side of the stream closed; a draining stream is closed now.
 func (c *conn) endRemote(st *stream) error {
 	c.mu.Lock()
 	st.remoteClosed = true
+	drained := c.retireLocked(st)
 	c.mu.Unlock()
+	if drained {
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
 	return nil
 }
 

@@ -128,8 +128,9 @@ func (w *responseWriter) FlushError() error {
 }
 
 // finish completes the response once the handler has returned: the rest of the body and the
-// trailers, with END_STREAM. A client still sending its request body is told to stop with
-// RST_STREAM(NO_ERROR) (RFC 9113 §8.1).
+// trailers, with END_STREAM. A client still sending its request is not reset here: the stream
+// drains (see conn.streamEnded), so that what it sends next is judged the same whether or not
+// the response was quicker.
 func (w *responseWriter) finish() error {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
@@ -142,22 +143,7 @@ func (w *responseWriter) finish() error {
 		w.hdr["Content-Length"] == nil && trailers == nil {
 		w.Header()["Content-Length"] = []string{strconv.Itoa(len(w.buf))}
 	}
-	if err := w.send(w.buf, true, trailers); err != nil {
-		return err
-	}
-	st, c := w.st, w.st.c
-	c.mu.Lock()
-	open := !st.remoteClosed
-	if open {
-		st.remoteClosed, st.reset = true, true
-	}
-	c.noteClosedLocked(st.id)
-	c.mu.Unlock()
-	if open {
-		c.lockW()
-		_ = c.unlockW(c.fr.WriteRSTStream(st.id, http2.ErrCodeNo))
-	}
-	return nil
+	return w.send(w.buf, true, trailers)
 }
 
 // trailers are the response's trailer fields, nil for none.
