@@ -62,15 +62,7 @@ func TestEffectiveHostnames(t *testing.T) {
 
 func TestHostnameOrder(t *testing.T) {
 	got := []string{"", "*.example.com", "a.example.com", "*.foo.example.com", "foo.example.com", "b.example.com"}
-	slices.SortFunc(got, func(a, b string) int {
-		switch {
-		case hostnameLess(a, b):
-			return -1
-		case hostnameLess(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(got, compareHostnames)
 	// Gateway spec: exact before wildcard before catch-all; more specific wildcards first.
 	want := []string{"foo.example.com", "a.example.com", "b.example.com", "*.foo.example.com", "*.example.com", ""}
 	if !slices.Equal(got, want) {

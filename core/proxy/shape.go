@@ -306,16 +306,9 @@ func (m *partSums) keepClustersSum(s sum) {
 
 // rollback makes the previous digest's lists the previous ones again: the snapshot just
 // digested was not applied (its build failed), so the next one is compared with what serves.
-func (m *partSums) rollback() {
-	if m == nil {
-		return
-	}
-	m.prev, m.cur = m.cur, m.prev
-	if !m.keptClusters {
-		m.prevClusters, m.clustersN = m.clustersN, m.prevClusters
-		m.prevSum, m.curSum = m.curSum, m.prevSum
-	}
-}
+//
+// finish only swaps lists, so doing it again (keptClusters unchanged since) undoes it.
+func (m *partSums) rollback() { m.finish() }
 
 // server starts the list of the next server's virtual hosts and returns a finder over the same
 // server's list of the previous digest (the server visited at the same place).
