@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
@@ -29,22 +28,13 @@ func BenchmarkRouteChange(b *testing.B) {
 			w := status.NewWriter(status.Options{Log: zap.NewNop()})
 			res := inc.Translate(context.Background(), store, opts)
 			handed := handOverStatus(w, res, nil)
-			routes := store.Objects[translatortest.HTTPRoute]
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := cpuTime()
 			i := 0
 			for b.Loop() {
 				i++
-				r := routes[i%n].(*gwapiv1.HTTPRoute).DeepCopy()
-				r.ResourceVersion = fmt.Sprint(i)
-				r.Generation++
-				routes[i%n] = r
-				res := inc.Translate(context.Background(), store, opts)
-				if inc.Built() != 2 || len(res.Routes) != n {
-					b.Fatalf("built %d, reused %d, %d routes", inc.Built(), inc.Reused(), len(res.Routes))
-				}
-				handed = handOverStatus(w, res, handed)
+				handed = handOverStatus(w, translateRouteChange(b, inc, store, opts, i), handed)
 			}
 			reportCPU(b, cpu)
 		})

@@ -74,11 +74,20 @@ func echo(w http.ResponseWriter, r *http.Request) {
 // readAll drains a stream's response body and returns it with the X-Sum trailer.
 func readAll(t *testing.T, s *Stream) (string, string) {
 	t.Helper()
-	if err := s.AwaitHeader(nil); err != nil {
+	body, sum, err := readBody(s)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Status() != 200 {
 		t.Fatalf("status %d", s.Status())
+	}
+	return body, sum
+}
+
+// readBody is readAll for a goroutine: the error is returned, the status left to the caller.
+func readBody(s *Stream) (body, sum string, err error) {
+	if err := s.AwaitHeader(nil); err != nil {
+		return "", "", err
 	}
 	var got bytes.Buffer
 	for {
@@ -86,7 +95,7 @@ func readAll(t *testing.T, s *Stream) (string, string) {
 		got.Write(p)
 		s.Consumed(p)
 		if err != nil {
-			t.Fatal(err)
+			return got.String(), "", err
 		}
 		if end {
 			break
@@ -94,7 +103,7 @@ func readAll(t *testing.T, s *Stream) (string, string) {
 	}
 	h := http.Header{}
 	AddFields(h, s.Trailer(), func(k string) string { return k })
-	return got.String(), h.Get("X-Sum")
+	return got.String(), h.Get("X-Sum"), nil
 }
 
 // A call whose body is whole leaves in one write(2): HEADERS, DATA and END_STREAM together, with
@@ -144,7 +153,11 @@ func TestBodiesPastWindowAndConcurrentStreams(t *testing.T) {
 				return
 			}
 			defer s.Finish()
-			got, sum := readAllErr(s)
+			got, sum, err := readBody(s)
+			if err != nil {
+				errs <- fmt.Errorf("stream %d: %w", i, err)
+				return
+			}
 			if got != string(body) || sum != fmt.Sprintf("%x", sha256.Sum256(body)) {
 				errs <- fmt.Errorf("stream %d: %d bytes back of %d, trailer %q", i, len(got), len(body), sum)
 			}
@@ -161,27 +174,6 @@ func TestBodiesPastWindowAndConcurrentStreams(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d connections for 32 streams, want 1", n)
 	}
-}
-
-func readAllErr(s *Stream) (string, string) {
-	if err := s.AwaitHeader(nil); err != nil {
-		return err.Error(), ""
-	}
-	var got bytes.Buffer
-	for {
-		p, end, err := s.Next(nil)
-		got.Write(p)
-		s.Consumed(p)
-		if err != nil {
-			return err.Error(), ""
-		}
-		if end {
-			break
-		}
-	}
-	h := http.Header{}
-	AddFields(h, s.Trailer(), func(k string) string { return k })
-	return got.String(), h.Get("X-Sum")
 }
 
 // A body still arriving streams through SendBody, ending with the caller's trailers.
