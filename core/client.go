@@ -40,8 +40,6 @@ func ContextWithClientAddr(ctx context.Context, addr netip.AddrPort) context.Con
 	switch v := ctx.Value(connKey{}).(type) {
 	case *peerConn:
 		c = v.conn
-	case net.Conn:
-		c = v
 	case *detectingConn:
 		c = v.conn
 	case *resolvedClient:
@@ -76,8 +74,6 @@ func downstream(r *http.Request) (net.Conn, uint32) {
 	switch v := r.Context().Value(connKey{}).(type) {
 	case *peerConn:
 		return v.conn, 0
-	case net.Conn:
-		return v, 0
 	case *detectingConn:
 		return v.conn, v.xffHops
 	case *resolvedClient:
@@ -114,8 +110,6 @@ func clientAndConn(r *http.Request) (netip.AddrPort, net.Conn) {
 			return v.addr, v.conn
 		}
 		return peerAddr(v.conn, r), v.conn
-	case net.Conn:
-		return peerAddr(v, r), v
 	case *detectingConn:
 		if ip, ok := ForwardedClient(r.Header["X-Forwarded-For"], v.xffHops); ok {
 			return netip.AddrPortFrom(ip, 0), v.conn

@@ -74,10 +74,7 @@ func ClientAndSocketPeer(r *http.Request) (client, peer netip.AddrPort) {
 // later requests the look-up and the conversions of the connection's addresses (the access log
 // does, on the HTTP/1.1 fast path).
 func ConnClientAndSocketPeer(r *http.Request) (client, peer netip.AddrPort, perConn bool) {
-	switch r.Context().Value(connKey{}).(type) {
-	case *peerConn, net.Conn:
-		perConn = true
-	}
+	_, perConn = r.Context().Value(connKey{}).(*peerConn)
 	client, peer = ClientAndSocketPeer(r)
 	return client, peer, perConn
 }
