@@ -188,17 +188,14 @@ func routeKinds(reg *core.Registry) map[schema.GroupKind]bool {
 }
 
 // informerChanges are the Changes the controller's informers would report for one step: the
-// key of a route object created, deleted or updated (a spec change bumps the generation; a
-// touch, a new object of the same content, is what a status write looks like, which the
-// route informers ignore), nothing for an EndpointSlice, and Other for any other kind (its
-// touches included, which some of those informers ignore: a superset is allowed).
+// key of a route object created, deleted, updated or touched (a new object of the same
+// content: what a status write looks like, whose key the route informers record so that the
+// next Store takes the new object), nothing for an EndpointSlice, and Other for any other
+// kind (its touches included, which some of those informers ignore: a superset is allowed).
 func informerChanges(kinds map[schema.GroupKind]bool, id objectID, what string, world map[objectID]runtime.Object) *translator.Changes {
 	ch := &translator.Changes{}
 	switch {
 	case kinds[id.gk]:
-		if what == "touch" {
-			return ch
-		}
 		var obj translation.Object
 		if o, ok := world[id]; ok {
 			obj = o.(translation.Object)
