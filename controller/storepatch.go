@@ -105,6 +105,9 @@ func (w *watch) patchStore(prev *translator.Store, ch change, keys map[schema.Gr
 		return &s, nil, true
 	}
 	s.Objects = maps.Clone(prev.Objects)
+	if s.Objects == nil {
+		s.Objects = map[schema.GroupKind][]translation.Object{}
+	}
 	changed := make(map[schema.GroupKind]map[types.NamespacedName]translation.Object, len(keys))
 	for gk, set := range keys {
 		list, objs, err := byKind[gk].patch(prev.Objects[gk], set)
