@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/coxswain-labs/coxswain/controller/status"
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // After a failed publish the driver tries again after publishRetry, doubling up to
@@ -36,6 +39,8 @@ type Controller struct {
 	owned   *ownedWatch // nil without Options.Provisioning
 	trigger *coalescer
 	dirty   atomic.Uint32 // change bits since the last translation
+	// routeKeys are the keys of the routes changed since the last translation (storepatch.go).
+	routeKeys changeLog
 	// firstChange is when the oldest change not yet translated arrived (unix nanos; 0: none).
 	firstChange atomic.Int64
 	// features are those the compiled-in modules serve; a GatewayClass claims the ones of them the
@@ -63,6 +68,9 @@ type Stats struct {
 	// ReplayedBuilds and Builds count the route Build calls translations replayed from the
 	// previous one and ran (translator.Incremental).
 	ReplayedBuilds, Builds atomic.Int64
+	// ChangesUsed counts the translations that were given what changed by key and used it
+	// (translator.Changes, storepatch.go).
+	ChangesUsed atomic.Int64
 	// EndpointRefreshes counts endpoints-only updates (no route translated).
 	EndpointRefreshes atomic.Int64
 	TranslateNanos    atomic.Int64 // duration of the latest translation
@@ -173,7 +181,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	var err error
-	c.watch, err = newWatch(c.opts.Kube, c.opts.Gateway, c.opts.REST, c.opts.Registry, events{changed: c.changed, touched: c.touched})
+	c.watch, err = newWatch(c.opts.Kube, c.opts.Gateway, c.opts.REST, c.opts.Registry, events{changed: c.changed, touched: c.touched, route: c.routeKeys.add})
 	if err != nil {
 		return err
 	}
@@ -308,6 +316,12 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 	ing := newIngressSide(c.opts.Kube, c.log.Named("ingress"), ingressLoadBalancer(statusAddressValues(c.opts.StatusAddresses), c.opts.KindSettings[ingressHTTPAddressSetting]),
 		ingressService)
 	defer ing.stop()
+	// store is the latest Store, translated the Store of the latest translation, and pending
+	// the routes changed since then by key (translator.Changes), when known says every Store
+	// since was patched.
+	var store, translated *translator.Store
+	pending := map[schema.GroupKind]map[types.NamespacedName]translation.Object{}
+	known := false
 	var last *irv1.Snapshot    // the latest snapshot made, published or not
 	var warned map[string]bool // the warnings logged, so that each is logged once while it lasts
 	var published string
@@ -317,18 +331,27 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		woke := time.Now()
 		changedAt := c.firstChange.Swap(0)
 		ch := change(c.dirty.Swap(0))
-		store, err := c.watch.store()
+		next, routes, patched, err := c.watch.nextStore(store, ch, c.routeKeys.take())
 		if err != nil {
 			c.log.Error("reading the caches", zap.Error(err))
+			store, known = nil, false // the next one is listed afresh
 			continue
+		}
+		store = next
+		known = known && patched // listed afresh: what changed since the translation is not known
+		for gk, objs := range routes {
+			if pending[gk] == nil {
+				pending[gk] = map[types.NamespacedName]translation.Object{}
+			}
+			maps.Copy(pending[gk], objs)
 		}
 		start := time.Now()
 		kind := "full"
-		var translated time.Duration // the translation or refresh alone
+		var took time.Duration // the translation or refresh alone
 		if ch == changeEndpoints && last != nil {
 			kind = "endpoints"
 			last = inc.RefreshEndpoints(ctx, last, store, opts)
-			translated = time.Since(start)
+			took = time.Since(start)
 			c.stats.EndpointRefreshes.Add(1)
 			if lastRes != nil {
 				refreshed := *lastRes
@@ -345,16 +368,24 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			claimed := c.claimed()
 			opts.Routability = reportsRoutability(claimed)
 			opts.StatusAddresses = c.opts.StatusAddresses
-			res := inc.Translate(ctx, store, opts)
+			var changes *translator.Changes
+			if known && translated != nil {
+				changes = &translator.Changes{Since: translated, Routes: pending}
+			}
+			res := inc.TranslateChanges(ctx, store, opts, changes)
+			translated, pending, known = store, map[schema.GroupKind]map[types.NamespacedName]translation.Object{}, true
 			c.stats.Translations.Add(1)
 			if c.docs.AwaitFirst(ctx, c.opts.DocumentWait) {
 				// A document asked for was not fetched yet: publish what it is now, not its absence.
-				res = inc.Translate(ctx, store, opts)
+				res = inc.TranslateChanges(ctx, store, opts, &translator.Changes{Since: store})
 				c.stats.Translations.Add(1)
 			}
-			translated = time.Since(start)
+			took = time.Since(start)
 			c.stats.ReplayedBuilds.Add(int64(inc.Reused()))
 			c.stats.Builds.Add(int64(inc.Built()))
+			if inc.UsedChanges() {
+				c.stats.ChangesUsed.Add(1)
+			}
 			if inc.Reused() > 0 {
 				kind = "incremental" // some routes' builds were replayed, not run
 			}
@@ -405,8 +436,8 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		// the driver did next (statuses handed to the writer, events, ACME) and the publish
 		// (the in-process proxy's table build, or handing the snapshot to discovery).
 		fields := []zap.Field{zap.String("version", published), zap.Int("gateways", len(last.GetGateways())), zap.String("kind", kind),
-			zap.Int("translations", unpublished), zap.Duration("listed", start.Sub(woke)), zap.Duration("translated", translated),
-			zap.Duration("prepared", publishing.Sub(start)-translated), zap.Duration("applied", time.Since(publishing))}
+			zap.Int("translations", unpublished), zap.Duration("listed", start.Sub(woke)), zap.Duration("translated", took),
+			zap.Duration("prepared", publishing.Sub(start)-took), zap.Bool("changesUsed", inc.UsedChanges()), zap.Duration("applied", time.Since(publishing))}
 		unpublished = 0
 		if changedAt != 0 {
 			lag := time.Since(time.Unix(0, changedAt))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
@@ -35,6 +36,10 @@ type moduleKind struct {
 	policy status.Policies
 	// add puts one cached object into a Store; nil adds it to Store.Objects by gk.
 	add func(s *translator.Store, obj translation.Object) error
+	// keyed: a route kind whose changes the events tell by key, so that the next Store patches
+	// its list (storepatch.go); index is the position of each key in the latest Store's list.
+	keyed bool
+	index map[types.NamespacedName]int
 
 	once    sync.Once
 	started chan struct{} // closed once the informer runs
@@ -45,7 +50,8 @@ type moduleKind struct {
 func moduleKinds(reg *core.Registry, cfg *rest.Config, ev events) ([]*moduleKind, error) {
 	var out []*moduleKind
 	for _, rk := range translation.RouteKinds(reg) {
-		mk, err := routeKindWatch(rk.API(), cfg, ev)
+		_, implicit := rk.(translation.ImplicitParentKind)
+		mk, err := routeKindWatch(rk.API(), cfg, ev, !implicit)
 		if err != nil {
 			return nil, fmt.Errorf("module %s: %w", rk.CoxswainModule().ID, err)
 		}
@@ -74,8 +80,10 @@ func moduleKinds(reg *core.Registry, cfg *rest.Config, ev events) ([]*moduleKind
 	return out, nil
 }
 
-// routeKindWatch is the typed informer and status access of one route kind.
-func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events) (*moduleKind, error) {
+// routeKindWatch is the typed informer and status access of one route kind. The changes of a
+// keyed kind are told by key (routeHandler, storepatch.go); an implicit kind's objects (Ingress)
+// are the world's, and a change to one is a change like any other.
+func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events, keyed bool) (*moduleKind, error) {
 	rc, err := restClientFor(api.GVK.GroupVersion(), api.AddToScheme, cfg)
 	if err != nil {
 		return nil, err
@@ -90,7 +98,12 @@ func routeKindWatch(api translation.RouteAPI, cfg *rest.Config, ev events) (*mod
 	if api.Status(api.New()) != nil { // a kind without a RouteStatus (Ingress) writes its own
 		mk.status = routeStatusClient(mk, api, rc)
 	}
-	if _, err := inf.AddEventHandler(ownedHandler(status.Kind(api.GVK.Kind), ev)); err != nil {
+	h := ownedHandler(status.Kind(api.GVK.Kind), ev)
+	if keyed {
+		mk.keyed = true
+		h = routeHandler(mk.gk, status.Kind(api.GVK.Kind), ev)
+	}
+	if _, err := inf.AddEventHandler(h); err != nil {
 		return nil, err
 	}
 	return mk, nil

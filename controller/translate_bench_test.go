@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
@@ -15,6 +17,7 @@ import (
 	"github.com/coxswain-labs/coxswain/core"
 	_ "github.com/coxswain-labs/coxswain/modules/httproute/translate"
 	_ "github.com/coxswain-labs/coxswain/modules/standard"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // BenchmarkTranslate measures one full translation, which is what an EndpointSlice change costs
@@ -41,8 +44,9 @@ func BenchmarkTranslate(b *testing.B) {
 }
 
 // translateRouteChange replaces route i mod n of store's HTTPRoutes by a new version (a new
-// resourceVersion and generation), translates incrementally, and fails b unless the translation
-// built two pieces, as one route change does, and kept all n routes.
+// resourceVersion and generation), translates incrementally with the change as the informers
+// report it (translator.Changes), and fails b unless the translation used the change, built two
+// pieces, as one route change does, and kept all n routes.
 func translateRouteChange(b *testing.B, inc *translator.Incremental, store *translator.Store, opts translator.Options, i int) *translator.Result {
 	routes := store.Objects[translatortest.HTTPRoute]
 	n := len(routes)
@@ -50,9 +54,11 @@ func translateRouteChange(b *testing.B, inc *translator.Incremental, store *tran
 	r.ResourceVersion = fmt.Sprint(i)
 	r.Generation++
 	routes[i%n] = r
-	res := inc.Translate(context.Background(), store, opts)
-	if inc.Built() != 2 || len(res.Routes) != n {
-		b.Fatalf("built %d, reused %d, %d routes", inc.Built(), inc.Reused(), len(res.Routes))
+	ch := &translator.Changes{Since: store, Routes: map[schema.GroupKind]map[types.NamespacedName]translation.Object{
+		translatortest.HTTPRoute: {{Namespace: r.Namespace, Name: r.Name}: r}}}
+	res := inc.TranslateChanges(context.Background(), store, opts, ch)
+	if inc.Built() != 2 || len(res.Routes) != n || (i > 1 && !inc.UsedChanges()) {
+		b.Fatalf("built %d, reused %d, %d routes, used the changes %t", inc.Built(), inc.Reused(), len(res.Routes), inc.UsedChanges())
 	}
 	return res
 }

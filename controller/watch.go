@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
@@ -43,6 +44,7 @@ type change uint32
 const (
 	changeConfig    change = 1 << iota // anything the routing table depends on
 	changeEndpoints                    // EndpointSlices only
+	changeRoutes                       // objects of keyed route kinds, each told by key (events.route)
 )
 
 // watch holds the informers and listers of every kind a translation reads.
@@ -70,6 +72,8 @@ type watch struct {
 	spaces    corelisters.NamespaceLister
 	cas       *caWatch // ConfigMaps and ClusterTrustBundles (caCertificateRefs)
 	informers []cache.SharedIndexInformer
+	// latest is the Store nextStore made last, which the keyed kinds' indexes describe.
+	latest *translator.Store
 }
 
 // events is what the watch tells the controller.
@@ -78,6 +82,9 @@ type events struct {
 	changed func(change)
 	// touched is called when an object whose status we write changed in any way, status included.
 	touched func(status.Key)
+	// route is called, before changed(changeRoutes), with the key of a route object of a keyed
+	// kind that was added, deleted or changed (storepatch.go); nil: changes go as changeConfig.
+	route func(schema.GroupKind, types.NamespacedName)
 }
 
 // tlsSecrets is the only kind of Secret a Gateway may reference; watching only these keeps every
@@ -280,6 +287,46 @@ func ownedHandler(kind status.Kind, ev events) cache.ResourceEventHandler {
 			touch(cur)
 		},
 		DeleteFunc: func(any) { ev.changed(changeConfig) },
+	}
+}
+
+// routeHandler is ownedHandler for a keyed route kind gk: it tells which route changed.
+func routeHandler(gk schema.GroupKind, kind status.Kind, ev events) cache.ResourceEventHandler {
+	if ev.route == nil {
+		return ownedHandler(kind, ev)
+	}
+	changed := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			ev.changed(changeConfig) // no key to tell: the next Store is listed afresh
+			return
+		}
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		ev.route(gk, types.NamespacedName{Namespace: ns, Name: name})
+		ev.changed(changeRoutes)
+	}
+	touch := func(obj any) {
+		if m, err := meta.Accessor(obj); err == nil {
+			ev.touched(status.Key{Kind: kind, NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { changed(obj); touch(obj) },
+		UpdateFunc: func(old, cur any) {
+			switch {
+			case generationChanged(old, cur):
+				changed(cur)
+			case resourceVersionChanged(old, cur):
+				// A status write (ours, mostly): nothing to translate, but the next Store
+				// takes the new object, so that neither it nor the translation's records keep
+				// the old one alive next to the cache's.
+				if m, err := meta.Accessor(cur); err == nil {
+					ev.route(gk, types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+				}
+			}
+			touch(cur)
+		},
+		DeleteFunc: changed,
 	}
 }
 

@@ -174,7 +174,11 @@ func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map
 	if t.memo != nil {
 		epoch = t.memo.epoch
 	}
-	b := t.vhosts.server(serverKey{listener: listener, server: s.Hostname}, sb.listeners, epoch)
+	var dirty map[string]bool
+	if t.delta != nil && t.delta.allKinds {
+		dirty = t.delta.dirtyHostnames()
+	}
+	b := t.vhosts.server(serverKey{listener: listener, server: s.Hostname}, sb.listeners, epoch, dirty)
 	gathered := gather(sb, b)
 	vhs := make([]*irv1.VirtualHost, 0, len(gathered))
 	for h, ps := range gathered {

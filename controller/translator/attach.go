@@ -57,11 +57,12 @@ type routeState struct {
 	// memo is the route's record for an Incremental, rec the record of the Build under way;
 	// fresh says this translation built or attached the route anew rather than replaying all
 	// of it (statusmemo.go); carryEpoch is the latest translation that carried the state over
-	// from the one before (carry.go).
-	memo       *routeMemo
-	rec        *buildRecord
-	fresh      bool
-	carryEpoch uint64
+	// from the one before (carry.go); goneEpoch a translation given Changes that named the
+	// route (changes.go).
+	memo                  *routeMemo
+	rec                   *buildRecord
+	fresh                 bool
+	carryEpoch, goneEpoch uint64
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -154,45 +155,20 @@ func (t *session) translateRoutes() {
 	for _, k := range t.kinds {
 		api := k.API()
 		gk := normalGroupKind(api.GroupKind())
-		rs := t.routesOf(k, api.GVK.GroupKind())
-		sts := make([]*routeState, len(rs))
+		sts, delta := t.deltaRoutes(k, api.GVK.GroupKind(), gk) // changes.go
+		if !delta {
+			sts = t.routeStates(k, api.GVK.GroupKind(), gk)
+		}
+		if t.kindLists != nil {
+			t.kindLists[api.GVK.GroupKind()] = &kindList{sts: sts}
+			if delta {
+				t.kindLists[api.GVK.GroupKind()].byName = t.delta.lists[api.GVK.GroupKind()].byName
+			}
+		}
 		var epoch uint64
 		if t.memo != nil {
 			epoch = t.memo.epoch
 		}
-		fresh := len(rs)
-		if t.memo != nil {
-			for i, r := range rs {
-				if st := t.carried(k, api.GVK.GroupKind(), r); st != nil { // carry.go
-					st.carryEpoch, st.memo.cur, st.memo.curEpoch = epoch, st, epoch
-					sts[i] = st
-					fresh--
-				}
-			}
-		}
-		// The other routes' states, in one allocation of the exact size: a carried state keeps
-		// its allocation alive, so a chunk of spare ones would stay with it.
-		states := make([]routeState, fresh)
-		for i, r := range rs {
-			if sts[i] != nil {
-				continue
-			}
-			m := r.Object()
-			sts[i] = &states[0]
-			states = states[1:]
-			*sts[i] = routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
-				Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
-			}}
-			if t.memo != nil {
-				m := t.memo.memoOf(sts[i])
-				if m.curEpoch == t.memo.epoch {
-					m.dupEpoch = t.memo.epoch
-				}
-				m.cur, m.curEpoch = sts[i], t.memo.epoch
-				sts[i].memo = m
-			}
-		}
-		t.ages.sort(api.GVK.GroupKind(), sts, epoch)
 		for _, st := range sts {
 			if t.memo != nil && st.carryEpoch == epoch {
 				t.carry(st)
@@ -211,7 +187,73 @@ func (t *session) translateRoutes() {
 				}
 			}
 		}
+		if t.delta != nil && !delta {
+			t.delta.tookFullPath(k, sts, epoch)
+		}
 	}
+}
+
+// routeStates are the states of the Store's routes of kind k in age order, those of routes
+// wholly replayed in the previous translation carried over (carry.go).
+func (t *session) routeStates(k translation.RouteKind, kgk schema.GroupKind, gk gwapiv1.RouteGroupKind) []*routeState {
+	rs := t.routesOf(k, kgk)
+	sts := make([]*routeState, len(rs))
+	var epoch uint64
+	if t.memo != nil {
+		epoch = t.memo.epoch
+	}
+	var fresh []translation.Route
+	if t.memo != nil {
+		carried := 0
+		for i, r := range rs {
+			if st := t.carried(k, kgk, r); st != nil { // carry.go
+				st.carryEpoch, st.memo.cur, st.memo.curEpoch = epoch, st, epoch
+				sts[i] = st
+				carried++
+			}
+		}
+		fresh = make([]translation.Route, 0, len(rs)-carried)
+		for i, r := range rs {
+			if sts[i] == nil {
+				fresh = append(fresh, r)
+			}
+		}
+	} else {
+		fresh = rs
+	}
+	made := t.newRouteStates(k, gk, fresh)
+	for i := range sts {
+		if sts[i] == nil {
+			sts[i], made = made[0], made[1:]
+		}
+	}
+	t.ages.sort(kgk, sts, epoch)
+	return sts
+}
+
+// newRouteStates makes the states of routes rs of kind k, with their records for an
+// Incremental, in one allocation of the exact size: a carried state keeps its allocation
+// alive, so a chunk of spare ones would stay with it.
+func (t *session) newRouteStates(k translation.RouteKind, gk gwapiv1.RouteGroupKind, rs []translation.Route) []*routeState {
+	states := make([]routeState, len(rs))
+	sts := make([]*routeState, len(rs))
+	for i, r := range rs {
+		m := r.Object()
+		st := &states[i]
+		*st = routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
+			Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
+		}}
+		if t.memo != nil {
+			rm := t.memo.memoOf(st)
+			if rm.curEpoch == t.memo.epoch {
+				rm.dupEpoch = t.memo.epoch
+			}
+			rm.cur, rm.curEpoch = st, t.memo.epoch
+			st.memo = rm
+		}
+		sts[i] = st
+	}
+	return sts
 }
 
 // routesOf wraps the store's objects of route kind k. An object of another Go type (a store
@@ -383,7 +425,7 @@ func (t *session) place(st *routeState, ps *parentStatus, l *listenerState, host
 	ps.listeners++
 	a := t.newAttachment()
 	*a = attachment{route: st, parent: ps, hostnames: hosts}
-	l.routes = append(l.routes, a)
+	t.appendRoute(l, a)
 	if st.attachments == nil {
 		st.attachments = st.attachmentBuf[:0]
 	}

@@ -41,18 +41,27 @@ func (t *session) carried(k translation.RouteKind, gk schema.GroupKind, r transl
 	if _, implicit := k.(translation.ImplicitParentKind); implicit {
 		return nil
 	}
-	byID := t.listenersOfPlaces()
-	for _, l := range st.placedOn {
-		if !l.pidSet || int(l.pid) >= len(byID) || byID[l.pid] == nil {
-			return nil
-		}
-		if cur := byID[l.pid]; cur.programmed() && rm.placeRecordOf(l.pid) == nil {
-			return nil
-		}
+	if !t.placesHold(st) {
+		return nil
 	}
 	t.memo.see(rm)
 	t.memo.carried++
 	return st
+}
+
+// placesHold says the listeners st was placed on are there in this translation, and each that
+// is programmed has its build recorded.
+func (t *session) placesHold(st *routeState) bool {
+	byID := t.listenersOfPlaces()
+	for _, l := range st.placedOn {
+		if !l.pidSet || int(l.pid) >= len(byID) || byID[l.pid] == nil {
+			return false
+		}
+		if cur := byID[l.pid]; cur.programmed() && st.memo.placeRecordOf(l.pid) == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // carry redoes for a carried route what is not its own (above), in the order of the routes, as
@@ -72,7 +81,7 @@ func (t *session) carry(st *routeState) {
 		l := byID[old.pid]
 		st.placedOn[j] = l
 		l.attached++
-		l.routes = append(l.routes, st.attachments[j])
+		t.appendRoute(l, st.attachments[j])
 		if l.programmed() {
 			t.memo.reused++
 			t.replaySession(rm.placeRecordOf(l.pid))
@@ -95,4 +104,13 @@ func (t *session) listenersOfPlaces() []*listenerState {
 		}
 	}
 	return t.listenersByID
+}
+
+// appendRoute appends a to l's routes, which the first time get the capacity of the previous
+// translation's list: growing them by doubling was a tenth of a route change's allocations.
+func (t *session) appendRoute(l *listenerState, a *attachment) {
+	if l.routes == nil && l.pidSet && int(l.pid) < len(t.routesHint) {
+		l.routes = make([]*attachment, 0, t.routesHint[l.pid]+1)
+	}
+	l.routes = append(l.routes, a)
 }

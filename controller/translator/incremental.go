@@ -61,6 +61,11 @@ type Incremental struct {
 	ages   ageOrder
 	// handOver hands over the route statuses by what changed (statuschanges.go).
 	handOver statusHandOver
+	// lists are the latest translation's route states by kind (changes.go); routesHint its
+	// listeners' numbers of attachments, by placeID; usedChanges says it used its Changes.
+	lists       map[schema.GroupKind]*kindList
+	routesHint  []int32
+	usedChanges bool
 	// stats of the latest translation.
 	reused, built, statuses, carried int
 }
@@ -70,12 +75,26 @@ func NewIncremental() *Incremental { return &Incremental{seed: maphash.MakeSeed(
 
 // Translate is Translate(ctx, store, opts), reusing the records of the previous call.
 func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Options) *Result {
+	return inc.TranslateChanges(ctx, store, opts, nil)
+}
+
+// TranslateChanges is Translate, told by ch what changed since the Store of the previous call
+// (changes.go); a nil or unusable ch is no help, and the Result is the same either way.
+func (inc *Incremental) TranslateChanges(ctx context.Context, store *Store, opts Options, ch *Changes) *Result {
 	t := newSession(ctx, store, opts)
-	w := inc.worldOf(store, t.opts, t.kinds)
+	usable := ch != nil && !ch.Other && inc.keep != nil && ch.Since == inc.keep && inc.lists != nil
+	var w worldKey
+	if usable {
+		w = inc.world // no object of the world changed: only the options may have
+		w.registered, w.opts = inc.optionsOf(t.opts)
+	} else {
+		w = inc.worldOf(store, t.opts, t.kinds)
+	}
 	fresh := w != inc.world || inc.routes.byID == nil
 	if fresh {
 		inc.routes = newMemoIndex() // the world changed: nothing recorded holds any more
 		inc.vhosts = vhostMemo{}    // their entries are of records of a world that is gone
+		inc.lists, inc.routesHint = nil, nil
 	}
 	inc.world = w
 	inc.routes.epoch++
@@ -86,21 +105,44 @@ func (inc *Incremental) Translate(ctx context.Context, store *Store, opts Option
 	t.vhosts = &inc.vhosts
 	t.ages = &inc.ages
 	t.handOver = &inc.handOver
+	t.kindLists = map[schema.GroupKind]*kindList{}
+	t.routesHint = inc.routesHint
+	if usable && !fresh {
+		t.delta = &deltaInput{changes: ch, lists: inc.lists, allKinds: true}
+		t.ages = nil // the kept lists are the age order; the next translation without changes sorts afresh
+		inc.ages = ageOrder{}
+	}
 	res := t.run()
 	// A carried route can keep the allocation it was built in, and with it that translation's
 	// listener states, reachable; their attachment lists, a pointer per route, were ~50 KB per
 	// route change at 5,000 routes (BenchmarkTranslateIncremental's live-MB). Nothing reads a
-	// listener's attachments after the translation, so they go here.
+	// listener's attachments after the translation, so they go here; their lengths size the
+	// next translation's lists.
+	inc.routesHint = inc.routesHint[:0]
 	for _, g := range t.gateways {
 		for _, l := range g.listeners {
+			if l.pidSet {
+				for int(l.pid) >= len(inc.routesHint) {
+					inc.routesHint = append(inc.routesHint, 0)
+				}
+				inc.routesHint[l.pid] = int32(len(l.routes))
+			}
 			l.routes = nil
 		}
 	}
+	if t.delta != nil {
+		t.delta.forgetGone(&inc.routes)
+	}
 	inc.routes.sweep()
+	inc.lists = t.kindLists
 	inc.keep = store
 	inc.reused, inc.built, inc.statuses, inc.carried = t.memo.reused, t.memo.built, t.memo.statuses, t.memo.carried
+	inc.usedChanges = t.delta != nil
 	return res
 }
+
+// UsedChanges says whether the latest translation used the Changes it was given.
+func (inc *Incremental) UsedChanges() bool { return inc.usedChanges }
 
 // Reused and Built count the route Build calls of the latest translation that were replayed and
 // run.
@@ -409,7 +451,7 @@ type worldKey struct {
 }
 
 func (inc *Incremental) worldOf(s *Store, opts Options, kinds []translation.RouteKind) worldKey {
-	w := worldKey{registered: uintptr(unsafe.Pointer(opts.Registry))}
+	var w worldKey
 	add := func(p unsafe.Pointer, o metav1.Object) {
 		var b [8]byte
 		var h maphash.Hash
@@ -473,6 +515,12 @@ func (inc *Incremental) worldOf(s *Store, opts Options, kinds []translation.Rout
 			add(ifacePointer(o), o)
 		}
 	}
+	w.registered, w.opts = inc.optionsOf(opts)
+	return w
+}
+
+// optionsOf is the options' part of the world's key.
+func (inc *Incremental) optionsOf(opts Options) (registered uintptr, sum uint64) {
 	var h maphash.Hash
 	h.SetSeed(inc.seed)
 	fmt.Fprintf(&h, "%s|%t|%t|%t|%v|%x|%p|", opts.ControllerName, opts.AllowLoopbackEndpoints, opts.AssignsAddresses,
@@ -491,8 +539,7 @@ func (inc *Incremental) worldOf(s *Store, opts Options, kinds []translation.Rout
 		}
 		h.WriteString("|")
 	}
-	w.opts = h.Sum64()
-	return w
+	return uintptr(unsafe.Pointer(opts.Registry)), h.Sum64()
 }
 
 func addAll[T any, P interface {

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/controller/standalone"
@@ -49,69 +51,20 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	}
 	statusesReused, carried := 0, 0 // over all seeds: in some, no route ever attaches
 	handedOver := 0                 // steps whose route status changes were known
-	for seed := range uint64(6) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 17))
-			world := map[objectID]runtime.Object{}
-			inc := translator.NewIncremental()
-			rv := 0
-			reused, statuses := 0, 0
-			var earlier []*translator.Result // the latest two Results, oldest first
-			for step := range steps {
-				// Grow towards about half the pool, then churn.
-				id := pool.ids[rng.IntN(len(pool.ids))]
-				cur, present := world[id]
-				var what string
-				switch {
-				case !present:
-					world[id], what = pool.version(rng, id, &rv), "create"
-				case rng.IntN(3) == 0:
-					delete(world, id)
-					what = "delete"
-				case rng.IntN(2) == 0:
-					// A new object of the same content and generation: what our own status
-					// write (or a relist) looks like to the informers.
-					world[id], what = renew(cur, &rv), "touch"
-				default:
-					// A new version: the API server bumps the generation of a spec change.
-					next := pool.version(rng, id, &rv)
-					bumpGeneration(next, cur)
-					world[id], what = next, "update"
-				}
-				if rng.IntN(3) == 0 {
-					// The clock moves on: a reused route status keeps its earlier time (statusmemo.go).
-					now = metav1.NewTime(now.Add(time.Second))
-				}
-				store := storeOf(world)
-				got := inc.Translate(context.Background(), store, opts)
-				want := translator.Translate(context.Background(), store, opts)
-				reused += inc.Reused()
-				statuses += inc.ReusedStatuses()
-				carried += inc.Carried()
-				if msg := diffResults(got, want); msg != "" {
-					t.Fatalf("step %d (%s %v, %d objects): incremental differs from full: %s", step, what, id, len(world), msg)
-				}
-				for _, since := range earlier {
-					known, msg := routeChangesCover(got, since)
-					if msg != "" {
-						t.Fatalf("step %d (%s %v, %d objects): route status changes since %d results before: %s",
-							step, what, id, len(world), len(earlier), msg)
-					}
-					if known {
-						handedOver++
-					}
-				}
-				earlier = append(earlier, got)
-				if len(earlier) > 2 {
-					earlier = earlier[1:]
-				}
-			}
-			if reused == 0 {
-				t.Errorf("no Build was ever replayed: the test does not exercise reuse")
-			}
-			statusesReused += statuses
-			t.Logf("%d Build calls replayed, %d route statuses reused over %d steps", reused, statuses, steps)
-		})
+	usedChanges := map[changeMode]int{}
+	for _, run := range []struct {
+		mode  changeMode
+		seeds uint64
+	}{{noChanges, 6}, {exactChanges, 6}, {supersetChanges, 3}} {
+		for seed := range run.seeds {
+			t.Run(fmt.Sprintf("%s/seed=%d", run.mode, seed), func(t *testing.T) {
+				r := sequence(t, pool, opts, &now, run.mode, seed, steps)
+				statusesReused += r.statuses
+				carried += r.carried
+				handedOver += r.handedOver
+				usedChanges[run.mode] += r.usedChanges
+			})
+		}
 	}
 	if carried == 0 {
 		t.Errorf("no route state was ever carried over: the test does not exercise carry.go")
@@ -124,6 +77,162 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 		t.Errorf("no Result ever knew its route status changes: the test does not exercise statuschanges.go")
 	}
 	t.Logf("%d route status hand-overs by changes", handedOver)
+	if usedChanges[noChanges] != 0 || usedChanges[exactChanges] == 0 || usedChanges[supersetChanges] == 0 {
+		t.Errorf("translations that used their Changes, by mode: %v; want none without and some with", usedChanges)
+	}
+	t.Logf("translations that used their Changes: %v", usedChanges)
+}
+
+// changeMode is what a sequence tells the Incremental about each step's change.
+type changeMode string
+
+const (
+	noChanges       changeMode = "none"     // Translate: the Incremental finds out
+	exactChanges    changeMode = "exact"    // the keys the informers would report
+	supersetChanges changeMode = "superset" // those and more, unchanged or absent
+)
+
+type sequenceStats struct{ statuses, carried, handedOver, usedChanges int }
+
+// sequence runs one random sequence of steps and checks every translation against a full one.
+func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *metav1.Time, mode changeMode, seed uint64, steps int) sequenceStats {
+	var out sequenceStats
+	rng := rand.New(rand.NewPCG(seed, 17))
+	world := map[objectID]runtime.Object{}
+	inc := translator.NewIncremental()
+	kinds := routeKinds(opts.Registry)
+	rv := 0
+	reused := 0
+	var earlier []*translator.Result // the latest two Results, oldest first
+	var prev *translator.Store
+	for step := range steps {
+		// Grow towards about half the pool, then churn.
+		id := pool.ids[rng.IntN(len(pool.ids))]
+		cur, present := world[id]
+		var what string
+		switch {
+		case !present:
+			world[id], what = pool.version(rng, id, &rv), "create"
+		case rng.IntN(3) == 0:
+			delete(world, id)
+			what = "delete"
+		case rng.IntN(2) == 0:
+			// A new object of the same content and generation: what our own status
+			// write (or a relist) looks like to the informers.
+			world[id], what = renew(cur, &rv), "touch"
+		default:
+			// A new version: the API server bumps the generation of a spec change.
+			next := pool.version(rng, id, &rv)
+			bumpGeneration(next, cur)
+			world[id], what = next, "update"
+		}
+		if rng.IntN(3) == 0 {
+			// The clock moves on: a reused route status keeps its earlier time (statusmemo.go).
+			*now = metav1.NewTime(now.Add(time.Second))
+		}
+		store := storeOf(world)
+		var got *translator.Result
+		if mode == noChanges {
+			got = inc.Translate(context.Background(), store, opts)
+		} else {
+			ch := informerChanges(kinds, id, what, world)
+			if mode == supersetChanges {
+				addUnchanged(rng, ch, kinds, pool, world)
+			}
+			ch.Since = prev
+			got = inc.TranslateChanges(context.Background(), store, opts, ch)
+		}
+		prev = store
+		if inc.UsedChanges() {
+			out.usedChanges++
+		}
+		want := translator.Translate(context.Background(), store, opts)
+		reused += inc.Reused()
+		out.statuses += inc.ReusedStatuses()
+		out.carried += inc.Carried()
+		if msg := diffResults(got, want); msg != "" {
+			t.Fatalf("step %d (%s %v, %d objects, used changes %t): incremental differs from full: %s", step, what, id, len(world), inc.UsedChanges(), msg)
+		}
+		for _, since := range earlier {
+			known, msg := routeChangesCover(got, since)
+			if msg != "" {
+				t.Fatalf("step %d (%s %v, %d objects): route status changes since %d results before: %s",
+					step, what, id, len(world), len(earlier), msg)
+			}
+			if known {
+				out.handedOver++
+			}
+		}
+		earlier = append(earlier, got)
+		if len(earlier) > 2 {
+			earlier = earlier[1:]
+		}
+	}
+	if reused == 0 {
+		t.Errorf("no Build was ever replayed: the test does not exercise reuse")
+	}
+	t.Logf("%d Build calls replayed, %d route statuses reused, %d translations used their changes over %d steps", reused, out.statuses, out.usedChanges, steps)
+	return out
+}
+
+// routeKinds are the group kinds of the registry's route kinds that are not implicit parents:
+// the kinds whose changes Changes.Routes lists.
+func routeKinds(reg *core.Registry) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, k := range translation.RouteKinds(reg) {
+		if _, implicit := k.(translation.ImplicitParentKind); !implicit {
+			out[k.API().GVK.GroupKind()] = true
+		}
+	}
+	return out
+}
+
+// informerChanges are the Changes the controller's informers would report for one step: the
+// key of a route object created, deleted, updated or touched (a new object of the same
+// content: what a status write looks like, whose key the route informers record so that the
+// next Store takes the new object), nothing for an EndpointSlice, and Other for any other
+// kind (its touches included, which some of those informers ignore: a superset is allowed).
+func informerChanges(kinds map[schema.GroupKind]bool, id objectID, what string, world map[objectID]runtime.Object) *translator.Changes {
+	ch := &translator.Changes{}
+	switch {
+	case kinds[id.gk]:
+		var obj translation.Object
+		if o, ok := world[id]; ok {
+			obj = o.(translation.Object)
+		}
+		ch.Routes = map[schema.GroupKind]map[types.NamespacedName]translation.Object{
+			id.gk: {{Namespace: id.namespace, Name: id.name}: obj}}
+	case id.gk == kindOf(&discoveryv1.EndpointSlice{}):
+	default:
+		ch.Other = true
+	}
+	return ch
+}
+
+// addUnchanged adds to ch a few route keys that did not change: present ones with their
+// current object, and absent ones.
+func addUnchanged(rng *rand.Rand, ch *translator.Changes, kinds map[schema.GroupKind]bool, pool *objectPool, world map[objectID]runtime.Object) {
+	for range 3 {
+		id := pool.ids[rng.IntN(len(pool.ids))]
+		if !kinds[id.gk] {
+			continue
+		}
+		if ch.Routes == nil {
+			ch.Routes = map[schema.GroupKind]map[types.NamespacedName]translation.Object{}
+		}
+		if ch.Routes[id.gk] == nil {
+			ch.Routes[id.gk] = map[types.NamespacedName]translation.Object{}
+		}
+		key := types.NamespacedName{Namespace: id.namespace, Name: id.name}
+		if _, listed := ch.Routes[id.gk][key]; listed {
+			continue
+		}
+		var obj translation.Object
+		if o, ok := world[id]; ok {
+			obj = o.(translation.Object)
+		}
+		ch.Routes[id.gk][key] = obj
+	}
 }
 
 // routeChangesCover checks got.RouteStatusChanges(since): when known, every key whose status

@@ -129,6 +129,16 @@ func (h *statusHandOver) update(t *session, statuses []*gwapiv1.RouteStatus, cha
 		h.owners[st.key] = st.memo.status
 		c.keys = append(c.keys, st.key)
 	}
+	if t.delta != nil && len(h.owners) > len(t.routes) {
+		// Routes that left, when the changes said which may have (changes.go).
+		for _, st := range t.delta.gone {
+			if o := h.owners[st.key]; o != nil && o.seq != h.seq {
+				delete(h.owners, st.key)
+				delete(routes, st.key)
+				c.keys = append(c.keys, st.key)
+			}
+		}
+	}
 	if len(h.owners) > len(t.routes) {
 		// Routes that left: every key of the map but these is held by a route of this
 		// translation (same or changed), so a count says whether there are any.

@@ -121,6 +121,13 @@ type session struct {
 	// conflicted are the parentRefs that lost a listener to a route of an exclusive kind
 	// (kindconflict.go), each once.
 	conflicted []conflictedParent
+	// delta is the Changes an Incremental was given, when usable (changes.go); kindLists the
+	// route states of each kind this translation leaves for the next (nil in Translate).
+	delta     *deltaInput
+	kindLists map[schema.GroupKind]*kindList
+	// routesHint is the number of attachments of each listener in the previous translation,
+	// by placeID, to size the listeners' lists of routes once.
+	routesHint []int32
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {

@@ -92,8 +92,9 @@ type serverBuilder struct {
 }
 
 // server starts the virtual hosts of one server, whose listeners are ls; epoch is the route
-// records' (memoIndex.epoch).
-func (m *vhostMemo) server(key serverKey, ls []*listenerState, epoch uint64) *serverBuilder {
+// records' (memoIndex.epoch); dirty, when not nil, are what dirtyHosts would find, or more
+// (changes.go).
+func (m *vhostMemo) server(key serverKey, ls []*listenerState, epoch uint64, dirty map[string]bool) *serverBuilder {
 	b := &serverBuilder{m: m}
 	if m == nil {
 		return b
@@ -104,7 +105,10 @@ func (m *vhostMemo) server(key serverKey, ls []*listenerState, epoch uint64) *se
 		cross = cross || l.crossRoute
 	}
 	if b.prev != nil && !b.prev.crossRoute && !cross {
-		b.next, b.dirty = b.prev, b.dirtyHosts(ls, epoch)
+		b.next, b.dirty = b.prev, dirty
+		if dirty == nil {
+			b.dirty = b.dirtyHosts(ls, epoch)
+		}
 	} else {
 		n := 0
 		if b.prev != nil {

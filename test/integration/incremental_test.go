@@ -3,6 +3,7 @@ package integration
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-labs/coxswain/test/integration/env"
@@ -38,5 +39,23 @@ func TestIncrementalTranslation(t *testing.T) {
 	}
 	if dBuilt > 2*2+int64(dReplayed)/10 {
 		t.Errorf("%d builds run for one new route (%d replayed)", dBuilt, dReplayed)
+	}
+	if st.ChangesUsed.Load() == 0 {
+		t.Errorf("no translation used the changed routes' keys: every Store was listed afresh")
+	}
+
+	// An update and a delete go through the patched Store too: the route moves to another
+	// hostname, then goes, and the others stay served.
+	used := st.ChangesUsed.Load()
+	updateRoute(t, e, ns, "new", func(r *gwapiv1.HTTPRoute) { r.Spec.Hostnames = []gwapiv1.Hostname{"moved.bench"} })
+	served(t, 18700, "moved.bench", "/", 200, "incr")
+	served(t, 18700, "new.bench", "/", 404, "")
+	if err := e.Gateway.GatewayV1().HTTPRoutes(ns).Delete(ctxFor(t), "new", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	served(t, 18700, "moved.bench", "/", 404, "")
+	served(t, 18700, "pre-49.bench", "/", 200, "incr")
+	if st.ChangesUsed.Load() < used+2 {
+		t.Errorf("%d translations used the changes for an update and a delete, want 2 or more", st.ChangesUsed.Load()-used)
 	}
 }
