@@ -44,6 +44,9 @@ type conn struct {
 	dec   *hpack.Decoder
 	block headerBlock
 	flood floodGuard
+	// recvWork counts the request frames received (HEADERS, DATA with a payload), for the
+	// flood guard's PING allowance.
+	recvWork uint64
 
 	wmu  sync.Mutex
 	henc *hpack.Encoder
@@ -52,7 +55,10 @@ type conn struct {
 	lowerCache map[string]string
 	// tableResized: the client set SETTINGS_HEADER_TABLE_SIZE since the last header block.
 	tableResized bool
-	werr         error // the first write error; every later write fails with it
+	// sentWork counts the response frames written (HEADERS, DATA), for the flood guard's PING
+	// allowance.
+	sentWork uint64
+	werr     error // the first write error; every later write fails with it
 	// flushOwed: frames wait in bw for the flusher, which has been woken (see unlockW).
 	flushOwed bool
 	flusher   bool          // the flusher goroutine has been started
@@ -69,6 +75,10 @@ type conn struct {
 	maxStreamID uint32 // the highest stream the client opened
 	goAwayID    uint32 // set once GOAWAY went out: streams above it are ignored
 	goingAway   bool
+	// failed: the read loop ended on a connection error and the GOAWAY is being lingered over
+	// (lingerClose); a stream that ends now must not end that read with the drain's deadline,
+	// or the close finds unread data and resets the connection, GOAWAY and all.
+	failed      bool
 	closed      bool
 	sendWin     int64 // connection send window
 	peerWin     int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE for new streams
@@ -140,7 +150,8 @@ func (c *conn) serve() {
 	if err == nil {
 		// A graceful end (drained): the client reads the last responses before the close.
 		c.lockW()
-		_ = c.unlockWFlush(nil)
+		_ = c.lastFlushLocked(nil)
+		c.wmu.Unlock()
 		c.lingerClose()
 		return
 	}
@@ -240,6 +251,18 @@ func (c *conn) flushLocked(err error) error {
 	return err
 }
 
+// lastFlushLocked flushes the connection's last frames (its GOAWAY) before lingerClose and
+// fails every later write: a handler still running must not write to the half-closed socket,
+// whose write error would close it during the linger, and a close with unread data resets the
+// connection, discarding the GOAWAY the client has not read yet. Called with wmu held.
+func (c *conn) lastFlushLocked(err error) error {
+	err = c.flushLocked(err)
+	if c.werr == nil {
+		c.werr = errConnClosed
+	}
+	return err
+}
+
 // deadlineWriter is the socket under the write buffer: every write to the socket is bounded
 // by the stall timeout (a client that stops reading cannot hold a writer, and with it the
 // connection's write lock, for longer). The deadline is moved only when an eighth of it has
@@ -280,10 +303,11 @@ func (c *conn) fail(err error) {
 	}
 	c.mu.Lock()
 	last := c.maxStreamID
-	c.goingAway = true
+	c.goingAway, c.failed = true, true
 	c.mu.Unlock()
 	c.lockW()
-	werr := c.unlockWFlush(c.fr.WriteGoAway(last, code, nil))
+	werr := c.lastFlushLocked(c.fr.WriteGoAway(last, code, nil))
+	c.wmu.Unlock()
 	if werr == nil {
 		c.lingerClose()
 	}
@@ -405,7 +429,7 @@ func (c *conn) streamEnded(st *stream, reset bool) {
 	if !reset {
 		c.noteClosedLocked(st.id) // a reset noted it already
 	}
-	drained := c.goingAway && len(c.streams) == 0
+	drained := c.drainedLocked()
 	c.mu.Unlock()
 	if drained {
 		_ = c.nc.SetReadDeadline(time.Now())
@@ -440,8 +464,12 @@ func (c *conn) retireLocked(st *stream) bool {
 	delete(c.streams, st.id)
 	c.noteClosedLocked(st.id)
 	c.ended++
-	return c.goingAway && len(c.streams) == 0
+	return c.drainedLocked()
 }
+
+// drainedLocked reports whether a graceful drain has no stream left, so that its read loop may
+// end now (by a read deadline).
+func (c *conn) drainedLocked() bool { return c.goingAway && !c.failed && len(c.streams) == 0 }
 
 // handler runs a request; net/http's server context key lets handlers abort with
 // http.ErrAbortHandler, which resets the stream.

@@ -53,6 +53,7 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) error {
 	if f.StreamID%2 == 0 {
 		return connError{http2.ErrCodeProtocol, "even stream id from a client"}
 	}
+	c.recvWork++
 	b := &c.block
 	*b = headerBlock{conn: c, active: true, streamID: f.StreamID, endStream: f.StreamEnded(), hdr: make(http.Header)}
 	if f.HasPriority() && f.Priority.StreamDep == f.StreamID {

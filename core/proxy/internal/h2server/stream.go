@@ -145,6 +145,9 @@ func (c *conn) onData(f *http2.DataFrame) error {
 			return err
 		}
 	}
+	if len(data) > 0 {
+		c.recvWork++
+	}
 	st.gotLen += int64(len(data))
 	if st.declLen >= 0 && (st.gotLen > st.declLen || f.StreamEnded() && st.gotLen != st.declLen) {
 		c.credit(nil, n)

@@ -240,6 +240,7 @@ func (w *responseWriter) writeFrames(data []byte, last, end bool, trailers http.
 	}
 	frame := c.frameSize()
 	for len(data) > 0 {
+		c.sentWork++
 		k := min(len(data), frame)
 		if err := c.fr.WriteData(id, endNow && k == len(data), data[:k]); err != nil {
 			return err
@@ -361,6 +362,7 @@ func (c *conn) encodeFields(h http.Header) {
 // writeHeaderBlock encodes a header block and writes it as HEADERS and CONTINUATION frames.
 // Called with wmu held (the encoder's table is the connection's, in wire order).
 func (c *conn) writeHeaderBlock(id uint32, encode func(*conn), end bool) error {
+	c.sentWork++
 	c.hbuf.Reset()
 	encode(c)
 	block := c.hbuf.Bytes()
