@@ -91,9 +91,8 @@ type conn struct {
 	resets      int    // streams the client reset before their response completed
 	refused     int    // streams refused for exceeding MAX_CONCURRENT_STREAMS
 	completed   int
-	// recentClosed are the last streams closed (ring), for STREAM_CLOSED versus PROTOCOL_ERROR.
-	recentClosed [32]uint32
-	recentNext   uint32
+	// gone remembers how the last streams to leave the table closed (closed.go).
+	gone closedStreams
 }
 
 func newConn(s *Server, nc net.Conn, r io.Reader) *conn {
@@ -411,7 +410,9 @@ func (c *conn) signalWindowLocked() {
 // streamEnded removes a stream whose handler returned and whose response is complete or reset.
 // A stream whose response is complete while the client is still sending its request drains
 // instead: it stays until the request ends or is judged (see stream.draining), at most
-// drainGrace.
+// drainGrace. A complete response's writer calls it with wmu held, before the END_STREAM is
+// flushed (see responseWriter.send); a reset stream's worker calls it once the handler has
+// returned, so that a reset stream keeps its concurrency slot until then (rapid reset).
 func (c *conn) streamEnded(st *stream, reset bool) {
 	c.mu.Lock()
 	if !reset {
@@ -427,7 +428,7 @@ func (c *conn) streamEnded(st *stream, reset bool) {
 	}
 	delete(c.streams, st.id)
 	if !reset {
-		c.noteClosedLocked(st.id) // a reset noted it already
+		c.gone.noteEnded(st.id) // a reset noted it already
 	}
 	drained := c.drainedLocked()
 	c.mu.Unlock()
@@ -453,8 +454,8 @@ func (c *conn) stopDrain(st *stream) {
 }
 
 // retireLocked removes a draining stream once its request side closed (END_STREAM, or a reset
-// either way). It reports whether that was the last stream of a connection going away, whose
-// read loop may then end. Called with mu held.
+// either way; the caller notes which). It reports whether that was the last stream of a
+// connection going away, whose read loop may then end. Called with mu held.
 func (c *conn) retireLocked(st *stream) bool {
 	if !st.draining || c.streams[st.id] != st {
 		return false
@@ -462,7 +463,6 @@ func (c *conn) retireLocked(st *stream) bool {
 	st.draining = false
 	st.drainTimer.Stop()
 	delete(c.streams, st.id)
-	c.noteClosedLocked(st.id)
 	c.ended++
 	return c.drainedLocked()
 }
@@ -496,5 +496,10 @@ func (c *conn) runHandler(st *stream, r *http.Request) {
 	c.busy.Add(-1)
 	st.body.closeRead()
 	st.cancel()
-	c.streamEnded(st, reset)
+	if hook := c.srv.cfg.testHookHandlerDone; hook != nil {
+		hook(st.id)
+	}
+	if !w.ended {
+		c.streamEnded(st, reset)
+	}
 }

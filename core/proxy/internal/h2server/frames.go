@@ -200,6 +200,9 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 	}
 	st.remoteClosed = true
 	already := st.reset
+	if !already { // after our own reset the client's frames are still ignored
+		c.gone.noteReset(st.id, true)
+	}
 	st.reset, st.clientReset = true, true
 	if !already && !st.draining {
 		c.resets++ // a client that stops sending after a complete response cancels nothing
@@ -243,7 +246,7 @@ func (c *conn) reset(id uint32, code http2.ErrCode, always bool) {
 		c.signalWindowLocked()
 	}
 	drained := st != nil && c.retireLocked(st)
-	c.noteClosedLocked(id)
+	c.gone.noteReset(id, false)
 	c.mu.Unlock()
 	if drained {
 		_ = c.nc.SetReadDeadline(time.Now())
@@ -261,22 +264,6 @@ func (c *conn) reset(id uint32, code http2.ErrCode, always bool) {
 // not get its own code (CANCEL, INTERNAL_ERROR) out first (h2spec 6.9.1/3 saw CANCEL before
 // FLOW_CONTROL_ERROR).
 func (c *conn) resetStream(st *stream, code http2.ErrCode) { c.reset(st.id, code, false) }
-
-// noteClosedLocked remembers the last streams that closed, so that frames on them are told
-// apart from frames on streams that never opened.
-func (c *conn) noteClosedLocked(id uint32) {
-	c.recentClosed[c.recentNext%uint32(len(c.recentClosed))] = id
-	c.recentNext++
-}
-
-func (c *conn) recentlyClosedLocked(id uint32) bool {
-	for _, v := range c.recentClosed {
-		if v == id {
-			return true
-		}
-	}
-	return false
-}
 
 // floodGuard rate-limits the control frames a client can make the server answer or account for
 // (SETTINGS, PING, PRIORITY, empty DATA): more than floodLimit in floodWindow closes the

@@ -53,6 +53,10 @@ type Config struct {
 	ConnContext func(ctx context.Context, nc net.Conn) context.Context
 	// Log receives protocol errors at debug and handler panics at error.
 	Log *zap.Logger
+
+	// testHookHandlerDone (tests only) runs when a stream's handler has returned and its
+	// response is complete or reset, before the stream's last bookkeeping.
+	testHookHandlerDone func(id uint32)
 }
 
 const (
