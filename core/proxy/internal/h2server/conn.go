@@ -44,6 +44,9 @@ type conn struct {
 	dec   *hpack.Decoder
 	block headerBlock
 	flood floodGuard
+	// recvWork counts the request frames received (HEADERS, DATA with a payload), for the
+	// flood guard's PING allowance.
+	recvWork uint64
 
 	wmu  sync.Mutex
 	henc *hpack.Encoder
@@ -52,7 +55,10 @@ type conn struct {
 	lowerCache map[string]string
 	// tableResized: the client set SETTINGS_HEADER_TABLE_SIZE since the last header block.
 	tableResized bool
-	werr         error // the first write error; every later write fails with it
+	// sentWork counts the response frames written (HEADERS, DATA), for the flood guard's PING
+	// allowance.
+	sentWork uint64
+	werr     error // the first write error; every later write fails with it
 	// flushOwed: frames wait in bw for the flusher, which has been woken (see unlockW).
 	flushOwed bool
 	flusher   bool          // the flusher goroutine has been started
@@ -69,6 +75,10 @@ type conn struct {
 	maxStreamID uint32 // the highest stream the client opened
 	goAwayID    uint32 // set once GOAWAY went out: streams above it are ignored
 	goingAway   bool
+	// failed: the read loop ended on a connection error and the GOAWAY is being lingered over
+	// (lingerClose); a stream that ends now must not end that read with the drain's deadline,
+	// or the close finds unread data and resets the connection, GOAWAY and all.
+	failed      bool
 	closed      bool
 	sendWin     int64 // connection send window
 	peerWin     int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE for new streams
@@ -81,9 +91,8 @@ type conn struct {
 	resets      int    // streams the client reset before their response completed
 	refused     int    // streams refused for exceeding MAX_CONCURRENT_STREAMS
 	completed   int
-	// recentClosed are the last streams closed (ring), for STREAM_CLOSED versus PROTOCOL_ERROR.
-	recentClosed [32]uint32
-	recentNext   uint32
+	// gone remembers how the last streams to leave the table closed (closed.go).
+	gone closedStreams
 }
 
 func newConn(s *Server, nc net.Conn, r io.Reader) *conn {
@@ -140,7 +149,8 @@ func (c *conn) serve() {
 	if err == nil {
 		// A graceful end (drained): the client reads the last responses before the close.
 		c.lockW()
-		_ = c.unlockWFlush(nil)
+		_ = c.lastFlushLocked(nil)
+		c.wmu.Unlock()
 		c.lingerClose()
 		return
 	}
@@ -240,6 +250,18 @@ func (c *conn) flushLocked(err error) error {
 	return err
 }
 
+// lastFlushLocked flushes the connection's last frames (its GOAWAY) before lingerClose and
+// fails every later write: a handler still running must not write to the half-closed socket,
+// whose write error would close it during the linger, and a close with unread data resets the
+// connection, discarding the GOAWAY the client has not read yet. Called with wmu held.
+func (c *conn) lastFlushLocked(err error) error {
+	err = c.flushLocked(err)
+	if c.werr == nil {
+		c.werr = errConnClosed
+	}
+	return err
+}
+
 // deadlineWriter is the socket under the write buffer: every write to the socket is bounded
 // by the stall timeout (a client that stops reading cannot hold a writer, and with it the
 // connection's write lock, for longer). The deadline is moved only when an eighth of it has
@@ -280,10 +302,11 @@ func (c *conn) fail(err error) {
 	}
 	c.mu.Lock()
 	last := c.maxStreamID
-	c.goingAway = true
+	c.goingAway, c.failed = true, true
 	c.mu.Unlock()
 	c.lockW()
-	werr := c.unlockWFlush(c.fr.WriteGoAway(last, code, nil))
+	werr := c.lastFlushLocked(c.fr.WriteGoAway(last, code, nil))
+	c.wmu.Unlock()
 	if werr == nil {
 		c.lingerClose()
 	}
@@ -387,7 +410,9 @@ func (c *conn) signalWindowLocked() {
 // streamEnded removes a stream whose handler returned and whose response is complete or reset.
 // A stream whose response is complete while the client is still sending its request drains
 // instead: it stays until the request ends or is judged (see stream.draining), at most
-// drainGrace.
+// drainGrace. A complete response's writer calls it with wmu held, before the END_STREAM is
+// flushed (see responseWriter.send); a reset stream's worker calls it once the handler has
+// returned, so that a reset stream keeps its concurrency slot until then (rapid reset).
 func (c *conn) streamEnded(st *stream, reset bool) {
 	c.mu.Lock()
 	if !reset {
@@ -403,9 +428,9 @@ func (c *conn) streamEnded(st *stream, reset bool) {
 	}
 	delete(c.streams, st.id)
 	if !reset {
-		c.noteClosedLocked(st.id) // a reset noted it already
+		c.gone.noteEnded(st.id) // a reset noted it already
 	}
-	drained := c.goingAway && len(c.streams) == 0
+	drained := c.drainedLocked()
 	c.mu.Unlock()
 	if drained {
 		_ = c.nc.SetReadDeadline(time.Now())
@@ -429,8 +454,8 @@ func (c *conn) stopDrain(st *stream) {
 }
 
 // retireLocked removes a draining stream once its request side closed (END_STREAM, or a reset
-// either way). It reports whether that was the last stream of a connection going away, whose
-// read loop may then end. Called with mu held.
+// either way; the caller notes which). It reports whether that was the last stream of a
+// connection going away, whose read loop may then end. Called with mu held.
 func (c *conn) retireLocked(st *stream) bool {
 	if !st.draining || c.streams[st.id] != st {
 		return false
@@ -438,10 +463,13 @@ func (c *conn) retireLocked(st *stream) bool {
 	st.draining = false
 	st.drainTimer.Stop()
 	delete(c.streams, st.id)
-	c.noteClosedLocked(st.id)
 	c.ended++
-	return c.goingAway && len(c.streams) == 0
+	return c.drainedLocked()
 }
+
+// drainedLocked reports whether a graceful drain has no stream left, so that its read loop may
+// end now (by a read deadline).
+func (c *conn) drainedLocked() bool { return c.goingAway && !c.failed && len(c.streams) == 0 }
 
 // handler runs a request; net/http's server context key lets handlers abort with
 // http.ErrAbortHandler, which resets the stream.
@@ -468,5 +496,10 @@ func (c *conn) runHandler(st *stream, r *http.Request) {
 	c.busy.Add(-1)
 	st.body.closeRead()
 	st.cancel()
-	c.streamEnded(st, reset)
+	if hook := c.srv.cfg.testHookHandlerDone; hook != nil {
+		hook(st.id)
+	}
+	if !w.ended {
+		c.streamEnded(st, reset)
+	}
 }

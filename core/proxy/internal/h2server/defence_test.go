@@ -298,3 +298,101 @@ func TestIdleTimeoutGoAway(t *testing.T) {
 	})
 	c.goAway(http2.ErrCodeNo)
 }
+
+// TestPingsWithTrafficAllowed: PINGs in proportion to a connection's traffic are not a flood.
+// grpc-go sends a BDP PING per call at one call in flight (a request, then a PING when the answer
+// arrives) and one per message received on a stream; counted, they closed busy gRPC connections
+// with ENHANCE_YOUR_CALM and failed the calls in flight (issue 19). Each case sends three times
+// the flood limit of PINGs, far faster than the limit's second, and must get every answer and
+// every acknowledgement with no GOAWAY or reset. A client that pings far more than it works is
+// still sent away.
+func TestPingsWithTrafficAllowed(t *testing.T) {
+	const n = 3 * floodLimit
+	t.Run("a PING with every request", func(t *testing.T) {
+		_, addr := serve(t, Config{MaxConcurrentStreams: n + 1, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "ok")
+		})})
+		c := dialRaw(t, addr)
+		sendErr := make(chan error, 1)
+		go func() {
+			for i := range uint32(n) {
+				if err := c.send(2*i+1, true); err != nil {
+					sendErr <- err
+					return
+				}
+				if err := c.fr.WritePing(false, [8]byte{byte(i)}); err != nil {
+					sendErr <- err
+					return
+				}
+			}
+			sendErr <- nil
+		}()
+		responses, acks := 0, 0
+		c.until("every response and PING ack", func(f http2.Frame) bool {
+			switch f := f.(type) {
+			case *http2.DataFrame:
+				if f.StreamEnded() {
+					responses++
+				}
+			case *http2.PingFrame:
+				if f.IsAck() {
+					acks++
+				}
+			case *http2.GoAwayFrame:
+				t.Fatalf("GOAWAY %s after %d responses and %d acks", f.ErrCode, responses, acks)
+			case *http2.RSTStreamFrame:
+				t.Fatalf("RST_STREAM %s on stream %d", f.ErrCode, f.StreamID)
+			}
+			return responses == n && acks == n
+		})
+		if err := <-sendErr; err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a PING with every message received", func(t *testing.T) {
+		_, addr := serve(t, Config{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			for range n {
+				_, _ = io.WriteString(w, "message")
+				w.(http.Flusher).Flush()
+			}
+		})})
+		c := dialRaw(t, addr)
+		c.request(1, true)
+		messages, acks := 0, 0
+		c.until("every message and PING ack", func(f http2.Frame) bool {
+			switch f := f.(type) {
+			case *http2.DataFrame:
+				if len(f.Data()) > 0 {
+					messages++
+					if err := c.fr.WritePing(false, [8]byte{byte(messages)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case *http2.PingFrame:
+				if f.IsAck() {
+					acks++
+				}
+			case *http2.GoAwayFrame:
+				t.Fatalf("GOAWAY %s after %d messages and %d acks", f.ErrCode, messages, acks)
+			}
+			return messages == n && acks == n
+		})
+	})
+	t.Run("far more PINGs than requests", func(t *testing.T) {
+		_, addr := serve(t, Config{Handler: echo()})
+		c := dialRaw(t, addr)
+		c.request(1, true)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 5 * floodLimit {
+				if c.fr.WritePing(false, [8]byte{1}) != nil {
+					return
+				}
+			}
+		}()
+		c.goAway(http2.ErrCodeEnhanceYourCalm)
+		_ = c.nc.Close()
+		<-done
+	})
+}

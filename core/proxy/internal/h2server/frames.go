@@ -152,10 +152,11 @@ func (c *conn) onPing(f *http2.PingFrame) error {
 	if f.IsAck() {
 		return nil
 	}
-	if err := c.flood.count(); err != nil {
+	c.lockW() // sentWork is the writers'
+	if err := c.flood.ping(c.recvWork + c.sentWork); err != nil {
+		c.wmu.Unlock()
 		return err
 	}
-	c.lockW()
 	return c.unlockW(c.fr.WritePing(true, f.Data))
 }
 
@@ -199,6 +200,9 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 	}
 	st.remoteClosed = true
 	already := st.reset
+	if !already { // after our own reset the client's frames are still ignored
+		c.gone.noteReset(st.id, true)
+	}
 	st.reset, st.clientReset = true, true
 	if !already && !st.draining {
 		c.resets++ // a client that stops sending after a complete response cancels nothing
@@ -242,7 +246,7 @@ func (c *conn) reset(id uint32, code http2.ErrCode, always bool) {
 		c.signalWindowLocked()
 	}
 	drained := st != nil && c.retireLocked(st)
-	c.noteClosedLocked(id)
+	c.gone.noteReset(id, false)
 	c.mu.Unlock()
 	if drained {
 		_ = c.nc.SetReadDeadline(time.Now())
@@ -261,28 +265,22 @@ func (c *conn) reset(id uint32, code http2.ErrCode, always bool) {
 // FLOW_CONTROL_ERROR).
 func (c *conn) resetStream(st *stream, code http2.ErrCode) { c.reset(st.id, code, false) }
 
-// noteClosedLocked remembers the last streams that closed, so that frames on them are told
-// apart from frames on streams that never opened.
-func (c *conn) noteClosedLocked(id uint32) {
-	c.recentClosed[c.recentNext%uint32(len(c.recentClosed))] = id
-	c.recentNext++
-}
-
-func (c *conn) recentlyClosedLocked(id uint32) bool {
-	for _, v := range c.recentClosed {
-		if v == id {
-			return true
-		}
-	}
-	return false
-}
-
 // floodGuard rate-limits the control frames a client can make the server answer or account for
 // (SETTINGS, PING, PRIORITY, empty DATA): more than floodLimit in floodWindow closes the
 // connection with ENHANCE_YOUR_CALM.
+//
+// A PING that follows a request or response frame is not counted (see ping): grpc-go sends a
+// BDP-estimation PING whenever it receives DATA and has none outstanding, and its estimate never
+// reaches its cap with small messages, so a busy gRPC client pings once per call at one call in
+// flight (4,000+ a second on loopback) and once per round trip at more. Counting those closed
+// healthy connections every fraction of a second and killed the calls in flight on them
+// (issue 19's "Unavailable" failures at 16 calls in flight).
 type floodGuard struct {
 	start time.Time
 	n     int
+	// freePings is how many PINGs went uncounted: each request or response frame (recvWork +
+	// sentWork) earns one.
+	freePings uint64
 }
 
 const (
@@ -300,4 +298,20 @@ func (g *floodGuard) count() error {
 		return connError{http2.ErrCodeEnhanceYourCalm, "control frame flood"}
 	}
 	return nil
+}
+
+// ping accounts for a PING, given work: the request and response frames (HEADERS, DATA with a
+// payload) the connection has carried so far, both ways. A PING is free while the PINGs let
+// through number fewer than those frames, so pings in proportion to traffic (one per call, one
+// per message received) never count, while a PING flood, which comes with no such frames or far
+// more PINGs than frames, meets the limit as before. Credit is not capped: a client that lags
+// behind a fast stream pings for frames it received long ago, and a PING saved up by earlier
+// traffic costs the server no more than the frame that earned it (an acknowledgement written
+// under the same write lock and stall timeout as any response, so unread ones cannot pile up).
+func (g *floodGuard) ping(work uint64) error {
+	if work > g.freePings {
+		g.freePings++
+		return nil
+	}
+	return g.count()
 }

@@ -53,6 +53,7 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) error {
 	if f.StreamID%2 == 0 {
 		return connError{http2.ErrCodeProtocol, "even stream id from a client"}
 	}
+	c.recvWork++
 	b := &c.block
 	*b = headerBlock{conn: c, active: true, streamID: f.StreamID, endStream: f.StreamEnded(), hdr: make(http.Header)}
 	if f.HasPriority() && f.Priority.StreamDep == f.StreamID {
@@ -192,12 +193,12 @@ func (c *conn) endBlock() error {
 		return c.onTrailers(st)
 	}
 	if id <= c.maxStreamID {
-		closed := c.recentlyClosedLocked(id)
+		how := c.gone.how(id)
 		c.mu.Unlock()
-		if closed {
-			return connError{http2.ErrCodeStreamClosed, "HEADERS on a closed stream"}
+		if how == closedUnknown {
+			return connError{http2.ErrCodeProtocol, "stream id lower than one opened before"}
 		}
-		return connError{http2.ErrCodeProtocol, "stream id lower than one opened before"}
+		return headersOnClosed(how, id) // the block was decoded all the same: HPACK state is shared
 	}
 	if c.goingAway || c.closed {
 		c.mu.Unlock()
@@ -205,7 +206,11 @@ func (c *conn) endBlock() error {
 	}
 	c.maxStreamID = id
 	if b.tooBig {
-		c.noteClosedLocked(id)
+		if b.endStream {
+			c.gone.noteEnded(id) // 431 with END_STREAM: closed both ways
+		} else {
+			c.gone.noteReset(id, false) // 431, then RST_STREAM(NO_ERROR)
+		}
 		c.mu.Unlock()
 		return c.refuseTooLarge(id, b.endStream)
 	}
@@ -216,7 +221,6 @@ func (c *conn) endBlock() error {
 	if uint32(len(c.streams)) >= c.srv.cfg.MaxConcurrentStreams {
 		c.refused++
 		calm := c.refused > resetAllowance+c.completed
-		c.noteClosedLocked(id)
 		c.mu.Unlock()
 		if calm {
 			return connError{http2.ErrCodeEnhanceYourCalm, "too many refused streams"}
@@ -253,13 +257,11 @@ func (c *conn) onTrailers(st *stream) error {
 	b := &c.block
 	c.mu.Lock()
 	closed := st.remoteClosed
+	how := c.closedHowLocked(st, st.id)
 	c.mu.Unlock()
-	done := st.responded.Load()
 	switch {
-	case closed && done: // closed, though its handler has not quite finished
-		return connError{http2.ErrCodeStreamClosed, "HEADERS on a closed stream"}
-	case closed:
-		return streamError{st.id, http2.ErrCodeStreamClosed}
+	case closed: // reset, half-closed (remote), or closed though its handler has not quite finished
+		return headersOnClosed(how, st.id)
 	case !b.endStream || b.seen != 0 || b.invalid != "" || st.declLen >= 0 && st.gotLen != st.declLen:
 		return streamError{st.id, http2.ErrCodeProtocol}
 	}

@@ -10,11 +10,12 @@
 // frames under the connection's write lock, and a response's HEADERS and DATA leave in one
 // write.
 //
-// Defences, each bounded and tested: stream concurrency counts a stream until its handler
-// returns (rapid reset, CVE-2023-44487, cannot pile up work), a budget of client resets and
-// refused streams, header blocks capped in size and CONTINUATION frames (CVE-2024-27316, HPACK
-// bombs), a rate limit on control frames (SETTINGS, PING, PRIORITY, empty DATA), and a stall
-// timeout on flow-control credit and socket writes (zero-window stalls).
+// Defences, each bounded and tested: a reset stream keeps its concurrency slot until its
+// handler returns (rapid reset, CVE-2023-44487, cannot pile up work), a budget of client resets
+// and refused streams, header blocks capped in size and CONTINUATION frames (CVE-2024-27316,
+// HPACK bombs), a rate limit on control frames (SETTINGS, PING, PRIORITY, empty DATA; PINGs in
+// proportion to the traffic, as grpc-go's BDP pings come, are not counted), and a stall timeout
+// on flow-control credit and socket writes (zero-window stalls).
 package h2server
 
 import (
@@ -34,8 +35,8 @@ type Config struct {
 	// Handler serves every request.
 	Handler http.Handler
 	// MaxConcurrentStreams caps the streams of one connection (SETTINGS_MAX_CONCURRENT_STREAMS). A
-	// stream counts until its handler has returned, not only until the protocol closes it.
-	// Default 250.
+	// stream counts while open or half-closed, and a reset one until its handler has returned,
+	// not only until the protocol closes it. Default 250.
 	MaxConcurrentStreams uint32
 	// MaxHeaderListSize caps a request's decoded header list (RFC 9113 §6.5.2 accounting); a larger
 	// one is answered 431. Default 64 KiB.
@@ -53,6 +54,10 @@ type Config struct {
 	ConnContext func(ctx context.Context, nc net.Conn) context.Context
 	// Log receives protocol errors at debug and handler panics at error.
 	Log *zap.Logger
+
+	// testHookHandlerDone (tests only) runs when a stream's handler has returned and its
+	// response is complete or reset, before the stream's last bookkeeping.
+	testHookHandlerDone func(id uint32)
 }
 
 const (

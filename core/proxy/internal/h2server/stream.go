@@ -112,6 +112,11 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	id := f.StreamID
 	n := int64(f.Length) // flow control counts padding too
 	data := f.Data()
+	if len(data) == 0 && !f.StreamEnded() {
+		if err := c.flood.count(); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	if n > c.recvWinLocked() {
 		c.mu.Unlock()
@@ -121,16 +126,18 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	st := c.streams[id]
 	if st == nil || st.remoteClosed {
 		idle := st == nil && id > c.maxStreamID
-		reset := st != nil && st.reset && !st.clientReset // frames the client sent before it saw ours
+		var how closedHow
+		if !idle {
+			how = c.closedHowLocked(st, id)
+		}
 		c.mu.Unlock()
 		if idle {
 			return connError{http2.ErrCodeProtocol, "DATA on an idle stream"}
 		}
-		c.credit(nil, n) // never read: the connection's credit goes back now
-		if reset {
-			return nil
-		}
-		return streamError{id, http2.ErrCodeStreamClosed}
+		// Ignored or refused, the frame counted against the connection's window (RFC 9113
+		// §5.1, §6.9): nobody reads it, so its credit goes back now.
+		c.credit(nil, n)
+		return dataOnClosed(how, id)
 	}
 	if n > st.recvWin {
 		c.mu.Unlock()
@@ -140,10 +147,8 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	st.recvWin -= n
 	draining := st.draining
 	c.mu.Unlock()
-	if len(data) == 0 && !f.StreamEnded() {
-		if err := c.flood.count(); err != nil {
-			return err
-		}
+	if len(data) > 0 {
+		c.recvWork++
 	}
 	st.gotLen += int64(len(data))
 	if st.declLen >= 0 && (st.gotLen > st.declLen || f.StreamEnded() && st.gotLen != st.declLen) {
@@ -175,7 +180,11 @@ func (c *conn) onData(f *http2.DataFrame) error {
 func (c *conn) endRemote(st *stream) error {
 	c.mu.Lock()
 	st.remoteClosed = true
+	retired := c.streams[st.id] == st && st.draining
 	drained := c.retireLocked(st)
+	if retired {
+		c.gone.noteEnded(st.id)
+	}
 	c.mu.Unlock()
 	if drained {
 		_ = c.nc.SetReadDeadline(time.Now())

@@ -27,6 +27,7 @@ type responseWriter struct {
 	// no allocation of its own, as it lives in the stream.
 	small    [256]byte
 	declared []string // trailer names the "Trailer" header announced
+	ended    bool     // the response is complete and streamEnded has run (send)
 	failed   atomic.Pointer[error]
 }
 
@@ -195,6 +196,12 @@ func (w *responseWriter) send(data []byte, end bool, trailers http.Header) error
 		}
 		if err == nil && last && end {
 			st.responded.Store(true) // before unlockW flushes END_STREAM to the client
+			// The stream leaves the table (or drains) before the client can see its
+			// END_STREAM: a client at MAX_CONCURRENT_STREAMS may open the next stream the
+			// moment it does (RFC 9113 §5.1.2 counts only open and half-closed streams), and
+			// must not find this one still counted while its handler returns.
+			c.streamEnded(st, false)
+			w.ended = true
 		}
 		err = c.unlockW(err)
 		if err != nil {
@@ -240,6 +247,7 @@ func (w *responseWriter) writeFrames(data []byte, last, end bool, trailers http.
 	}
 	frame := c.frameSize()
 	for len(data) > 0 {
+		c.sentWork++
 		k := min(len(data), frame)
 		if err := c.fr.WriteData(id, endNow && k == len(data), data[:k]); err != nil {
 			return err
@@ -361,6 +369,7 @@ func (c *conn) encodeFields(h http.Header) {
 // writeHeaderBlock encodes a header block and writes it as HEADERS and CONTINUATION frames.
 // Called with wmu held (the encoder's table is the connection's, in wire order).
 func (c *conn) writeHeaderBlock(id uint32, encode func(*conn), end bool) error {
+	c.sentWork++
 	c.hbuf.Reset()
 	encode(c)
 	block := c.hbuf.Bytes()
