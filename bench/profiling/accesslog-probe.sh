@@ -23,11 +23,14 @@ ROUNDS=$1 DUR=$2
 shift 2
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$(mktemp -d /tmp/accesslog-probe.XXXXXX)}
+mkdir -p "$OUT"
 BE_PORT=19370
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 taskset -c 1 env GOMAXPROCS=1 .cache/bench/bin/bench-backend -listen 127.0.0.1:$BE_PORT >"$OUT/backend.log" 2>&1 &
 pids+=($!)
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$BE_PORT/12" >/dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:$BE_PORT/12" >/dev/null || { echo "the backend did not start: $(cat "$OUT/backend.log")"; exit 1; }
 
 manifest() { # dir port
   mkdir -p "$1"
@@ -83,8 +86,9 @@ for v in "$@"; do
   i=$((i + 1))
 done
 
-wrkload() { # port duration -> requests
-  taskset -c 1 wrk -t1 -c64 -d"$2" "http://127.0.0.1:$1/12" | awk '/requests in/{print $1}'
+wrkload() { # port duration -> requests; nothing if any answer was not a 2xx (an error page is
+  # another path through the proxy, not the one measured)
+  taskset -c 1 wrk -t1 -c64 -d"$2" "http://127.0.0.1:$1/12" | awk '/requests in/{n = $1} /Non-2xx|Socket errors/{bad = 1} END {if (!bad) print n}'
 }
 # runtime is the proxy's threads' CPU time so far, in ns.
 runtime() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
@@ -119,13 +123,16 @@ for r in $(seq 1 "$ROUNDS"); do
     done
     wait "${wpids[@]}"
     for k in "${!names[@]}"; do
-      got[$k]=$(awk -v d=$(($(runtime "${ppids[$k]}") - t0[$k])) -v n="$(cat "$OUT/n.$k")" 'BEGIN {printf "%.3f", d / n / 1000}')
+      n=$(cat "$OUT/n.$k")
+    [ -n "$n" ] || { echo "round $r: ${names[$k]} answered errors"; exit 1; }
+    got[$k]=$(awk -v d=$(($(runtime "${ppids[$k]}") - t0[$k])) -v n="$n" 'BEGIN {printf "%.3f", d / n / 1000}')
     done
   else
     for k in $(shuf -e "${!names[@]}"); do # a shuffled order: no variant always follows another
       t0=$(runtime "${ppids[$k]}")
       n=$(wrkload "${ports[$k]}" "$DUR")
       t1=$(runtime "${ppids[$k]}")
+      [ -n "$n" ] || { echo "round $r: ${names[$k]} answered errors"; exit 1; }
       got[$k]=$(awk -v d=$((t1 - t0)) -v n="$n" 'BEGIN {printf "%.3f", d / n / 1000}')
     done
   fi
