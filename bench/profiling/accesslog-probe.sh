@@ -69,7 +69,7 @@ endpoints: [{addresses: ["127.0.0.1"]}]
 EOF
 }
 
-names=() ports=() ppids=()
+names=() ports=() ppids=() adms=()
 i=0
 for v in "$@"; do
   name=${v%%=*} rest=${v#*=}
@@ -82,7 +82,7 @@ for v in "$@"; do
   pids+=("$pid")
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null && break; sleep 0.1; done
   curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null || { echo "$name did not get ready: $(cat "$OUT/$name.err")"; exit 1; }
-  names+=("$name") ports+=("$port") ppids+=("$pid")
+  names+=("$name") ports+=("$port") ppids+=("$pid") adms+=("$adm")
   i=$((i + 1))
 done
 
@@ -152,6 +152,9 @@ for k in "${!names[@]}"; do
   ratios() { awk -v c=$c '{print $c / $3}' "$OUT/rounds.txt"; }
   printf '%-10s %s (%s-%s) above in %s of %s; %s µs\n' "${names[$k]}" "$(ratios | q 0.5)" "$(ratios | q 0.25)" \
     "$(ratios | q 0.75)" "$(ratios | awk '$1 > 1' | wc -l)" "$ROUNDS" "$(awk -v c=$c '{print $c}' "$OUT/rounds.txt" | q 0.5)"
+done
+for k in "${!names[@]}"; do # a line dropped is a line not paid for: say so
+  curl -s "http://127.0.0.1:${adms[$k]}/metrics" | awk -v n="${names[$k]}" '/^coxswain_proxy_access_log_(lines|dropped)_total/ {printf "%s %s %s\n", n, $1, $2}'
 done
 for k in "${!names[@]}"; do tail -n 1 "$OUT/${names[$k]}.out" >"$OUT/${names[$k]}.lastline"; : >"$OUT/${names[$k]}.out"; done
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
