@@ -300,11 +300,16 @@ func TestLineIsZapJSONRandom(t *testing.T) {
 	whole := "ns/gw/http" // and prefixes of it: the same address, other lengths
 	shared = append(shared, "plain", "plaim", whole, whole[:5], whole[:0], `quo"te`)
 	pick := func() string { return shared[rng.IntN(len(shared))] }
+	// And the client and peer addresses from a few, as a connection's requests repeat them.
+	addrs := []netip.Addr{{}, netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.1"),
+		netip.MustParseAddr("::1"), netip.MustParseAddr("fe80::1%eth0"), netip.MustParseAddr("fe80::1%eth1")}
+	pickAddr := func() netip.Addr { return addrs[rng.IntN(len(addrs))] }
 	var enc encoder
 	for range 2000 {
 		r := Record{Time: time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).UTC(), Path: randString(), Host: randString(),
 			RequestID: randString(), Status: rng.IntN(600), Duration: time.Duration(rng.Int64N(1e11)),
-			Listener: pick(), Gateway: pick(), Route: pick(), Rule: pick(), Backend: pick(), Upstream: pick()}
+			Listener: pick(), Gateway: pick(), Route: pick(), Rule: pick(), Backend: pick(), Upstream: pick(),
+			ClientIP: pickAddr(), PeerIP: pickAddr()}
 		if got, want := string(enc.appendRecord(nil, &r)), zapLine(t, &r, false); got != want {
 			t.Fatalf("\n got %q\nwant %q", got, want)
 		}

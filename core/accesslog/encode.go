@@ -21,6 +21,7 @@ type encoder struct {
 	query   bool // write the query field
 	clock   stampCache
 	origins originCache
+	peers   peerCache
 }
 
 // msgFields close the time field and write the msg, per Kind.
@@ -58,8 +59,7 @@ func (e *encoder) appendRecord(b []byte, r *Record) []byte {
 	if r.Kind == KindRequest && r.Upstream != "" {
 		b = appendSeconds(append(b, `,"upstream_duration":`...), r.UpstreamDuration)
 	}
-	b = appendAddr(b, `,"client_ip":"`, r.ClientIP)
-	b = appendAddr(b, `,"peer_ip":"`, r.PeerIP)
+	b = e.peers.appendPeers(b, r.ClientIP, r.PeerIP)
 	b = appendString(b, `,"tls_sni":"`, r.TLSSNI)
 	b = appendString(b, `,"request_id":"`, r.RequestID)
 	b = appendString(b, `,"error":"`, r.Error)
@@ -96,6 +96,24 @@ func (c *originCache) appendOrigin(b []byte, r *Record) []byte {
 		o.enc = appendString(e, `,"backend":"`, r.Backend)
 	}
 	return append(b, o.enc...)
+}
+
+// peerCache keeps the client_ip and peer_ip fields of the last line encoded: a connection's
+// requests come one after another with the same addresses, and formatting two addresses is a
+// tenth of a line's encoding.
+type peerCache struct {
+	client, peer netip.Addr
+	enc          []byte
+	valid        bool
+}
+
+// appendPeers appends the client_ip and peer_ip fields of client and peer.
+func (c *peerCache) appendPeers(b []byte, client, peer netip.Addr) []byte {
+	if !c.valid || c.client != client || c.peer != peer {
+		c.client, c.peer, c.valid = client, peer, true
+		c.enc = appendAddr(appendAddr(c.enc[:0], `,"client_ip":"`, client), `,"peer_ip":"`, peer)
+	}
+	return append(b, c.enc...)
 }
 
 // same reports whether a and b are the same string in memory: the same length at the same

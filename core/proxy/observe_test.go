@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -314,6 +316,17 @@ func BenchmarkH1ProxyAccessLog(b *testing.B) {
 // BenchmarkH1ProxyAccessLogOnly is BenchmarkH1ProxyAccessLog without the request metrics.
 func BenchmarkH1ProxyAccessLogOnly(b *testing.B) {
 	benchObserved(b, newObservedProxy(b, false, accesslog.New(accesslog.Options{Sink: io.Discard})))
+}
+
+// BenchmarkH1ProxyAccessLogFile is BenchmarkH1ProxyAccessLogOnly writing to a file, as a proxy
+// does: its cpu-ns/op against BenchmarkH1ProxyObserveOff's is the log's whole cost, write(2) too.
+func BenchmarkH1ProxyAccessLogFile(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "access.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	benchObserved(b, newObservedProxy(b, false, accesslog.New(accesslog.Options{Sink: f})))
 }
 
 // BenchmarkH1ProxyAccessLogSampledOut is BenchmarkH1ProxyAccessLogOnly with a sample rate no

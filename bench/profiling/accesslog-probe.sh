@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The access log's cost in the real proxy, measured with less noise than B1's rounds: several
+# Coxswain processes (variants: a build and its flags) serve the same B1 load one after another,
+# round after round, in a shuffled order, and each round reads the proxy's own CPU time per request
+# at nanosecond resolution (the sum of its threads' /proc/PID/task/*/schedstat run time, where B1
+# reads 10 ms ticks), so that the figure is the proxy's CPU per request, not requests/s (which the
+# other engineers' load moves far more). Laid out as the runner's B1: each proxy on CPU 0 with
+# GOMAXPROCS=1, the backend and wrk (-t1 -c64, 12-byte bodies) on CPU 1, the access log to a file.
+#   bench/profiling/accesslog-probe.sh ROUNDS DURATION 'name=BIN flags...' 'name=BIN flags...' ...
+# e.g. (the A/A pair, off and off2, is the instrument's own noise):
+#   B=.cache/bench/bin/coxswain
+#   flock /work/logs/bench.lock bash bench/profiling/accesslog-probe.sh 20 2s \
+#     "off=$B --access-log=false --request-metrics=false" "log=$B --request-metrics=false" \
+#     "off2=$B --access-log=false --request-metrics=false"
+# prints each round's CPU µs per request and, per variant, the median over the rounds of its
+# per-round ratio to the first variant, the interquartile range, and in how many rounds it was
+# above. PERF=1 also records each proxy's call stacks (perf record -e cpu-clock -g) for the whole
+# run into $OUT/<name>.perf.data. Ports 19370-19389 (outside the runner's 18080-18399); bench-backend
+# comes from .cache/bench/bin (bench/run.sh builds it). Take the bench lock: a benchmark running
+# beside it would disturb both.
+set -euo pipefail
+ROUNDS=$1 DUR=$2
+shift 2
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$(mktemp -d /tmp/accesslog-probe.XXXXXX)}
+mkdir -p "$OUT"
+BE_PORT=19370
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+taskset -c 1 env GOMAXPROCS=1 .cache/bench/bin/bench-backend -listen 127.0.0.1:$BE_PORT >"$OUT/backend.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$BE_PORT/12" >/dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:$BE_PORT/12" >/dev/null || { echo "the backend did not start: $(cat "$OUT/backend.log")"; exit 1; }
+
+manifest() { # dir port
+  mkdir -p "$1"
+  cat >"$1/b1.yaml" <<EOF
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: coxswain}
+spec: {controllerName: coxswain-labs.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: bench}
+spec:
+  gatewayClassName: coxswain
+  addresses: [{type: IPAddress, value: 127.0.0.1}]
+  listeners: [{name: http, protocol: HTTP, port: $2}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: main}
+spec:
+  parentRefs: [{name: bench}]
+  rules: [{backendRefs: [{name: be, port: 80}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: be}
+spec: {ports: [{name: http, port: 80}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: be, labels: {kubernetes.io/service-name: be}}
+addressType: IPv4
+ports: [{name: http, port: $BE_PORT}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+EOF
+}
+
+names=() ports=() ppids=() adms=()
+i=0
+for v in "$@"; do
+  name=${v%%=*} rest=${v#*=}
+  read -r -a cmd <<<"$rest"
+  port=$((19371 + 2 * i)) adm=$((19372 + 2 * i))
+  manifest "$OUT/$name" "$port"
+  taskset -c 0 env GOMAXPROCS=1 "${cmd[0]}" serve -f "$OUT/$name" --admin-address 127.0.0.1:$adm \
+    --log-level warn "${cmd[@]:1}" >>"$OUT/$name.out" 2>"$OUT/$name.err" &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null && break; sleep 0.1; done
+  curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null || { echo "$name did not get ready: $(cat "$OUT/$name.err")"; exit 1; }
+  names+=("$name") ports+=("$port") ppids+=("$pid") adms+=("$adm")
+  i=$((i + 1))
+done
+
+wrkload() { # port duration -> requests; nothing if any answer was not a 2xx (an error page is
+  # another path through the proxy, not the one measured)
+  taskset -c 1 wrk -t1 -c64 -d"$2" "http://127.0.0.1:$1/12" | awk '/requests in/{n = $1} /Non-2xx|Socket errors/{bad = 1} END {if (!bad) print n}'
+}
+# runtime is the proxy's threads' CPU time so far, in ns.
+runtime() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
+
+for k in "${!names[@]}"; do
+  wrkload "${ports[$k]}" 1s >/dev/null # warm-up: connections, pools, stacks
+  if [ "${PERF:-}" = 1 ]; then
+    perf record -q -e cpu-clock -F 1999 -g -p "${ppids[$k]}" -o "$OUT/${names[$k]}.perf.data" >/dev/null 2>&1 &
+    pids+=($!)
+  fi
+done
+[ "${PERF:-}" = 1 ] && sleep 1
+
+echo "round load ${names[*]} (CPU µs per request)"
+: >"$OUT/rounds.txt"
+for r in $(seq 1 "$ROUNDS"); do
+  for k in "${!names[@]}"; do
+    kill -0 "${ppids[$k]}" 2>/dev/null || { echo "${names[$k]} (pid ${ppids[$k]}) is gone: $(tail -n 3 "$OUT/${names[$k]}.err")"; exit 1; }
+    : >"$OUT/${names[$k]}.out" # the logs grow by ~10 MB a second
+  done
+  line="$r $(cut -d' ' -f1 /proc/loadavg)"
+  declare -A got=()
+  if [ "${TOGETHER:-}" = 1 ]; then
+    # All variants loaded at once, sharing CPU 0: whatever else runs on the machine meanwhile
+    # disturbs them alike, where rounds one after another meet different disturbances.
+    declare -A t0=()
+    for k in "${!names[@]}"; do t0[$k]=$(runtime "${ppids[$k]}"); done
+    wpids=()
+    for k in "${!names[@]}"; do
+      wrkload "${ports[$k]}" "$DUR" >"$OUT/n.$k" &
+      wpids+=($!)
+    done
+    wait "${wpids[@]}"
+    for k in "${!names[@]}"; do
+      n=$(cat "$OUT/n.$k")
+    [ -n "$n" ] || { echo "round $r: ${names[$k]} answered errors"; exit 1; }
+    got[$k]=$(awk -v d=$(($(runtime "${ppids[$k]}") - t0[$k])) -v n="$n" 'BEGIN {printf "%.3f", d / n / 1000}')
+    done
+  else
+    for k in $(shuf -e "${!names[@]}"); do # a shuffled order: no variant always follows another
+      t0=$(runtime "${ppids[$k]}")
+      n=$(wrkload "${ports[$k]}" "$DUR")
+      t1=$(runtime "${ppids[$k]}")
+      [ -n "$n" ] || { echo "round $r: ${names[$k]} answered errors"; exit 1; }
+      got[$k]=$(awk -v d=$((t1 - t0)) -v n="$n" 'BEGIN {printf "%.3f", d / n / 1000}')
+    done
+  fi
+  for k in "${!names[@]}"; do line="$line ${got[$k]}"; done
+  echo "$line" | tee -a "$OUT/rounds.txt"
+done
+
+if [ "${PERF:-}" = 1 ]; then
+  for p in "${pids[@]:$((1 + ${#names[@]}))}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+fi
+
+echo "variant / ${names[0]}: median of per-round ratios (interquartile range), rounds above 1; median CPU µs per request"
+# q is the p-quantile (0.5: the median) of the numbers on its input, interpolated.
+q() { sort -g | awk -v p="$1" '{x[NR] = $1} END {i = (NR - 1) * p; j = int(i); printf "%.3f", x[j + 1] + (i - j) * (x[j + 2] - x[j + 1])}'; }
+for k in "${!names[@]}"; do
+  c=$((k + 3))
+  ratios() { awk -v c=$c '{print $c / $3}' "$OUT/rounds.txt"; }
+  printf '%-10s %s (%s-%s) above in %s of %s; %s µs\n' "${names[$k]}" "$(ratios | q 0.5)" "$(ratios | q 0.25)" \
+    "$(ratios | q 0.75)" "$(ratios | awk '$1 > 1' | wc -l)" "$ROUNDS" "$(awk -v c=$c '{print $c}' "$OUT/rounds.txt" | q 0.5)"
+done
+for k in "${!names[@]}"; do # a line dropped is a line not paid for: say so
+  curl -s "http://127.0.0.1:${adms[$k]}/metrics" | awk -v n="${names[$k]}" '/^coxswain_proxy_access_log_(lines|dropped)_total/ {printf "%s %s %s\n", n, $1, $2}'
+done
+for k in "${!names[@]}"; do tail -n 1 "$OUT/${names[$k]}.out" >"$OUT/${names[$k]}.lastline"; : >"$OUT/${names[$k]}.out"; done
+echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
