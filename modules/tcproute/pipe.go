@@ -89,14 +89,23 @@ type pipe struct {
 func (p *pipe) touch() { p.last.Store(time.Now().UnixNano()) }
 
 // watch closes both sides when nothing moved for idle, and re-arms itself otherwise.
+//
+// The copy loops report progress only when they run: on a starved machine (a loaded -race run, an
+// overloaded proxy) a loop can sit on bytes it moved, or on bytes waiting in its socket, for longer
+// than the timeout while this timer runs. So before cutting, the kernel is asked when the sockets
+// last carried data, and data it saw within idle counts as the progress the loops had not reported.
 func (p *pipe) watch(idle, period time.Duration) {
 	if p.done.Load() == 2 {
 		return
 	}
-	if time.Since(time.Unix(0, p.last.Load())) >= idle {
-		p.idle.Store(true)
-		p.closeBoth()
-		return
+	if last := p.last.Load(); time.Since(time.Unix(0, last)) >= idle {
+		since, ok := sinceLastData(p.down, p.up)
+		if !ok || since >= idle {
+			p.idle.Store(true)
+			p.closeBoth()
+			return
+		}
+		p.last.CompareAndSwap(last, time.Now().Add(-since).UnixNano()) // unless a loop reported since
 	}
 	p.watchdog.Load().Reset(period)
 }
