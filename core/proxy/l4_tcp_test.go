@@ -179,6 +179,40 @@ func TestTCPIdleTimeout(t *testing.T) {
 	})
 }
 
+// TestTCPIdleTimeoutBlockedWriter: a client that stops reading is cut once nothing moves, though
+// the proxy's write to it stays blocked: the backend writes until the proxy closes its connection,
+// and once the client's window and the socket buffers are full nothing moves either way.
+func TestTCPIdleTimeoutBlockedWriter(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	cut := make(chan error, 1)
+	flood := serveTCP(t, func(c net.Conn) {
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(chunk); err != nil {
+				cut <- err
+				return
+			}
+		}
+	})
+	l := portKeyed("TCP", 0, l4Route("route.tcp", "flood", backend("flood", 1)))
+	p := newL4Proxy(t, proxy.Limits{StreamIdleTimeout: idle})
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("flood", irv1.Cluster_TCP, portOf(t, flood.Addr().String()))}))
+	start := time.Now() // the proxy's idle clock starts after this
+	c, err := net.Dial("tcp", addrOf(t, p, l.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case err := <-cut:
+		if d := time.Since(start); d < idle {
+			t.Fatalf("cut after %v, before the idle timeout %v: %v", d, idle, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a connection blocked on a client that does not read was never cut")
+	}
+}
+
 // trickleOutlivesIdle checks that a connection carrying a byte each way every 100ms lives through
 // four idle timeouts. dial connects and reads the backend's greeting. The timeout is the thing
 // tested, so it stays short; a loaded -race run can still stall this goroutine or the proxy past

@@ -40,7 +40,8 @@ type Stats struct {
 //
 // With idle > 0 the pipe is closed once no byte has moved in either direction for idle (measured
 // with a resolution of idle/4). Each direction wakes up every idle/4 by a read deadline to report
-// progress made in the middle of a transfer; a watchdog decides, so a direction blocked writing to
+// progress made in the middle of a transfer; a watchdog decides (on Linux confirming with the
+// kernel's last-data times, see watch), so a direction blocked writing to
 // a peer that stopped reading is cut too.
 func Pipe(down, up net.Conn, prefix []byte, idle time.Duration) Stats {
 	p := &pipe{down: down, up: up}
