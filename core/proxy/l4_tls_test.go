@@ -227,30 +227,17 @@ func TestTLSTerminateIdle(t *testing.T) {
 	p := newL4Proxy(t, proxy.Limits{StreamIdleTimeout: idle})
 	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("b", irv1.Cluster_TCP, be.port)},
 		secret(t, "ns/t", "t", "t.example.com")))
-	dial := func() (net.Conn, *bufio.Reader) {
+	dial := func() (net.Conn, *bufio.Reader, error) {
 		c, err := tls.Dial("tcp", addrOf(t, p, l.Name), &tls.Config{ServerName: "t.example.com", InsecureSkipVerify: true})
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		r := bufio.NewReader(c)
-		if g, err := r.ReadString('\n'); err != nil || g != "term\n" {
-			t.Fatalf("greeting %q %v", g, err)
-		}
-		return c, r
+		return greeted(c, "term")
 	}
 	t.Run("a trickle keeps the connection", func(t *testing.T) {
 		trickleOutlivesIdle(t, idle, dial)
 	})
 	t.Run("silence closes it", func(t *testing.T) {
-		start := time.Now() // the pipe, and its idle clock, start after the handshake
-		c, r := dial()
-		defer c.Close()
-		if rest, err := io.ReadAll(r); len(rest) > 0 || (err != nil && !isReset(err)) {
-			t.Fatalf("read %q %v, want the proxy to end the stream", rest, err)
-		}
-		if d := time.Since(start); d < idle {
-			t.Fatalf("closed after %v, before the idle timeout %v", d, idle)
-		}
+		silenceIsCut(t, idle, dial)
 	})
 }
