@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -140,50 +142,141 @@ func echoLarge(t testing.TB, addr string, n int64) {
 }
 
 func TestTCPIdleTimeout(t *testing.T) {
+	const idle = 300 * time.Millisecond
 	a := newTCPEcho(t, "a")
 	l := portKeyed("TCP", 0, l4Route("route.tcp", "r", backend("a", 1)))
-	p := newL4Proxy(t, proxy.Limits{StreamIdleTimeout: 300 * time.Millisecond})
+	p := newL4Proxy(t, proxy.Limits{StreamIdleTimeout: idle})
 	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("a", irv1.Cluster_TCP, a.port)}))
 	addr := addrOf(t, p, l.Name)
+	dial := func() (net.Conn, *bufio.Reader, error) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return greeted(c, "a")
+	}
 
 	t.Run("a trickle keeps the connection", func(t *testing.T) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		r := bufio.NewReader(c)
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := r.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 12 { // 1.2s, four idle timeouts
-			if _, err := c.Write([]byte{'x'}); err != nil {
-				t.Fatalf("write %d: %v", i, err)
-			}
-			if _, err := r.ReadByte(); err != nil {
-				t.Fatalf("echo %d: %v", i, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		trickleOutlivesIdle(t, idle, dial)
 	})
 	t.Run("silence closes it", func(t *testing.T) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		silenceIsCut(t, idle, dial)
+	})
+}
+
+// greeted reads the backend's greeting line, name, through c, with a deadline for the whole test;
+// on an error it closes c.
+func greeted(c net.Conn, name string) (net.Conn, *bufio.Reader, error) {
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	if g, err := r.ReadString('\n'); err != nil || g != name+"\n" {
+		_ = c.Close()
+		return nil, nil, fmt.Errorf("greeting %q: %w", g, err)
+	}
+	return c, r, nil
+}
+
+// silenceIsCut checks that a connection nothing moves on after the greeting is cut, not before
+// the idle timeout. A proxy starved past the timeout may cut before relaying the greeting: that
+// is a cut too, and only its time is judged.
+func silenceIsCut(t *testing.T, idle time.Duration, dial func() (net.Conn, *bufio.Reader, error)) {
+	t.Helper()
+	start := time.Now() // the proxy's idle clock starts after this
+	c, r, err := dial()
+	if err == nil {
 		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		start := time.Now()
-		b, err := io.ReadAll(c) // greeting, then EOF when the proxy cuts the connection
-		if err != nil && !isReset(err) {
-			t.Fatalf("read: %v", err)
+		var rest []byte
+		rest, err = io.ReadAll(r) // EOF when the proxy cuts the connection
+		if len(rest) > 0 {
+			t.Fatalf("read %q after the greeting", rest)
 		}
-		if string(b) != "a\n" {
-			t.Fatalf("read %q", b)
-		}
-		if d := time.Since(start); d < 300*time.Millisecond {
-			t.Fatalf("closed after %v, before the idle timeout", d)
+	} else {
+		t.Logf("cut before the greeting: %v", err)
+	}
+	if err != nil && !isReset(err) && !errors.Is(err, io.EOF) {
+		t.Fatalf("read: %v", err)
+	}
+	if d := time.Since(start); d < idle {
+		t.Fatalf("closed after %v, before the idle timeout %v", d, idle)
+	}
+}
+
+// TestTCPIdleTimeoutBlockedWriter: a client that stops reading is cut once nothing moves, though
+// the proxy's write to it stays blocked: the backend writes until the proxy closes its connection,
+// and once the client's window and the socket buffers are full nothing moves either way.
+func TestTCPIdleTimeoutBlockedWriter(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	cut := make(chan error, 1)
+	flood := serveTCP(t, func(c net.Conn) {
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(chunk); err != nil {
+				cut <- err
+				return
+			}
 		}
 	})
+	l := portKeyed("TCP", 0, l4Route("route.tcp", "flood", backend("flood", 1)))
+	p := newL4Proxy(t, proxy.Limits{StreamIdleTimeout: idle})
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("flood", irv1.Cluster_TCP, portOf(t, flood.Addr().String()))}))
+	start := time.Now() // the proxy's idle clock starts after this
+	c, err := net.Dial("tcp", addrOf(t, p, l.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case err := <-cut:
+		if d := time.Since(start); d < idle {
+			t.Fatalf("cut after %v, before the idle timeout %v: %v", d, idle, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a connection blocked on a client that does not read was never cut")
+	}
+}
+
+// trickleOutlivesIdle checks that a connection carrying a byte each way every 100ms lives through
+// four idle timeouts. dial connects and reads the backend's greeting. The timeout is the thing
+// tested, so it stays short; a loaded -race run can still stall this goroutine or the proxy past
+// it, so a cut is judged by the time since the last byte the proxy certainly moved (its echo came
+// back): the proxy's idle clock restarted no earlier, so a cut sooner than idle after it is the
+// product's fault, and a later one is a stall, after which the check starts over.
+func trickleOutlivesIdle(t *testing.T, idle time.Duration, dial func() (net.Conn, *bufio.Reader, error)) {
+	t.Helper()
+	const rounds, attempts = 12, 5
+	for attempt := 1; ; attempt++ {
+		lastMoved := time.Now() // the pipe, and its idle clock, start after this
+		c, r, err := dial()
+		round := -1 // the greeting
+		for i := range rounds {
+			if err != nil {
+				break
+			}
+			sent := time.Now()
+			if _, err = c.Write([]byte{'x'}); err == nil {
+				_, err = r.ReadByte()
+			}
+			if err != nil {
+				round = i
+				break
+			}
+			lastMoved = sent
+			time.Sleep(100 * time.Millisecond) // the pace of the trickle under test
+		}
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if c != nil {
+			_ = c.Close()
+		}
+		since := time.Since(lastMoved)
+		if since < idle {
+			t.Fatalf("round %d: cut %v after the last byte moved, before the idle timeout %v: %v", round, since, idle, err)
+		}
+		t.Logf("attempt %d round %d: cut %v after the last byte moved: stalled past the idle timeout", attempt, round, since)
+		if attempt == attempts {
+			t.Fatalf("stalled past the idle timeout on all %d attempts", attempts)
+		}
+	}
 }

@@ -86,61 +86,138 @@ func TestUDPRoute(t *testing.T) {
 		l4Route("route.udp", "older", backend("a", 1), backend("b", 1)),
 		l4Route("route.udp", "newer", backend("b", 1)))
 	clusters := []*irv1.Cluster{l4Cluster("a", irv1.Cluster_UDP, a), l4Cluster("b", irv1.Cluster_UDP, b)}
-	p := newL4Proxy(t, proxy.Limits{UDPSessionTimeout: 300 * time.Millisecond, UDPMaxSessions: 1000})
+	// Pinning is under test here, not eviction (TestUDPSessionTimeout): a session timeout no
+	// stall of a loaded -race run reaches, so no round trip outlives its session.
+	p := newL4Proxy(t, proxy.Limits{UDPSessionTimeout: time.Minute, UDPMaxSessions: 1000})
 	apply(t, p, snapshot(t, []*irv1.Listener{l}, clusters))
 	paddr, err := net.ResolveUDPAddr("udp", addrOf(t, p, l.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	t.Run("many clients, each pinned to one backend and upstream socket", func(t *testing.T) {
-		const clients, rounds = 64, 20
-		var mu sync.Mutex
-		perBackend := map[string]int{}
-		var wg sync.WaitGroup
-		for i := range clients {
-			c := udpClient(t)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				first, firstPort, _, err := udpTry(c, paddr, "hello")
-				if err != nil {
-					t.Error(err)
+	const clients, rounds = 64, 20
+	var mu sync.Mutex
+	perBackend := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := udpClient(t)
+		wg.Go(func() {
+			first, firstPort, _, err := udpTry(c, paddr, "hello")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for r := range rounds {
+				msg := fmt.Sprintf("client %d round %d", i, r)
+				be, port, echoed, err := udpTry(c, paddr, msg)
+				if err != nil || be != first || port != firstPort || echoed != msg {
+					t.Errorf("client %d round %d: %s/%s %q (%v), want pinned to %s/%s", i, r, be, port, echoed, err, first, firstPort)
 					return
 				}
-				for r := range rounds {
-					msg := fmt.Sprintf("client %d round %d", i, r)
-					be, port, echoed, err := udpTry(c, paddr, msg)
-					if err != nil || be != first || port != firstPort || echoed != msg {
-						t.Errorf("client %d round %d: %s/%s %q (%v), want pinned to %s/%s", i, r, be, port, echoed, err, first, firstPort)
-						return
-					}
-				}
-				mu.Lock()
-				perBackend[first]++
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-		// Both backends of the oldest route share the clients by weight; the newer route gets none.
-		if perBackend["a"] != clients/2 || perBackend["b"] != clients/2 {
-			t.Errorf("sessions per backend %v, want %d each", perBackend, clients/2)
-		}
-	})
-	t.Run("idle sessions are evicted", func(t *testing.T) {
-		eventually(t, "every session evicted", func() bool {
-			st := p.ListenerStats()[l.Name]
-			return st["udp_sessions"] == 0 && st["udp_sessions_evicted"] >= 64
+			}
+			mu.Lock()
+			perBackend[first]++
+			mu.Unlock()
 		})
-		// A client coming back after eviction gets a new session (a new upstream socket).
-		c := udpClient(t)
-		_, port1, _ := udpAsk(t, c, paddr, "x")
-		eventually(t, "the session evicted", func() bool { return p.ListenerStats()[l.Name]["udp_sessions"] == 0 })
-		_, port2, _ := udpAsk(t, c, paddr, "y")
-		if port1 == port2 {
-			t.Errorf("same upstream port %s after eviction", port1)
+	}
+	wg.Wait()
+	// Both backends of the oldest route share the clients by weight; the newer route gets none.
+	if perBackend["a"] != clients/2 || perBackend["b"] != clients/2 {
+		t.Errorf("sessions per backend %v, want %d each", perBackend, clients/2)
+	}
+	if st := p.ListenerStats()[l.Name]; st["udp_sessions"] != clients || st["udp_sessions_opened"] != clients {
+		t.Errorf("stats %v, want one session per client, all open", st)
+	}
+}
+
+// TestUDPSessionTimeout checks the session timeout from both sides: traffic keeps a session, and an
+// idle one is evicted, never before its time and within a generous bound after it. The timeout is
+// the thing tested, so it stays short; a loaded -race run can still stall a client or the proxy
+// past it, so a session that ends is judged by the time since the client's last datagram that the
+// proxy certainly handled (a reply came back): the proxy's clock for the session started no
+// earlier, so an end sooner than the timeout after it is the product's fault, and a later one is a
+// stall this test cannot tell from a correct eviction.
+func TestUDPSessionTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	a := newUDPEcho(t, "a")
+	l := portKeyed("UDP", 0, l4Route("route.udp", "r", backend("a", 1)))
+	p := newL4Proxy(t, proxy.Limits{UDPSessionTimeout: timeout})
+	apply(t, p, snapshot(t, []*irv1.Listener{l}, []*irv1.Cluster{l4Cluster("a", irv1.Cluster_UDP, a)}))
+	paddr, err := net.ResolveUDPAddr("udp", addrOf(t, p, l.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat := func(name string) int64 { return p.ListenerStats()[l.Name][name] }
+
+	t.Run("traffic keeps a session", func(t *testing.T) {
+		const rounds, attempts = 12, 5 // a datagram every 100ms: four timeouts
+		for attempt := 1; ; attempt++ {
+			c := udpClient(t)
+			lastSent := time.Now()
+			_, port, _ := udpAsk(t, c, paddr, "first")
+			kept := true
+			for r := range rounds {
+				time.Sleep(100 * time.Millisecond) // the pace of the traffic under test
+				sent := time.Now()
+				_, p2, _, err := udpTry(c, paddr, "more")
+				if err == nil && p2 == port {
+					lastSent = sent
+					continue
+				}
+				since := time.Since(lastSent)
+				if since < timeout {
+					t.Fatalf("round %d: session ended (%s, upstream port %s, was %s) %v after the last datagram, before the %v timeout",
+						r, errOr(err), p2, port, since, timeout)
+				}
+				t.Logf("attempt %d round %d: session ended %v after the last datagram: stalled past the timeout", attempt, r, since)
+				kept = false
+				break
+			}
+			if kept {
+				return
+			}
+			if attempt == attempts {
+				t.Fatalf("stalled past the session timeout on all %d attempts", attempts)
+			}
 		}
 	})
+	t.Run("an idle session is evicted in time", func(t *testing.T) {
+		eventually(t, "the earlier sessions evicted", func() bool { return stat("udp_sessions") == 0 })
+		const clients = 8
+		evicted, opened := stat("udp_sessions_evicted"), stat("udp_sessions_opened")
+		conns := make([]*net.UDPConn, clients)
+		var lastSent time.Time
+		for i := range conns {
+			conns[i] = udpClient(t)
+			lastSent = time.Now()
+			udpAsk(t, conns[i], paddr, "x")
+		}
+		// The first sessions may already be gone; the last one is not, unless evicted early.
+		eventually(t, "every session evicted", func() bool {
+			if stat("udp_sessions") > 0 {
+				return false
+			}
+			if since := time.Since(lastSent); since < timeout {
+				t.Fatalf("every session evicted %v after the last datagram, before the %v timeout", since, timeout)
+			}
+			return true
+		})
+		if got := stat("udp_sessions_evicted") - evicted; got != clients {
+			t.Errorf("%d sessions evicted, want %d", got, clients)
+		}
+		// A client coming back after eviction gets a new session, with a new upstream socket.
+		udpAsk(t, conns[0], paddr, "y")
+		if got := stat("udp_sessions_opened") - opened; got != clients+1 {
+			t.Errorf("%d sessions opened, want %d: the returning client did not get a new session", got, clients+1)
+		}
+	})
+}
+
+func errOr(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "a reply from another upstream socket"
 }
 
 func TestUDPSessionCap(t *testing.T) {
@@ -156,13 +233,18 @@ func TestUDPSessionCap(t *testing.T) {
 	for range 3 {
 		_, _ = c.WriteToUDP([]byte("flood"), paddr)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	if n, _, err := c.ReadFromUDP(make([]byte, 100)); err == nil {
-		t.Fatalf("a client beyond the cap got a reply (%d bytes)", n)
-	}
+	// The read loop may not have reached the flood yet on a loaded machine: await its verdict.
+	eventually(t, "the flood handled", func() bool {
+		return p.ListenerStats()[l.Name]["udp_datagrams_dropped_cap"] >= 3
+	})
 	st := p.ListenerStats()[l.Name]
 	if st["udp_sessions"] != 4 || st["udp_datagrams_dropped_cap"] != 3 {
 		t.Fatalf("stats %v, want 4 sessions and 3 datagrams dropped", st)
+	}
+	// Dropped, so never forwarded: no reply can be on its way.
+	_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, _, err := c.ReadFromUDP(make([]byte, 100)); err == nil {
+		t.Fatalf("a client beyond the cap got a reply (%d bytes)", n)
 	}
 }
 

@@ -40,7 +40,8 @@ type Stats struct {
 //
 // With idle > 0 the pipe is closed once no byte has moved in either direction for idle (measured
 // with a resolution of idle/4). Each direction wakes up every idle/4 by a read deadline to report
-// progress made in the middle of a transfer; a watchdog decides, so a direction blocked writing to
+// progress made in the middle of a transfer; a watchdog decides (on Linux confirming with the
+// kernel's last-data times, see watch), so a direction blocked writing to
 // a peer that stopped reading is cut too.
 func Pipe(down, up net.Conn, prefix []byte, idle time.Duration) Stats {
 	p := &pipe{down: down, up: up}
@@ -89,14 +90,23 @@ type pipe struct {
 func (p *pipe) touch() { p.last.Store(time.Now().UnixNano()) }
 
 // watch closes both sides when nothing moved for idle, and re-arms itself otherwise.
+//
+// The copy loops report progress only when they run: on a starved machine (a loaded -race run, an
+// overloaded proxy) a loop can sit on bytes it moved, or on bytes waiting in its socket, for longer
+// than the timeout while this timer runs. So before cutting, the kernel is asked when the sockets
+// last carried data, and data it saw within idle counts as the progress the loops had not reported.
 func (p *pipe) watch(idle, period time.Duration) {
 	if p.done.Load() == 2 {
 		return
 	}
-	if time.Since(time.Unix(0, p.last.Load())) >= idle {
-		p.idle.Store(true)
-		p.closeBoth()
-		return
+	if last := p.last.Load(); time.Since(time.Unix(0, last)) >= idle {
+		since, ok := sinceLastData(p.down, p.up)
+		if !ok || since >= idle {
+			p.idle.Store(true)
+			p.closeBoth()
+			return
+		}
+		p.last.CompareAndSwap(last, time.Now().Add(-since).UnixNano()) // unless a loop reported since
 	}
 	p.watchdog.Load().Reset(period)
 }
