@@ -325,6 +325,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		start := time.Now()
 		kind := "full"
 		var translated time.Duration // the translation or refresh alone
+		var split []zap.Field        // where the translation's wall time went (threadtime.go)
 		if ch == changeEndpoints && last != nil {
 			kind = "endpoints"
 			last = inc.RefreshEndpoints(ctx, last, store, opts)
@@ -345,12 +346,15 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			claimed := c.claimed()
 			opts.Routability = reportsRoutability(claimed)
 			opts.StatusAddresses = c.opts.StatusAddresses
+			ws := startWallSplit()
 			res := inc.Translate(ctx, store, opts)
+			split = ws.finish()
 			c.stats.Translations.Add(1)
 			if c.docs.AwaitFirst(ctx, c.opts.DocumentWait) {
 				// A document asked for was not fetched yet: publish what it is now, not its absence.
 				res = inc.Translate(ctx, store, opts)
 				c.stats.Translations.Add(1)
+				split = nil // two translations: the split is the first's only
 			}
 			translated = time.Since(start)
 			c.stats.ReplayedBuilds.Add(int64(inc.Reused()))
@@ -407,6 +411,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		fields := []zap.Field{zap.String("version", published), zap.Int("gateways", len(last.GetGateways())), zap.String("kind", kind),
 			zap.Int("translations", unpublished), zap.Duration("listed", start.Sub(woke)), zap.Duration("translated", translated),
 			zap.Duration("prepared", publishing.Sub(start)-translated), zap.Duration("applied", time.Since(publishing))}
+		fields = append(fields, split...)
 		unpublished = 0
 		if changedAt != 0 {
 			lag := time.Since(time.Unix(0, changedAt))
