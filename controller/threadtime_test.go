@@ -35,4 +35,9 @@ func TestWallSplit(t *testing.T) {
 	if cpu+queued+goWait > wall+time.Millisecond {
 		t.Fatalf("CPU %s + run queue %s + Go wait %s exceed the wall time %s", cpu, queued, goWait, wall)
 	}
+	// A busy loop never blocks: its thread was running or runnable nearly all the time (read
+	// from another thread, the split would say otherwise).
+	if cpu+queued < wall/2 {
+		t.Fatalf("CPU %s + run queue %s are under half the wall time %s of a busy loop", cpu, queued, wall)
+	}
 }
