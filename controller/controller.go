@@ -348,6 +348,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		start := time.Now()
 		kind := "full"
 		var took time.Duration // the translation or refresh alone
+		var split []zap.Field  // where the translation's wall time went (threadtime.go)
 		if ch == changeEndpoints && last != nil {
 			kind = "endpoints"
 			last = inc.RefreshEndpoints(ctx, last, store, opts)
@@ -372,13 +373,16 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 			if known && translated != nil {
 				changes = &translator.Changes{Since: translated, Routes: pending}
 			}
+			ws := startWallSplit()
 			res := inc.TranslateChanges(ctx, store, opts, changes)
+			split = ws.finish()
 			translated, pending, known = store, map[schema.GroupKind]map[types.NamespacedName]translation.Object{}, true
 			c.stats.Translations.Add(1)
 			if c.docs.AwaitFirst(ctx, c.opts.DocumentWait) {
 				// A document asked for was not fetched yet: publish what it is now, not its absence.
 				res = inc.TranslateChanges(ctx, store, opts, &translator.Changes{Since: store})
 				c.stats.Translations.Add(1)
+				split = nil // two translations: the split is the first's only
 			}
 			took = time.Since(start)
 			c.stats.ReplayedBuilds.Add(int64(inc.Reused()))
@@ -438,6 +442,7 @@ func (c *Controller) drive(ctx context.Context, pub Publisher, w *status.Writer,
 		fields := []zap.Field{zap.String("version", published), zap.Int("gateways", len(last.GetGateways())), zap.String("kind", kind),
 			zap.Int("translations", unpublished), zap.Duration("listed", start.Sub(woke)), zap.Duration("translated", took),
 			zap.Duration("prepared", publishing.Sub(start)-took), zap.Bool("changesUsed", inc.UsedChanges()), zap.Duration("applied", time.Since(publishing))}
+		fields = append(fields, split...)
 		unpublished = 0
 		if changedAt != 0 {
 			lag := time.Since(time.Unix(0, changedAt))

@@ -49,6 +49,7 @@ type controllerConfig struct {
 	leaderElect    bool
 	proxy          proxycmd.ProxyFlags // the in-process proxy's limits
 	memory         proxycmd.MemoryFlags
+	gc             gcPercent
 	dataPlane      dataPlaneFlags
 	dedicatedMode  dedicatedFlags
 	log            proxycmd.LogFlags
@@ -106,6 +107,7 @@ func (c *controllerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.le.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	c.proxy.Register(fs)
 	c.memory.RegisterLimit(fs)
+	c.gc.register(fs)
 	c.log.Register(fs)
 	c.ingress.register(fs)
 	fs.StringVar(&c.ingressStatusService, "ingress-status-service", "",
@@ -173,6 +175,7 @@ func runController(args []string, e *proxycmd.Env) int {
 		fmt.Fprintf(e.Stderr, "coxswain controller: %v\n", err)
 		return 2
 	}
+	cc.gc.apply(log)
 	var appLog *zap.Logger
 	app := fx.New(
 		proxycmd.ConfigModule(e, cc.log, proxycmd.EngineConfig{Limits: cc.proxy.Limits(), Settings: cc.proxy.Settings(), Drain: cc.drain}, fx.Supply(&cc)),

@@ -11,66 +11,94 @@ import (
 // upstream error reasons — may never see a request; making them all up front would export a
 // zero series for each, which a table of 10,000 routes multiplies into hundreds of thousands.
 // So a label set's children are made by the first request that needs one (WithLabelValues, a
-// one-time allocation) and kept in an atomic pointer: every later request only loads it and
+// one-time allocation) and published in an atomic pointer: every later request only loads it and
 // increments. The sets are shared by every table that serves the route (by label set, under
 // requestSeries.mu), so a new snapshot keeps the children already made, and the series a set made
 // are deleted when the last table holding it closes.
+//
+// A set is small because every route has one per backend and tables hold tens of thousands:
+// its label values (also its key in requestSeries' maps, so no joined key string), its holders,
+// and one pointer to the children made so far, nil until the first request (a fixed array per
+// set would be 12 words, mostly nil, for each of them).
 
-// counterRef holds a made child.
-type counterRef struct{ c prometheus.Counter }
+// labelSet is the label values of a set: a route's (backend "") or a route's backend's.
+type labelSet struct{ gateway, route, backend string }
 
-// lazyCounter is one child of a label set, nil until first used.
-type lazyCounter struct{ p atomic.Pointer[counterRef] }
+// numChildren is how many series a backend set can make: a request counter per status class,
+// then an upstream error counter per reason.
+const numChildren = int(numClasses) + int(numUpstreamErrors)
 
-// get returns the child, making it with vec and the label values on first use.
-func (l *lazyCounter) get(vec *prometheus.CounterVec, gateway, route, backend, last string) prometheus.Counter {
-	if r := l.p.Load(); r != nil {
-		return r.c
-	}
-	return l.make(vec, gateway, route, backend, last)
-}
-
-// make is get's slow path: two requests racing here get the same child from the vector.
-func (l *lazyCounter) make(vec *prometheus.CounterVec, gateway, route, backend, last string) prometheus.Counter {
-	r := &counterRef{c: vec.WithLabelValues(gateway, route, backend, last)}
-	if !l.p.CompareAndSwap(nil, r) {
-		r = l.p.Load()
-	}
-	return r.c
-}
-
-// made reports whether the child exists (to delete it).
-func (l *lazyCounter) made() bool { return l.p.Load() != nil }
+// madeChildren are the children a set made so far (nil: not yet). Copied on write: a request
+// making one publishes a new array, at most numChildren times in the set's life.
+type madeChildren [numChildren]prometheus.Counter
 
 // backendSeries are the series of one (gateway, route, backend) label set.
 type backendSeries struct {
-	key                     string
-	gateway, route, backend string
-	holders                 int // tables holding the set (under requestSeries.mu)
-	codes                   [numClasses]lazyCounter
-	upstream                [numUpstreamErrors]lazyCounter
+	labelSet
+	holders int // tables holding the set (under requestSeries.mu)
+	made    atomic.Pointer[madeChildren]
 }
 
 // count counts one answered request of class.
 func (b *backendSeries) count(s *requestSeries, class codeClass) {
-	b.codes[class].get(s.requests, b.gateway, b.route, b.backend, classLabels[class]).Inc()
+	b.child(s, int(class)).Inc()
 }
 
 // upstreamError counts one failed exchange with an endpoint of the backend.
 func (b *backendSeries) upstreamError(s *requestSeries, e upstreamError) {
-	b.upstream[e].get(s.upstreamErrors, b.gateway, b.route, b.backend, upstreamErrorLabels[e]).Inc()
+	b.child(s, int(numClasses)+int(e)).Inc()
+}
+
+// child returns child i: one load of the made children and an index, as long as it exists.
+func (b *backendSeries) child(s *requestSeries, i int) prometheus.Counter {
+	if m := b.made.Load(); m != nil && m[i] != nil {
+		return m[i]
+	}
+	return b.makeChild(s, i)
+}
+
+// makeChild is child's slow path: it makes child i and publishes a copy of the made children
+// with it. Two requests racing here get the same child from the vector, and the one whose copy
+// loses the swap tries again with the winner's.
+func (b *backendSeries) makeChild(s *requestSeries, i int) prometheus.Counter {
+	c := b.vecChild(s, i)
+	for {
+		old := b.made.Load()
+		if old != nil && old[i] != nil {
+			return old[i]
+		}
+		next := new(madeChildren)
+		if old != nil {
+			*next = *old
+		}
+		next[i] = c
+		if b.made.CompareAndSwap(old, next) {
+			return c
+		}
+	}
+}
+
+// vecChild is child i from its vector: a request counter or an upstream error counter.
+func (b *backendSeries) vecChild(s *requestSeries, i int) prometheus.Counter {
+	if i < int(numClasses) {
+		return s.requests.WithLabelValues(b.gateway, b.route, b.backend, classLabels[i])
+	}
+	return s.upstreamErrors.WithLabelValues(b.gateway, b.route, b.backend, upstreamErrorLabels[i-int(numClasses)])
 }
 
 // deleteMade deletes the children the set made (under requestSeries.mu, once no table holds it).
 func (b *backendSeries) deleteMade(s *requestSeries) {
-	for i := range b.codes {
-		if b.codes[i].made() {
-			s.requests.DeleteLabelValues(b.gateway, b.route, b.backend, classLabels[i])
-		}
+	m := b.made.Load()
+	if m == nil {
+		return
 	}
-	for i := range b.upstream {
-		if b.upstream[i].made() {
-			s.upstreamErrors.DeleteLabelValues(b.gateway, b.route, b.backend, upstreamErrorLabels[i])
+	for i, c := range m {
+		switch {
+		case c == nil:
+		case i < int(numClasses):
+			s.requests.DeleteLabelValues(b.gateway, b.route, b.backend, classLabels[i])
+		default:
+			s.upstreamErrors.DeleteLabelValues(b.gateway, b.route, b.backend, upstreamErrorLabels[i-int(numClasses)])
 		}
 	}
 }
@@ -78,12 +106,11 @@ func (b *backendSeries) deleteMade(s *requestSeries) {
 // observerRef holds a made histogram child.
 type observerRef struct{ o prometheus.Observer }
 
-// routeSeries is the duration histogram of one (gateway, route) label set.
+// routeSeries is the duration histogram of one (gateway, route) label set (backend "").
 type routeSeries struct {
-	key            string
-	gateway, route string
-	holders        int
-	duration       atomic.Pointer[observerRef]
+	labelSet
+	holders  int
+	duration atomic.Pointer[observerRef]
 }
 
 // observe observes one request's duration in seconds.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -78,8 +79,8 @@ type requestSeries struct {
 
 	mu       sync.Mutex
 	refs     map[string]int // eager label sets, by strings.Join(labels, "\x00")
-	routes   map[string]*routeSeries
-	backends map[string]*backendSeries
+	routes   map[labelSet]*routeSeries
+	backends map[labelSet]*backendSeries
 }
 
 func newRequestSeries(m *core.Metrics) (*requestSeries, error) {
@@ -128,7 +129,7 @@ func newRequestSeries(m *core.Metrics) (*requestSeries, error) {
 	}
 	return &requestSeries{requests: requests, duration: duration, streamConns: streamConns, streamBytes: streamBytes,
 		udpSessions: udpSessions, udpBytes: udpBytes, upstreamErrors: upstreamErrors,
-		refs: map[string]int{}, routes: map[string]*routeSeries{}, backends: map[string]*backendSeries{}}, nil
+		refs: map[string]int{}, routes: map[labelSet]*routeSeries{}, backends: map[labelSet]*backendSeries{}}, nil
 }
 
 // requestSeriesOf returns the proxy's request series, made on the first build (builds run under p.mu).
@@ -147,22 +148,62 @@ func (p *Proxy) requestSeriesOf() (*requestSeries, error) {
 // routeObs is one route's (or one listener's unrouted requests') series, resolved at table build
 // as label sets whose children are made by the first request that needs them (lazyseries.go).
 type routeObs struct {
-	series *requestSeries
-	route  *routeSeries
-	// byBackend[i] are the series of backend clusters[i]; the last entry is backend "".
-	clusters  []*cluster
-	byBackend []*backendSeries
+	series   *requestSeries
+	route    *routeSeries
+	backends []backendObs // the route's backend clusters, each with its set
+	// none is the set of backend "" (no backend reached: a filter answered, the backend did not
+	// resolve, nothing matched), made by the first such request: most routes never see one.
+	none atomic.Pointer[backendSeries]
+	held *obsHeld // where the piece that resolved the route records none once made
+}
+
+// backendObs is a backend cluster of a route and its label set.
+type backendObs struct {
+	cl     *cluster
+	series *backendSeries
 }
 
 // backend returns the series of the backend cl (nil: none reached). Routes have a backend or
 // two, so a scan beats a map.
 func (o *routeObs) backend(cl *cluster) *backendSeries {
-	for i, c := range o.clusters {
-		if c == cl {
-			return o.byBackend[i]
+	for i := range o.backends {
+		if o.backends[i].cl == cl {
+			return o.backends[i].series
 		}
 	}
-	return o.byBackend[len(o.byBackend)-1]
+	return o.noBackend()
+}
+
+// noBackend is the set of backend "", made on first use. Not inlined, so that backend's scan
+// is (this is the rare case).
+//
+//go:noinline
+func (o *routeObs) noBackend() *backendSeries {
+	if bs := o.none.Load(); bs != nil {
+		return bs
+	}
+	return o.makeNone()
+}
+
+// makeNone is backend's slow path for backend "": the set is resolved and held as the route's
+// others were at build, once (under s.mu). A request of a table whose holds were released
+// already (a straggler of a closed table) gets a set of its own that no table holds.
+func (o *routeObs) makeNone() *backendSeries {
+	s := o.series
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if bs := o.none.Load(); bs != nil {
+		return bs
+	}
+	key := labelSet{gateway: o.route.gateway, route: o.route.route}
+	var bs *backendSeries
+	if o.held.released {
+		bs = &backendSeries{labelSet: key}
+	} else {
+		bs = s.backendSeriesOf(o.held, key)
+	}
+	o.none.Store(bs)
+	return bs
 }
 
 // obsHeld is what a table holds of the request series, released when it closes.
@@ -170,42 +211,48 @@ type obsHeld struct {
 	keys     [][]string // eager label sets (layer 4): kind, then the label values
 	routes   []*routeSeries
 	backends []*backendSeries
+	released bool // release ran: nothing is held through it any more
 }
 
 // routeObsOf resolves the series of one route object on gateway whose backends go to clusters
 // (nil entries are unresolved backends, counted under backend ""), recording them in held.
 func (s *requestSeries) routeObsOf(held *obsHeld, gateway, route string, clusters []*cluster) *routeObs {
-	o := &routeObs{series: s}
+	o := &routeObs{series: s, held: held}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := gateway + "\x00" + route
+	key := labelSet{gateway: gateway, route: route}
 	rs := s.routes[key]
 	if rs == nil {
-		rs = &routeSeries{key: key, gateway: gateway, route: route}
+		rs = &routeSeries{labelSet: key}
 		s.routes[key] = rs
 	}
 	rs.holders++
 	held.routes = append(held.routes, rs)
 	o.route = rs
-	seen := map[string]bool{}
+	n := 0
 	for _, cl := range clusters {
-		if cl == nil || seen[cl.name] {
+		if cl != nil {
+			n++
+		}
+	}
+	if n > 0 {
+		o.backends = make([]backendObs, 0, n)
+	}
+	for _, cl := range clusters {
+		if cl == nil || slices.ContainsFunc(o.backends, func(b backendObs) bool { return b.cl.name == cl.name }) {
 			continue
 		}
-		seen[cl.name] = true
-		o.clusters = append(o.clusters, cl)
-		o.byBackend = append(o.byBackend, s.backendSeriesOf(held, gateway, route, cl.name))
+		key.backend = cl.name
+		o.backends = append(o.backends, backendObs{cl: cl, series: s.backendSeriesOf(held, key)})
 	}
-	o.byBackend = append(o.byBackend, s.backendSeriesOf(held, gateway, route, ""))
 	return o
 }
 
 // backendSeriesOf is the shared set of one label set, held once more (under s.mu).
-func (s *requestSeries) backendSeriesOf(held *obsHeld, gateway, route, backend string) *backendSeries {
-	key := gateway + "\x00" + route + "\x00" + backend
+func (s *requestSeries) backendSeriesOf(held *obsHeld, key labelSet) *backendSeries {
 	bs := s.backends[key]
 	if bs == nil {
-		bs = &backendSeries{key: key, gateway: gateway, route: route, backend: backend}
+		bs = &backendSeries{labelSet: key}
 		s.backends[key] = bs
 	}
 	bs.holders++
@@ -249,9 +296,10 @@ func (s *requestSeries) release(held *obsHeld) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	held.released = true
 	for _, rs := range held.routes {
 		if rs.holders--; rs.holders == 0 {
-			delete(s.routes, rs.key)
+			delete(s.routes, rs.labelSet)
 			if rs.duration.Load() != nil {
 				s.duration.DeleteLabelValues(rs.gateway, rs.route)
 			}
@@ -259,7 +307,7 @@ func (s *requestSeries) release(held *obsHeld) {
 	}
 	for _, bs := range held.backends {
 		if bs.holders--; bs.holders == 0 {
-			delete(s.backends, bs.key)
+			delete(s.backends, bs.labelSet)
 			bs.deleteMade(s)
 		}
 	}

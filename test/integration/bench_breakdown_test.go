@@ -30,8 +30,12 @@ type created struct{ returned, served time.Time }
 type publication struct {
 	at                                                 time.Time
 	waited, listed, translated, prepared, applied, lag time.Duration
-	translations                                       int
-	full                                               bool // a full translation, not incremental
+	// The translation's wall time split (controller/threadtime.go): its CPU, its wait in the
+	// kernel's run queue, its wait for the Go scheduler, and the collections ended meanwhile.
+	xlateCPU, xlateQueued, xlateGoWait time.Duration
+	xlateGCs                           int
+	translations                       int
+	full                               bool // a full translation, not incremental
 }
 
 // breakdown reports the mean of each share of the route latency over the routes whose
@@ -40,7 +44,8 @@ type publication struct {
 func breakdown(b *testing.B, log string, routes []created) {
 	pubs, hashed := parseControllerLog(b, log, routes[0].returned)
 	var delivered, detected, waited, listed, translated, prepared, applied, lag time.Duration
-	found, translations := 0, 0
+	var xlateCPU, xlateQueued, xlateGoWait time.Duration
+	found, translations, xlateGCs := 0, 0, 0
 	for _, r := range routes {
 		// The last publication before the first 200: the one that served it.
 		i := slices.IndexFunc(pubs, func(p publication) bool { return p.at.After(r.served.Add(time.Millisecond)) })
@@ -56,6 +61,7 @@ func breakdown(b *testing.B, log string, routes []created) {
 		detected += r.served.Sub(p.at)
 		waited, listed, translated, prepared, applied, lag = waited+p.waited, listed+p.listed, translated+p.translated,
 			prepared+p.prepared, applied+p.applied, lag+p.lag
+		xlateCPU, xlateQueued, xlateGoWait, xlateGCs = xlateCPU+p.xlateCPU, xlateQueued+p.xlateQueued, xlateGoWait+p.xlateGoWait, xlateGCs+p.xlateGCs
 	}
 	full := 0
 	for _, p := range pubs {
@@ -74,6 +80,10 @@ func breakdown(b *testing.B, log string, routes []created) {
 	b.ReportMetric(mean(waited), "waited-ms")
 	b.ReportMetric(mean(listed), "listed-ms")
 	b.ReportMetric(mean(translated), "translated-ms")
+	b.ReportMetric(mean(xlateCPU), "translated-cpu-ms")
+	b.ReportMetric(mean(xlateQueued), "translated-runqueue-ms")
+	b.ReportMetric(mean(xlateGoWait), "translated-gowait-ms")
+	b.ReportMetric(float64(xlateGCs)/float64(found), "translated-gcs")
 	b.ReportMetric(mean(prepared), "prepared-ms")
 	b.ReportMetric(mean(applied), "applied-ms")
 	b.ReportMetric(mean(lag), "change-to-publish-ms")
@@ -124,8 +134,10 @@ func parseControllerLog(b *testing.B, log string, from time.Time) ([]publication
 			y, mo, d := from.Date()
 			at := time.Date(y, mo, d, tod.Hour(), tod.Minute(), tod.Second(), tod.Nanosecond(), time.Local)
 			n, _ := f["translations"].(float64)
+			gcs, _ := f["translatedGCs"].(float64)
 			pubs = append(pubs, publication{at: at, waited: dur("waited"), listed: dur("listed"), translated: dur("translated"),
-				prepared: dur("prepared"), applied: dur("applied"), lag: dur("changeLag"), translations: int(n), full: f["kind"] == "full"})
+				prepared: dur("prepared"), applied: dur("applied"), lag: dur("changeLag"), translations: int(n), full: f["kind"] == "full",
+				xlateCPU: dur("translatedCPU"), xlateQueued: dur("translatedRunQueue"), xlateGoWait: dur("translatedGoWait"), xlateGCs: int(gcs)})
 		}
 	}
 	return pubs, hashed
