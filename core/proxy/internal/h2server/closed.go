@@ -89,27 +89,16 @@ func (c *conn) closedHowLocked(st *stream, id uint32) closedHow {
 	return closedUnknown // half-closed (remote): its response is still to come
 }
 
-// dataOnClosed is the verdict on DATA for a stream the client may no longer send on (see the
-// top of this file): nil to ignore it, else the stream or connection error to answer with.
-func dataOnClosed(how closedHow, id uint32) error {
+// frameOnClosed is the verdict on a DATA frame or a header block (frame names it in the error)
+// for a stream the client may no longer send on (see the top of this file): nil to ignore it,
+// else the stream or connection error to answer with. A stream closed both ways makes it a
+// connection error (h2spec http2/5.1/12 sends HEADERS on a stream whose response it has read).
+func frameOnClosed(how closedHow, id uint32, frame string) error {
 	switch how {
 	case closedResetSent:
 		return nil
 	case closedEnded:
-		return connError{http2.ErrCodeStreamClosed, "DATA on a closed stream"}
-	}
-	return streamError{id, http2.ErrCodeStreamClosed}
-}
-
-// headersOnClosed is the verdict on a header block for a stream the client may no longer send
-// on, as dataOnClosed's. A stream closed both ways makes it a connection error (h2spec
-// http2/5.1/12 sends HEADERS on a stream whose response it has read).
-func headersOnClosed(how closedHow, id uint32) error {
-	switch how {
-	case closedResetSent:
-		return nil
-	case closedEnded:
-		return connError{http2.ErrCodeStreamClosed, "HEADERS on a closed stream"}
+		return connError{http2.ErrCodeStreamClosed, frame + " on a closed stream"}
 	}
 	return streamError{id, http2.ErrCodeStreamClosed}
 }

@@ -198,7 +198,7 @@ func (c *conn) endBlock() error {
 		if how == closedUnknown {
 			return connError{http2.ErrCodeProtocol, "stream id lower than one opened before"}
 		}
-		return headersOnClosed(how, id) // the block was decoded all the same: HPACK state is shared
+		return frameOnClosed(how, id, "HEADERS") // the block was decoded all the same: HPACK state is shared
 	}
 	if c.goingAway || c.closed {
 		c.mu.Unlock()
@@ -261,7 +261,7 @@ func (c *conn) onTrailers(st *stream) error {
 	c.mu.Unlock()
 	switch {
 	case closed: // reset, half-closed (remote), or closed though its handler has not quite finished
-		return headersOnClosed(how, st.id)
+		return frameOnClosed(how, st.id, "HEADERS")
 	case !b.endStream || b.seen != 0 || b.invalid != "" || st.declLen >= 0 && st.gotLen != st.declLen:
 		return streamError{st.id, http2.ErrCodeProtocol}
 	}

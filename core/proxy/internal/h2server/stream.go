@@ -137,7 +137,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		// Ignored or refused, the frame counted against the connection's window (RFC 9113
 		// §5.1, §6.9): nobody reads it, so its credit goes back now.
 		c.credit(nil, n)
-		return dataOnClosed(how, id)
+		return frameOnClosed(how, id, "DATA")
 	}
 	if n > st.recvWin {
 		c.mu.Unlock()
