@@ -273,11 +273,7 @@ func (w *watch) store() (*translator.Store, error) {
 // ownedHandler handles a kind whose status we write: a spec change needs a translation, any change
 // (our own status writes included) needs the status writer to look again.
 func ownedHandler(kind status.Kind, ev events) cache.ResourceEventHandler {
-	touch := func(obj any) {
-		if m, err := meta.Accessor(obj); err == nil {
-			ev.touched(status.Key{Kind: kind, NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
-		}
-	}
+	touch := toucher(kind, ev)
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { ev.changed(changeConfig); touch(obj) },
 		UpdateFunc: func(old, cur any) {
@@ -287,6 +283,15 @@ func ownedHandler(kind status.Kind, ev events) cache.ResourceEventHandler {
 			touch(cur)
 		},
 		DeleteFunc: func(any) { ev.changed(changeConfig) },
+	}
+}
+
+// toucher tells the status writer to look again at an object of kind.
+func toucher(kind status.Kind, ev events) func(any) {
+	return func(obj any) {
+		if m, err := meta.Accessor(obj); err == nil {
+			ev.touched(status.Key{Kind: kind, NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
+		}
 	}
 }
 
@@ -305,11 +310,7 @@ func routeHandler(gk schema.GroupKind, kind status.Kind, ev events) cache.Resour
 		ev.route(gk, types.NamespacedName{Namespace: ns, Name: name})
 		ev.changed(changeRoutes)
 	}
-	touch := func(obj any) {
-		if m, err := meta.Accessor(obj); err == nil {
-			ev.touched(status.Key{Kind: kind, NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
-		}
-	}
+	touch := toucher(kind, ev)
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { changed(obj); touch(obj) },
 		UpdateFunc: func(old, cur any) {
