@@ -95,11 +95,11 @@ func (t *session) deltaRoutes(k translation.RouteKind, gk schema.GroupKind, rgk 
 	epoch := t.memo.epoch
 	for key := range changed {
 		if st := kl.byName[key]; st != nil {
-			t.delta.gone = append(t.delta.gone, st)
+			d.gone = append(d.gone, st)
 		}
 	}
 	// Mark the states to leave out, then keep the others in their order.
-	for _, st := range t.delta.gone {
+	for _, st := range d.gone {
 		st.goneEpoch = epoch
 	}
 	kept := make([]*routeState, 0, n)
@@ -112,7 +112,7 @@ func (t *session) deltaRoutes(k translation.RouteKind, gk schema.GroupKind, rgk 
 			kept = append(kept, st)
 		default:
 			// Not carried (built or attached anew last time): made anew from its records.
-			t.delta.gone = append(t.delta.gone, st)
+			d.gone = append(d.gone, st)
 			added = append(added, st.route)
 		}
 	}
@@ -201,17 +201,12 @@ func (d *deltaInput) dirtyHostnames() map[string]bool {
 		return d.dirty
 	}
 	d.dirty = map[string]bool{}
-	for _, st := range d.gone {
-		for _, a := range st.attachments {
-			for _, h := range a.hostnames {
-				d.dirty[h] = true
-			}
-		}
-	}
-	for _, st := range d.fresh {
-		for _, a := range st.attachments {
-			for _, h := range a.hostnames {
-				d.dirty[h] = true
+	for _, sts := range [...][]*routeState{d.gone, d.fresh} {
+		for _, st := range sts {
+			for _, a := range st.attachments {
+				for _, h := range a.hostnames {
+					d.dirty[h] = true
+				}
 			}
 		}
 	}
