@@ -80,10 +80,17 @@ func (b *backendSeries) makeChild(s *requestSeries, i int) prometheus.Counter {
 
 // vecChild is child i from its vector: a request counter or an upstream error counter.
 func (b *backendSeries) vecChild(s *requestSeries, i int) prometheus.Counter {
+	vec, last := s.childVec(i)
+	return vec.WithLabelValues(b.gateway, b.route, b.backend, last)
+}
+
+// childVec is the vector of a backend set's child i and the child's last label value: the
+// request counter of status class i, or past the classes the upstream error counter of a reason.
+func (s *requestSeries) childVec(i int) (*prometheus.CounterVec, string) {
 	if i < int(numClasses) {
-		return s.requests.WithLabelValues(b.gateway, b.route, b.backend, classLabels[i])
+		return s.requests, classLabels[i]
 	}
-	return s.upstreamErrors.WithLabelValues(b.gateway, b.route, b.backend, upstreamErrorLabels[i-int(numClasses)])
+	return s.upstreamErrors, upstreamErrorLabels[i-int(numClasses)]
 }
 
 // deleteMade deletes the children the set made (under requestSeries.mu, once no table holds it).
@@ -93,12 +100,9 @@ func (b *backendSeries) deleteMade(s *requestSeries) {
 		return
 	}
 	for i, c := range m {
-		switch {
-		case c == nil:
-		case i < int(numClasses):
-			s.requests.DeleteLabelValues(b.gateway, b.route, b.backend, classLabels[i])
-		default:
-			s.upstreamErrors.DeleteLabelValues(b.gateway, b.route, b.backend, upstreamErrorLabels[i-int(numClasses)])
+		if c != nil {
+			vec, last := s.childVec(i)
+			vec.DeleteLabelValues(b.gateway, b.route, b.backend, last)
 		}
 	}
 }
