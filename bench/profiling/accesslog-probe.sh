@@ -92,6 +92,9 @@ wrkload() { # port duration -> requests; nothing if any answer was not a 2xx (an
 }
 # runtime is the proxy's threads' CPU time so far, in ns.
 runtime() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
+# switches is the proxy's threads' context switches so far: "voluntary involuntary" (a thread
+# that blocks, parks or sleeps switches voluntarily; one preempted, involuntarily).
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt/ {v += $2} /^nonvoluntary_ctxt/ {n += $2} END {print v + 0, n + 0}'; }
 
 for k in "${!names[@]}"; do
   wrkload "${ports[$k]}" 1s >/dev/null # warm-up: connections, pools, stacks
@@ -104,6 +107,8 @@ done
 
 echo "round load ${names[*]} (CPU µs per request)"
 : >"$OUT/rounds.txt"
+declare -A sw0=() served=()
+for k in "${!names[@]}"; do sw0[$k]=$(switches "${ppids[$k]}"); served[$k]=0; done
 for r in $(seq 1 "$ROUNDS"); do
   for k in "${!names[@]}"; do
     kill -0 "${ppids[$k]}" 2>/dev/null || { echo "${names[$k]} (pid ${ppids[$k]}) is gone: $(tail -n 3 "$OUT/${names[$k]}.err")"; exit 1; }
@@ -124,8 +129,9 @@ for r in $(seq 1 "$ROUNDS"); do
     wait "${wpids[@]}"
     for k in "${!names[@]}"; do
       n=$(cat "$OUT/n.$k")
-    [ -n "$n" ] || { echo "round $r: ${names[$k]} answered errors"; exit 1; }
-    got[$k]=$(awk -v d=$(($(runtime "${ppids[$k]}") - t0[$k])) -v n="$n" 'BEGIN {printf "%.3f", d / n / 1000}')
+      [ -n "$n" ] || { echo "round $r: ${names[$k]} answered errors"; exit 1; }
+      got[$k]=$(awk -v d=$(($(runtime "${ppids[$k]}") - t0[$k])) -v n="$n" 'BEGIN {printf "%.3f", d / n / 1000}')
+      served[$k]=$((served[$k] + n))
     done
   else
     for k in $(shuf -e "${!names[@]}"); do # a shuffled order: no variant always follows another
@@ -134,6 +140,7 @@ for r in $(seq 1 "$ROUNDS"); do
       t1=$(runtime "${ppids[$k]}")
       [ -n "$n" ] || { echo "round $r: ${names[$k]} answered errors"; exit 1; }
       got[$k]=$(awk -v d=$((t1 - t0)) -v n="$n" 'BEGIN {printf "%.3f", d / n / 1000}')
+      served[$k]=$((served[$k] + n))
     done
   fi
   for k in "${!names[@]}"; do line="$line ${got[$k]}"; done
@@ -152,6 +159,13 @@ for k in "${!names[@]}"; do
   ratios() { awk -v c=$c '{print $c / $3}' "$OUT/rounds.txt"; }
   printf '%-10s %s (%s-%s) above in %s of %s; %s µs\n' "${names[$k]}" "$(ratios | q 0.5)" "$(ratios | q 0.25)" \
     "$(ratios | q 0.75)" "$(ratios | awk '$1 > 1' | wc -l)" "$ROUNDS" "$(awk -v c=$c '{print $c}' "$OUT/rounds.txt" | q 0.5)"
+done
+echo "context switches per 1,000 requests (all the proxy's threads, the rounds only): voluntary, involuntary"
+for k in "${!names[@]}"; do
+  read -r v1 n1 <<<"$(switches "${ppids[$k]}")"
+  read -r v0 n0 <<<"${sw0[$k]}"
+  awk -v n="${names[$k]}" -v v=$((v1 - v0)) -v i=$((n1 - n0)) -v r="${served[$k]}" \
+    'BEGIN {printf "%-10s %.2f %.2f (%d requests)\n", n, 1000 * v / r, 1000 * i / r, r}'
 done
 for k in "${!names[@]}"; do # a line dropped is a line not paid for: say so
   curl -s "http://127.0.0.1:${adms[$k]}/metrics" | awk -v n="${names[$k]}" '/^coxswain_proxy_access_log_(lines|dropped)_total/ {printf "%s %s %s\n", n, $1, $2}'
