@@ -1,6 +1,9 @@
 package accesslog
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // ring is the bounded queue between the goroutines that log and the one writer: a fixed array
 // of record slots, each with a sequence number (Dmitry Vyukov's bounded MPMC queue, used here
@@ -24,7 +27,14 @@ type slot struct {
 	// producer's position, the writer may read it when seq is that position + 1.
 	seq atomic.Uint64
 	rec Record
+	// Slots are a whole number of cache lines (the array is page-aligned: the heap allocates
+	// large objects so), so that filling one stores to as few lines as its fields span: under
+	// load the slot a producer claims was last touched a lap of the ring ago and is out of the
+	// cache, and publishing it waits for every one of those lines.
+	_ [(cacheLine - (unsafe.Sizeof(atomic.Uint64{})+unsafe.Sizeof(Record{}))%cacheLine) % cacheLine]byte
 }
+
+const cacheLine = 64
 
 // newRing makes a ring of at least n slots (rounded up to a power of two).
 func newRing(n int) *ring {
