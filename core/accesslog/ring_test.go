@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // put copies rec into a free slot, false when the ring is full: the tests' producer (the
@@ -108,5 +109,29 @@ func TestRingClaimOrder(t *testing.T) {
 	}
 	if q.peek() != nil {
 		t.Fatal("peek on an empty ring returned a record")
+	}
+}
+
+// TestSlotLayout: a slot is a whole number of cache lines, and what an HTTP request's record
+// sets (all but Query and Error) lies in its first five, so that filling one stores to five lines
+// (ring.go says why that matters).
+func TestSlotLayout(t *testing.T) {
+	var s slot
+	if size := unsafe.Sizeof(s); size%cacheLine != 0 {
+		t.Errorf("a slot is %d bytes, not a whole number of %d-byte lines", size, cacheLine)
+	}
+	base := unsafe.Offsetof(s.rec)
+	end := func(off, size uintptr) uintptr { return base + off + size }
+	for name, e := range map[string]uintptr{
+		"Kind":             end(unsafe.Offsetof(s.rec.Kind), unsafe.Sizeof(s.rec.Kind)),
+		"Time":             end(unsafe.Offsetof(s.rec.Time), unsafe.Sizeof(s.rec.Time)),
+		"RequestID":        end(unsafe.Offsetof(s.rec.RequestID), unsafe.Sizeof(s.rec.RequestID)),
+		"UpstreamDuration": end(unsafe.Offsetof(s.rec.UpstreamDuration), unsafe.Sizeof(s.rec.UpstreamDuration)),
+		"PeerIP":           end(unsafe.Offsetof(s.rec.PeerIP), unsafe.Sizeof(s.rec.PeerIP)),
+		"TLSSNI":           end(unsafe.Offsetof(s.rec.TLSSNI), unsafe.Sizeof(s.rec.TLSSNI)),
+	} {
+		if e > 5*cacheLine {
+			t.Errorf("%s ends at byte %d of its slot, past the fifth cache line", name, e)
+		}
 	}
 }
