@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -107,24 +108,26 @@ func (b *backendSeries) deleteMade(s *requestSeries) {
 	}
 }
 
-// observerRef holds a made histogram child.
-type observerRef struct{ o prometheus.Observer }
-
 // routeSeries is the duration histogram of one (gateway, route) label set (backend "").
 type routeSeries struct {
 	labelSet
 	holders  int
-	duration atomic.Pointer[observerRef]
+	duration atomic.Pointer[durationCells]
 }
 
-// observe observes one request's duration in seconds.
-func (r *routeSeries) observe(s *requestSeries, seconds float64) {
-	o := r.duration.Load()
-	if o == nil {
-		o = &observerRef{o: s.duration.WithLabelValues(r.gateway, r.route)}
-		if !r.duration.CompareAndSwap(nil, o) {
-			o = r.duration.Load()
-		}
+// observe observes one request's duration.
+func (r *routeSeries) observe(s *requestSeries, d time.Duration) {
+	c := r.duration.Load()
+	if c == nil {
+		c = r.makeDuration(s)
 	}
-	o.o.Observe(seconds)
+	c.observe(d)
+}
+
+// makeDuration is observe's slow path: the label set's cells, made once (every racer gets the
+// same cells from the family).
+func (r *routeSeries) makeDuration(s *requestSeries) *durationCells {
+	c := s.duration.with(r.gateway, r.route)
+	r.duration.Store(c)
+	return c
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -57,7 +58,7 @@ func TestRouteSeriesLifecycle(t *testing.T) {
 	a.backend(be).count(f.s, class5xx)
 	a.backend(&cluster{name: "other"}).count(f.s, class4xx) // not a backend of the route: ""
 	a.backend(be).upstreamError(f.s, errReset)
-	a.route.observe(f.s, 0.02)
+	a.route.observe(f.s, 20*time.Millisecond)
 	for _, c := range []struct {
 		backend, class string
 		want           float64
