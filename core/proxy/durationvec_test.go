@@ -90,7 +90,7 @@ func TestDurationVecCountsExactlyUnderConcurrency(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
-				o.route.observe(f.s, durations[(w+i)%len(durations)])
+				o.observeDuration(durations[(w+i)%len(durations)])
 			}
 		})
 	}

@@ -108,26 +108,33 @@ func (b *backendSeries) deleteMade(s *requestSeries) {
 	}
 }
 
-// routeSeries is the duration histogram of one (gateway, route) label set (backend "").
+// routeSeries is one (gateway, route) label set (backend ""): its duration histogram's cells
+// are made by the first request (routeObs.observeDuration) and deleted with the set.
 type routeSeries struct {
 	labelSet
-	holders  int
-	duration atomic.Pointer[durationCells]
+	holders int
 }
 
-// observe observes one request's duration.
-func (r *routeSeries) observe(s *requestSeries, d time.Duration) {
-	c := r.duration.Load()
+// observeDuration observes one request's duration in the route's histogram.
+func (o *routeObs) observeDuration(d time.Duration) {
+	c := o.duration.Load()
 	if c == nil {
-		c = r.makeDuration(s)
+		c = o.makeDuration()
 	}
 	c.observe(d)
 }
 
-// makeDuration is observe's slow path: the label set's cells, made once (every racer gets the
-// same cells from the family).
-func (r *routeSeries) makeDuration(s *requestSeries) *durationCells {
-	c := s.duration.with(r.gateway, r.route)
-	r.duration.Store(c)
+// makeDuration is observeDuration's slow path: the label set's cells from the family, once per
+// table (every table and racer gets the same cells). A request of a table whose holds were
+// released already gets cells of its own, so that it does not make a series no table deletes.
+func (o *routeObs) makeDuration() *durationCells {
+	s := o.series
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := new(durationCells)
+	if !o.held.released {
+		c = s.duration.with(o.route.gateway, o.route.route)
+	}
+	o.duration.Store(c)
 	return c
 }

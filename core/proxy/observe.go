@@ -277,7 +277,7 @@ func (ls *ListenerState) observe(r *http.Request, rec *reqRecord, status int, wr
 	}
 	if o.metrics && ro != nil {
 		ro.backend(rec.cluster).count(ro.series, classOf(status, !rec.completed))
-		ro.route.observe(ro.series, d)
+		ro.observeDuration(d)
 	}
 	if rec.logged {
 		ls.logRequest(r, rec, status, written, start, d)

@@ -157,6 +157,9 @@ type routeObs struct {
 	// resolve, nothing matched), made by the first such request: most routes never see one.
 	none atomic.Pointer[backendSeries]
 	held *obsHeld // where the piece that resolved the route records none once made
+	// duration is the route's histogram, kept here once made so that a request reaches it in
+	// one load (lazyseries.go).
+	duration atomic.Pointer[durationCells]
 }
 
 // backendObs is a backend cluster of a route and its label set.
@@ -302,9 +305,7 @@ func (s *requestSeries) release(held *obsHeld) {
 	for _, rs := range held.routes {
 		if rs.holders--; rs.holders == 0 {
 			delete(s.routes, rs.labelSet)
-			if rs.duration.Load() != nil {
-				s.duration.remove(rs.gateway, rs.route)
-			}
+			s.duration.remove(rs.gateway, rs.route) // if a request made it
 		}
 	}
 	for _, bs := range held.backends {
