@@ -24,7 +24,8 @@ type Metrics struct {
 	vecs map[string]*vecEntry
 }
 
-// vecEntry is one registered family: a *prometheus.CounterVec, GaugeVec or HistogramVec.
+// vecEntry is one registered family: a *prometheus.CounterVec, GaugeVec, HistogramVec or a
+// CollectorOf's collector.
 type vecEntry struct {
 	vec    prometheus.Collector
 	help   string
@@ -85,6 +86,13 @@ func vecOf[V prometheus.Collector](m *Metrics, name, help string, labels []strin
 	}
 	m.vecs[name] = &vecEntry{vec: vec, help: help, labels: slices.Clone(labels)}
 	return vec, nil
+}
+
+// CollectorOf is CounterVec for a family its caller keeps itself and exports at scrape (a
+// prometheus.Collector whose Collect makes the series): newC makes it on first use; asking again
+// for the name returns the one made, if it is of the same type, help and labels.
+func CollectorOf[C prometheus.Collector](m *Metrics, name, help string, labels []string, newC func() C) (C, error) {
+	return vecOf(m, name, help, labels, newC)
 }
 
 // HistogramVec is CounterVec for a histogram vector with the given bucket boundaries. The buckets

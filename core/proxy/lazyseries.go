@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -107,24 +108,33 @@ func (b *backendSeries) deleteMade(s *requestSeries) {
 	}
 }
 
-// observerRef holds a made histogram child.
-type observerRef struct{ o prometheus.Observer }
-
-// routeSeries is the duration histogram of one (gateway, route) label set (backend "").
+// routeSeries is one (gateway, route) label set (backend ""): its duration histogram's cells
+// are made by the first request (routeObs.observeDuration) and deleted with the set.
 type routeSeries struct {
 	labelSet
-	holders  int
-	duration atomic.Pointer[observerRef]
+	holders int
 }
 
-// observe observes one request's duration in seconds.
-func (r *routeSeries) observe(s *requestSeries, seconds float64) {
-	o := r.duration.Load()
-	if o == nil {
-		o = &observerRef{o: s.duration.WithLabelValues(r.gateway, r.route)}
-		if !r.duration.CompareAndSwap(nil, o) {
-			o = r.duration.Load()
-		}
+// observeDuration observes one request's duration in the route's histogram.
+func (o *routeObs) observeDuration(d time.Duration) {
+	c := o.duration.Load()
+	if c == nil {
+		c = o.makeDuration()
 	}
-	o.o.Observe(seconds)
+	c.observe(d)
+}
+
+// makeDuration is observeDuration's slow path: the label set's cells from the family, once per
+// table (every table and racer gets the same cells). A request of a table whose holds were
+// released already gets cells of its own, so that it does not make a series no table deletes.
+func (o *routeObs) makeDuration() *durationCells {
+	s := o.series
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := new(durationCells)
+	if !o.held.released {
+		c = s.duration.with(o.route.gateway, o.route.route)
+	}
+	o.duration.Store(c)
+	return c
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -57,7 +58,7 @@ func TestRouteSeriesLifecycle(t *testing.T) {
 	a.backend(be).count(f.s, class5xx)
 	a.backend(&cluster{name: "other"}).count(f.s, class4xx) // not a backend of the route: ""
 	a.backend(be).upstreamError(f.s, errReset)
-	a.route.observe(f.s, 0.02)
+	a.observeDuration(20 * time.Millisecond)
 	for _, c := range []struct {
 		backend, class string
 		want           float64
@@ -84,6 +85,16 @@ func TestRouteSeriesLifecycle(t *testing.T) {
 	}
 	if len(f.s.routes) != 0 || len(f.s.backends) != 0 {
 		t.Fatalf("%d route and %d backend label sets left after release", len(f.s.routes), len(f.s.backends))
+	}
+	// Stragglers of released tables, one whose histogram was made and one whose was not, make
+	// no series that no table would delete.
+	var third obsHeld
+	c := f.s.routeObsOf(&third, "ns/gw", "httproute/ns/r", []*cluster{be})
+	f.s.release(&third)
+	a.observeDuration(time.Millisecond)
+	c.observeDuration(time.Millisecond)
+	if n := f.exported(t); n != 0 {
+		t.Fatalf("%d series exported after stragglers of released tables, want 0", n)
 	}
 }
 

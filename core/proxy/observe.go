@@ -18,7 +18,10 @@ import (
 // (reset per request, so nothing is allocated) or, for HTTP/2, a pooled obsWriter around
 // net/http's.
 
-// reqRecord is what the route and upstream learn about one request.
+// reqRecord is what the route and upstream learn about one request. What every observed request
+// uses comes first, what only a logged one reads after it (begin resets that part only for a
+// logged request: the HTTP/1.1 record is its connection's, so a request of metrics only touches
+// one or two of its cache lines).
 type reqRecord struct {
 	on bool // the request is observed (metrics or access log on)
 	// logged: the request's access log line is to be written (the log is on and its sample took
@@ -27,13 +30,15 @@ type reqRecord struct {
 	completed bool   // the handler returned (false in the deferred observation: it panicked)
 	listener  string // the IR listener that took it (core.RequestObserver's origin)
 	rt        *route // the route that took it; nil: none matched
-	// client is the client a filter resolved (core.WithClientAddr); invalid: the one the
-	// dispatched request resolves to (PROXY protocol, trusted X-Forwarded-For, the peer).
-	client   netip.AddrPort
-	cluster  *cluster
+	cluster   *cluster
+
+	// Read only when logged (stale from an earlier request of the connection otherwise).
 	endpoint string        // "address:port" of the endpoint of the last try
 	upStart  time.Duration // the try's start on the monotonic clock (monoNow)
 	upDur    time.Duration // summed over tries
+	// client is the client a filter resolved (core.WithClientAddr); invalid: the one the
+	// dispatched request resolves to (PROXY protocol, trusted X-Forwarded-For, the peer).
+	client netip.AddrPort
 	// conn is the connection's client and socket peer for the access log, kept across requests
 	// (the HTTP/1.1 server's record is its connection's) when they are the same for all of them.
 	conn connPeers
@@ -56,9 +61,14 @@ func (rec *reqRecord) peers(r *http.Request) (client, peer netip.AddrPort) {
 	return client, peer
 }
 
-// begin starts observing a request on a listener observed with o.
+// begin starts observing a request on a listener observed with o, resetting what an earlier
+// request of the record's connection left (but what holds for the connection).
 func (r *reqRecord) begin(o *listenerObs) {
-	r.on, r.listener, r.logged = true, o.listener, o.log.Sampled()
+	r.on, r.logged, r.completed = true, o.log.Sampled(), false
+	r.listener, r.rt, r.cluster = o.listener, nil, nil
+	if r.logged {
+		r.endpoint, r.upStart, r.upDur, r.client = "", 0, 0, netip.AddrPort{}
+	}
 }
 
 // recordOf finds the record of the request w answers, through the writers filters wrap around
@@ -227,9 +237,7 @@ var _ http.Flusher = (*obsWriter)(nil)
 func (ls *ListenerState) serveObserved(w http.ResponseWriter, r *http.Request) {
 	if hw, ok := w.(*h1server.Writer); ok {
 		if rec, ok := hw.Scratch().(*reqRecord); ok {
-			// The record is the connection's: reset for each request (but for what holds for
-			// the connection), and off again after it.
-			*rec = reqRecord{conn: rec.conn}
+			// The record is the connection's: begun for each request, off again after it.
 			rec.begin(ls.obs)
 			defer ls.observeH1(hw, rec, r)
 			ls.serveHTTP(hw, r)
@@ -243,23 +251,25 @@ func (ls *ListenerState) serveObserved(w http.ResponseWriter, r *http.Request) {
 	ow.rec.completed = true
 }
 
-// observeH1 records a request the HTTP/1.1 server served; its start is the request's arrival,
-// which the server read once. The connection's record is off again afterwards.
+// observeH1 records a request the HTTP/1.1 server served: from its arrival, which the server
+// read once, to the end of its handler, a reading the server takes for its own instead of
+// reading the clock again after the response (Writer.Ended). The connection's record is off
+// again afterwards.
 func (ls *ListenerState) observeH1(hw *h1server.Writer, rec *reqRecord, r *http.Request) {
-	ls.observe(r, rec, hw.Status(), hw.Written(), hw.Arrived())
+	start := hw.Arrived()
+	ls.observe(r, rec, hw.Status(), hw.Written(), start, hw.Ended().Sub(start))
 	rec.on = false
 }
 
 // observeWrapped records a request net/http served (HTTP/2) and returns its writer to the pool.
+// Its end is one clock read, monotonic only (start carries the monotonic reading).
 func (ls *ListenerState) observeWrapped(ow *obsWriter, r *http.Request, start time.Time) {
-	ls.observe(r, &ow.rec, ow.status, ow.written, start)
+	ls.observe(r, &ow.rec, ow.status, ow.written, start, time.Since(start))
 	putObsWriter(ow)
 }
 
-// observe records one finished request. Its end is one clock read, monotonic only (start
-// carries the monotonic reading): the only one after the start of a request that is not logged.
-func (ls *ListenerState) observe(r *http.Request, rec *reqRecord, status int, written int64, start time.Time) {
-	d := time.Since(start)
+// observe records one finished request that started at start and took d.
+func (ls *ListenerState) observe(r *http.Request, rec *reqRecord, status int, written int64, start time.Time, d time.Duration) {
 	o := ls.obs
 	ro := o.unrouted
 	if rec.rt != nil {
@@ -267,7 +277,7 @@ func (ls *ListenerState) observe(r *http.Request, rec *reqRecord, status int, wr
 	}
 	if o.metrics && ro != nil {
 		ro.backend(rec.cluster).count(ro.series, classOf(status, !rec.completed))
-		ro.route.observe(ro.series, d.Seconds())
+		ro.observeDuration(d)
 	}
 	if rec.logged {
 		ls.logRequest(r, rec, status, written, start, d)

@@ -62,14 +62,14 @@ func classOf(status int, aborted bool) codeClass {
 // durationBuckets are the classic buckets of the request duration histogram: 11 boundaries from
 // 5 ms to 10 s cover what a gateway's SLO is written against, and a classic histogram is what
 // every Prometheus scrapes and histogram_quantile reads without the native-histograms feature flag.
-// An observation costs a binary search over them and three atomic adds.
-var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+// The proxy keeps the histogram itself (durationvec.go): an observation is two atomic adds.
+var durationBuckets = [...]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // requestSeries are the proxy's request series families and the reference counts of their label
 // sets.
 type requestSeries struct {
 	requests    *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
+	duration    *durationVec
 	streamConns *prometheus.CounterVec
 	streamBytes *prometheus.CounterVec
 	udpSessions *prometheus.CounterVec
@@ -91,9 +91,11 @@ func newRequestSeries(m *core.Metrics) (*requestSeries, error) {
 	if err != nil {
 		return nil, err
 	}
-	duration, err := m.HistogramVec("coxswain_proxy_request_duration_seconds",
-		"Time from the request's dispatch to the end of its response handler, per Gateway and route object.",
-		durationBuckets, "gateway", "route")
+	const durationName, durationHelp = "coxswain_proxy_request_duration_seconds",
+		"Time from the request's dispatch to the end of its response handler, per Gateway and route object."
+	duration, err := core.CollectorOf(m, durationName, durationHelp, []string{"gateway", "route"}, func() *durationVec {
+		return newDurationVec(durationName, durationHelp)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +157,9 @@ type routeObs struct {
 	// resolve, nothing matched), made by the first such request: most routes never see one.
 	none atomic.Pointer[backendSeries]
 	held *obsHeld // where the piece that resolved the route records none once made
+	// duration is the route's histogram, kept here once made so that a request reaches it in
+	// one load (lazyseries.go).
+	duration atomic.Pointer[durationCells]
 }
 
 // backendObs is a backend cluster of a route and its label set.
@@ -300,9 +305,7 @@ func (s *requestSeries) release(held *obsHeld) {
 	for _, rs := range held.routes {
 		if rs.holders--; rs.holders == 0 {
 			delete(s.routes, rs.labelSet)
-			if rs.duration.Load() != nil {
-				s.duration.DeleteLabelValues(rs.gateway, rs.route)
-			}
+			s.duration.remove(rs.gateway, rs.route) // if a request made it
 		}
 	}
 	for _, bs := range held.backends {

@@ -34,6 +34,8 @@ type Writer struct {
 	trailer []string // names declared in the Trailer header
 	hijack  bool
 	err     error
+	// ended is the handler's reading of the clock at its end (Ended), zero if it took none.
+	ended time.Time
 	// scratch is the engine's per-connection value (Config.NewScratch), kept across requests.
 	scratch any
 	vals    []string // Values' slice, reused by the connection's next response
@@ -65,6 +67,14 @@ func (w *Writer) Written() int64 { return w.written }
 // Arrived is when the request arrived: the server reads the clock once per request, for the
 // response's Date and its timeouts, and the engine's metrics and access log use the same reading.
 func (w *Writer) Arrived() time.Time { return w.c.now }
+
+// Ended reads the clock at the end of the handler, for an engine that times the request, and
+// the server takes that reading as when the response was done instead of reading the clock
+// again after the handler: an observed request then costs no clock read more than another.
+func (w *Writer) Ended() time.Time {
+	w.ended = time.Now()
+	return w.ended
+}
 
 // Scratch is the engine's value for this connection (Config.NewScratch), nil when it has none.
 // It outlives the request: the engine resets what it keeps there.

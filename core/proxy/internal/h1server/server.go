@@ -674,7 +674,11 @@ func (c *conn) serve() bool {
 	// and the reading of its header. It is re-armed lazily, only when less than half the timeout
 	// is left, so that a busy connection does not touch its timer on every request: the
 	// connection is parked after between half and all of ReadHeaderTimeout of silence.
-	c.quiet = time.Now()
+	// The handler's reading of the clock at its end (Writer.Ended) will do, if it took one: the
+	// timers started from it are lazy by half their length anyway.
+	if c.quiet = c.w.ended; c.quiet.IsZero() {
+		c.quiet = time.Now()
+	}
 	switch {
 	case s.readHeader > 0 && c.hdrDL.Sub(c.quiet) < s.readHeader/2:
 		c.hdrDL = c.quiet.Add(s.readHeader)
