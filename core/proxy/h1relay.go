@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1server"
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1wire"
@@ -185,11 +186,15 @@ func (e clientWriteError) Unwrap() error { return e.err }
 // done pools c after a complete exchange, unless either side asked to close it or a cancellation
 // may have touched it.
 func (f *h1Forwarder) done(c *h1Conn, x *h1Exchange) {
+	var now time.Time
+	if idle := c.pool.idleFor; idle > 0 {
+		now = x.now(idle) // before release, which lets the server's watch go
+	}
 	if !x.release() || x.head.Close {
 		_ = c.nc.Close()
 		return
 	}
-	c.pool.put(c)
+	c.pool.put(c, now)
 }
 
 func isEventStream(h http.Header) bool {
