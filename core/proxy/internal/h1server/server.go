@@ -340,6 +340,7 @@ func (c *conn) start() {
 	c.remote = c.nc.RemoteAddr().String()
 	c.src.nc = c.nc
 	c.rw.init(c.nc, &c.src)
+	c.rw.idle = c.releaseBuffers
 	c.buffers()
 	c.quiet = time.Now()
 	if s.readHeader > 0 {
@@ -473,17 +474,22 @@ func (c *conn) wait() waitResult {
 	if c.rw.rc == nil {
 		return c.waitBuffered()
 	}
-	// Between requests the connection holds no buffer: they go back to the pools while it waits
-	// (the response was flushed), and are taken again when the next request arrives.
-	c.releaseBuffers()
+	// Between requests the connection holds no buffer: they go back to the pools (the response
+	// was flushed) when the wait finds nothing to read and waits for the poller (readWaiter.idle),
+	// and are taken again when the next request arrives. A request already there keeps them.
 	c.idle.Store(true)
 	c.yield.before() // on a busy proxy, let the others run first (yielder)
 	err := c.rw.wait()
 	c.yield.after(c.rw.parked)
 	c.idle.Store(false)
+	if err != nil {
+		c.releaseBuffers()
+	}
 	switch {
 	case err == nil:
-		c.buffers()
+		if c.br == nil {
+			c.buffers()
+		}
 		c.arrive()
 		c.headerWindow()
 		return waitReady
