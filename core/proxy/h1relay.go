@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -139,16 +140,22 @@ func writeRequestURI(bw *bufio.Writer, u *url.URL) {
 // the endpoint unless the client caused it (went away, or could not be written to).
 func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x *h1Exchange) outcome {
 	hd := &x.head
-	h := w.Header()
-	var vals []string
-	if hw, ok := w.(*h1server.Writer); ok {
-		vals = hw.Values(len(hd.Fields)) // the connection's, reused like its header map
+	hw, own := w.(*h1server.Writer)
+	// Without response filters the own server writes the upstream's fields as they came
+	// (PassHead), skipping the header map; else, or when it declines, they go through the map.
+	passed := own && len(f.resp) == 0 && hw.PassHead(hd)
+	if !passed {
+		h := w.Header()
+		var vals []string
+		if own {
+			vals = hw.Values(len(hd.Fields)) // the connection's, reused like its header map
+		}
+		hd.CopyFieldsInto(h, "", vals)
+		for _, fl := range f.resp {
+			fl.FilterResponse(r, hd.Status, h)
+		}
+		w.WriteHeader(hd.Status)
 	}
-	hd.CopyFieldsInto(h, "", vals)
-	for _, fl := range f.resp {
-		fl.FilterResponse(r, hd.Status, h)
-	}
-	w.WriteHeader(hd.Status)
 	out := statusOutcome(hd.Status)
 	if !bodyDeadline(r.Context(), c, x, r.Method) {
 		_ = c.nc.Close()
@@ -159,7 +166,7 @@ func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x
 		return out
 	}
 	flusher, _ := w.(http.Flusher)
-	stream := flusher != nil && (hd.Length < 0 || isEventStream(h))
+	stream := flusher != nil && (hd.Length < 0 || passed && headEventStream(hd) || !passed && isEventStream(w.Header()))
 	var err error
 	switch {
 	case hd.Chunked:
@@ -212,6 +219,12 @@ func (f *h1Forwarder) done(c *h1Conn, x *h1Exchange) {
 func isEventStream(h http.Header) bool {
 	ct := h["Content-Type"]
 	return len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
+}
+
+// headEventStream is isEventStream for a head passed as it came (h1server.Writer.PassHead).
+func headEventStream(hd *h1wire.Head) bool {
+	ct, ok := hd.Value("Content-Type")
+	return ok && bytes.HasPrefix(ct, []byte("text/event-stream"))
 }
 
 // copyN copies n bytes (n < 0: until EOF) from br to w straight out of br's buffer. When streaming
