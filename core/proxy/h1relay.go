@@ -106,7 +106,7 @@ func writeRequest(bw *bufio.Writer, r *http.Request, n int64) {
 // parsing was ≈0.7% of a small proxied request's CPU.
 func remoteIP(addr string) (string, bool) {
 	i := strings.IndexByte(addr, ':')
-	if i >= 0 && strings.LastIndexByte(addr, ':') == i && strings.IndexAny(addr, "[]") < 0 {
+	if i >= 0 && strings.LastIndexByte(addr, ':') == i && !strings.ContainsAny(addr, "[]") {
 		return addr[:i], true
 	}
 	ip, _, err := net.SplitHostPort(addr)

@@ -245,4 +245,3 @@ func (h *Head) CopyFieldsInto(hdr http.Header, prefix string, vals []string) {
 		}
 	}
 }
-
