@@ -340,7 +340,6 @@ func (c *conn) start() {
 	c.remote = c.nc.RemoteAddr().String()
 	c.src.nc = c.nc
 	c.rw.init(c.nc, &c.src)
-	c.rw.idle = c.releaseBuffers
 	c.buffers()
 	c.quiet = time.Now()
 	if s.readHeader > 0 {
@@ -474,22 +473,17 @@ func (c *conn) wait() waitResult {
 	if c.rw.rc == nil {
 		return c.waitBuffered()
 	}
-	// Between requests the connection holds no buffer: they go back to the pools (the response
-	// was flushed) when the wait finds nothing to read and waits for the poller (readWaiter.idle),
-	// and are taken again when the next request arrives. A request already there keeps them.
+	// Between requests the connection holds no buffer: they go back to the pools while it waits
+	// (the response was flushed), and are taken again when the next request arrives.
+	c.releaseBuffers()
 	c.idle.Store(true)
 	c.yield.before() // on a busy proxy, let the others run first (yielder)
 	err := c.rw.wait()
 	c.yield.after(c.rw.parked)
 	c.idle.Store(false)
-	if err != nil {
-		c.releaseBuffers()
-	}
 	switch {
 	case err == nil:
-		if c.br == nil {
-			c.buffers()
-		}
+		c.buffers()
 		c.arrive()
 		c.headerWindow()
 		return waitReady

@@ -22,9 +22,6 @@ type readWaiter struct {
 	err    error
 	fn     func(uintptr) bool // step, bound once so that waiting allocates nothing
 	parked bool               // the last wait found nothing at first and waited for the poller
-	// idle, if set, runs when a wait finds nothing and is about to wait for the poller: the
-	// connection lets its buffers go then, and keeps them when the next request is already there.
-	idle func()
 }
 
 // stashes are the readWaiter's read buffers: the size of the connection's reader, so that its
@@ -50,9 +47,6 @@ func (w *readWaiter) step(fd uintptr) bool {
 			continue
 		case errors.Is(err, syscall.EAGAIN):
 			stashes.Put(b)
-			if !w.parked && w.idle != nil {
-				w.idle()
-			}
 			w.parked = true
 			return false
 		case err != nil:
