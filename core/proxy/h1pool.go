@@ -184,7 +184,7 @@ type h1Conn struct {
 	br       *bufio.Reader
 	bw       *bufio.Writer
 	pool     *h1Pool
-	idleFrom time.Time
+	idleFrom time.Time // when it was put back (put); zero when the pool never reaps
 	reused   bool      // served a request before this one
 	deadline time.Time // armed on nc; zero when none
 	peek     sockpeek.Peek
@@ -249,9 +249,10 @@ func (p *h1Pool) dial(ctx context.Context) (*h1Conn, error) {
 	return c, nil
 }
 
-// put returns a connection whose last exchange completed cleanly.
-func (p *h1Pool) put(c *h1Conn) {
-	c.idleFrom = time.Now()
+// put returns a connection whose last exchange completed cleanly, idle from now (read by the
+// caller, who may have a recent reading at hand; zero when the pool never reaps).
+func (p *h1Pool) put(c *h1Conn, now time.Time) {
+	c.idleFrom = now
 	p.mu.Lock()
 	if p.closed || len(p.idle) >= p.maxIdle {
 		p.mu.Unlock()

@@ -36,7 +36,7 @@ func TestH1ReaperNotPostponedBySweeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	p.put(c)
+	p.put(c, start)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {

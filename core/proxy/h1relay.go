@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1server"
 	"github.com/coxswain-labs/coxswain/core/proxy/internal/h1wire"
@@ -75,7 +77,7 @@ func writeRequest(bw *bufio.Writer, r *http.Request, n int64) {
 			_, _ = bw.WriteString("\r\n")
 		}
 	}
-	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+	if ip, ok := remoteIP(r.RemoteAddr); ok {
 		_, _ = bw.WriteString("X-Forwarded-For: ")
 		for _, prior := range r.Header["X-Forwarded-For"] {
 			h1wire.WriteValue(bw, prior)
@@ -97,6 +99,18 @@ func writeRequest(bw *bufio.Writer, r *http.Request, n int64) {
 		_, _ = bw.WriteString("\r\n")
 	}
 	_, _ = bw.WriteString("\r\n")
+}
+
+// remoteIP is net.SplitHostPort's host of a RemoteAddr, and whether it has one, without the
+// general parsing for the common form, an IPv4 address and a port (one colon, no brackets): that
+// parsing was ≈0.7% of a small proxied request's CPU.
+func remoteIP(addr string) (string, bool) {
+	i := strings.IndexByte(addr, ':')
+	if i >= 0 && strings.LastIndexByte(addr, ':') == i && !strings.ContainsAny(addr, "[]") {
+		return addr[:i], true
+	}
+	ip, _, err := net.SplitHostPort(addr)
+	return ip, err == nil
 }
 
 // writeInt writes n in decimal without allocating.
@@ -126,16 +140,22 @@ func writeRequestURI(bw *bufio.Writer, u *url.URL) {
 // the endpoint unless the client caused it (went away, or could not be written to).
 func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x *h1Exchange) outcome {
 	hd := &x.head
-	h := w.Header()
-	var vals []string
-	if hw, ok := w.(*h1server.Writer); ok {
-		vals = hw.Values(len(hd.Fields)) // the connection's, reused like its header map
+	hw, own := w.(*h1server.Writer)
+	// Without response filters the own server writes the upstream's fields as they came
+	// (PassHead), skipping the header map; else, or when it declines, they go through the map.
+	passed := own && len(f.resp) == 0 && hw.PassHead(hd)
+	if !passed {
+		h := w.Header()
+		var vals []string
+		if own {
+			vals = hw.Values(len(hd.Fields)) // the connection's, reused like its header map
+		}
+		hd.CopyFieldsInto(h, "", vals)
+		for _, fl := range f.resp {
+			fl.FilterResponse(r, hd.Status, h)
+		}
+		w.WriteHeader(hd.Status)
 	}
-	hd.CopyFieldsInto(h, "", vals)
-	for _, fl := range f.resp {
-		fl.FilterResponse(r, hd.Status, h)
-	}
-	w.WriteHeader(hd.Status)
 	out := statusOutcome(hd.Status)
 	if !bodyDeadline(r.Context(), c, x, r.Method) {
 		_ = c.nc.Close()
@@ -146,7 +166,7 @@ func (f *h1Forwarder) relay(w http.ResponseWriter, r *http.Request, c *h1Conn, x
 		return out
 	}
 	flusher, _ := w.(http.Flusher)
-	stream := flusher != nil && (hd.Length < 0 || isEventStream(h))
+	stream := flusher != nil && (hd.Length < 0 || passed && headEventStream(hd) || !passed && isEventStream(w.Header()))
 	var err error
 	switch {
 	case hd.Chunked:
@@ -185,16 +205,26 @@ func (e clientWriteError) Unwrap() error { return e.err }
 // done pools c after a complete exchange, unless either side asked to close it or a cancellation
 // may have touched it.
 func (f *h1Forwarder) done(c *h1Conn, x *h1Exchange) {
+	var now time.Time
+	if idle := c.pool.idleFor; idle > 0 {
+		now = x.now(idle) // before release, which lets the server's watch go
+	}
 	if !x.release() || x.head.Close {
 		_ = c.nc.Close()
 		return
 	}
-	c.pool.put(c)
+	c.pool.put(c, now)
 }
 
 func isEventStream(h http.Header) bool {
 	ct := h["Content-Type"]
 	return len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
+}
+
+// headEventStream is isEventStream for a head passed as it came (h1server.Writer.PassHead).
+func headEventStream(hd *h1wire.Head) bool {
+	ct, ok := hd.Value("Content-Type")
+	return ok && bytes.HasPrefix(ct, []byte("text/event-stream"))
 }
 
 // copyN copies n bytes (n < 0: until EOF) from br to w straight out of br's buffer. When streaming

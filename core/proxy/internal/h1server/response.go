@@ -36,6 +36,10 @@ type Writer struct {
 	err     error
 	// ended is the handler's reading of the clock at its end (Ended), zero if it took none.
 	ended time.Time
+	// up is the upstream head PassHead took, written by commit behind the header map's fields;
+	// upDate: it has a Date field.
+	up     *h1wire.Head
+	upDate bool
 	// scratch is the engine's per-connection value (Config.NewScratch), kept across requests.
 	scratch any
 	vals    []string // Values' slice, reused by the connection's next response
@@ -228,7 +232,11 @@ func (w *Writer) commit(final bool) {
 	bw := w.c.bw
 	writeStatusLine(bw, w.status)
 	writeHeaderFields(bw, h)
-	if _, ok := h["Date"]; !ok {
+	if w.up != nil {
+		w.up.WriteFields(bw)
+		w.up = nil // the caller's: not to be read after commit
+	}
+	if _, ok := h["Date"]; !ok && !w.upDate {
 		_, _ = bw.WriteString("Date: ")
 		_, _ = bw.WriteString(httpDate(w.c.now))
 		_, _ = bw.WriteString("\r\n")
@@ -248,6 +256,28 @@ func (w *Writer) commit(final bool) {
 		w.body(p)
 		w.pending = p[:0]
 	}
+}
+
+// PassHead answers with an upstream's response head as it came (its end-to-end fields, in their
+// order; h1wire.Head.WriteFields), instead of through Header and WriteHeader: a proxied response
+// that no filter touches then skips the header map, an insert per field and an iteration to write
+// them. It takes only what needs no decision from the map: a response with a body framed by
+// Content-Length, without trailers, before anything else was set or written (an empty header
+// map, no WriteHeader). It commits the header to the connection's buffer at once, so hd is not
+// read after it returns. false: nothing was done, and the caller goes the ordinary way.
+func (w *Writer) PassHead(hd *h1wire.Head) bool {
+	if w.wrote || w.hijack || len(w.hdr) > 0 || w.head || hd.Chunked || hd.Length < 0 ||
+		hd.Status < 200 || hd.Status == http.StatusSwitchingProtocols ||
+		hd.Status == http.StatusNoContent || hd.Status == http.StatusNotModified {
+		return false
+	}
+	if _, ok := hd.Value("Trailer"); ok {
+		return false
+	}
+	_, w.upDate = hd.Value("Date")
+	w.wrote, w.status, w.length, w.up = true, hd.Status, hd.Length, hd
+	w.commit(false)
+	return true
 }
 
 // declaredLength reports whether the handler set a valid Content-Length, which it then takes as

@@ -467,7 +467,7 @@ func (c *conn) wait() waitResult {
 		return waitClose
 	}
 	if c.br.Buffered() > 0 || c.src.pending() {
-		c.now = time.Now()
+		c.arrive()
 		return waitReady
 	}
 	if c.rw.rc == nil {
@@ -484,7 +484,7 @@ func (c *conn) wait() waitResult {
 	switch {
 	case err == nil:
 		c.buffers()
-		c.now = time.Now()
+		c.arrive()
 		c.headerWindow()
 		return waitReady
 	case s.closing.Load():
@@ -493,6 +493,12 @@ func (c *conn) wait() waitResult {
 		return waitPark
 	}
 	return waitClose
+}
+
+// arrive reads the clock as a request's first bytes are in (conn.now).
+func (c *conn) arrive() {
+	c.now = time.Now()
+	c.src.waited = false
 }
 
 // headerWindow gives the header about to be read at least half the header timeout, re-arming it
@@ -530,7 +536,7 @@ func (c *conn) waitBuffered() waitResult {
 	if err != nil || s.closing.Load() {
 		return waitClose
 	}
-	c.now = time.Now()
+	c.arrive()
 	c.headerWindow()
 	return waitReady
 }
@@ -572,6 +578,9 @@ func (c *conn) parked() {
 }
 
 func (c *conn) close() {
+	if c.watch.t != nil {
+		c.watch.t.Stop()
+	}
 	c.srv.untrack(c)
 	_ = c.nc.Close()
 	c.releaseBuffers()
@@ -595,6 +604,10 @@ func (c *conn) replyError(err error) {
 		ce.Write(zap.String("remote", c.remote), zap.Error(err))
 	}
 }
+
+// coarseMin is the shortest timeout a reading up to clientWatchDelay old (plus the timer's
+// lateness) may stand in for the clock with: 2% of it at most.
+const coarseMin = time.Second
 
 // drainLimit is how much of an unread request body is read to keep the connection; beyond it the
 // connection closes.
@@ -651,14 +664,21 @@ func (c *conn) serve() bool {
 	c.body.reset(c, h)
 	r.Body = requestBody(&c.body, h)
 	c.w.reset(c, h.minor, r.Method == http.MethodHead, h.close || s.closing.Load())
-	if r.Body == http.NoBody {
+	if c.watch.early = r.Body == http.NoBody; c.watch.early {
+		// Armed now, as the request begins: while the watch's timer has not come by, the reading
+		// taken when the header was in is fresh (ClientWatch.Recent, quiet below). A header that
+		// had to be waited for arrived later than its first bytes.
+		c.watch.fresh = c.now
+		if c.src.waited {
+			c.watch.fresh = time.Now()
+		}
 		c.watchClient() // else the body does once it is read whole
 	}
 	aborted := c.handle(r)
 	if h.chunked || h.length > 0 {
 		c.body.close() // first: a body read may arm the watch
 	}
-	c.unwatchClient()
+	brief := c.unwatchClient() && c.watch.early
 	if aborted || c.hijacked || c.watch.gone.Load() {
 		return false // a client that went away gets no answer
 	}
@@ -675,8 +695,15 @@ func (c *conn) serve() bool {
 	// is left, so that a busy connection does not touch its timer on every request: the
 	// connection is parked after between half and all of ReadHeaderTimeout of silence.
 	// The handler's reading of the clock at its end (Writer.Ended) will do, if it took one: the
-	// timers started from it are lazy by half their length anyway.
-	if c.quiet = c.w.ended; c.quiet.IsZero() {
+	// timers started from it are lazy by half their length anyway. Else a brief request
+	// (unwatchClient) ended within clientWatchDelay of its fresh reading, which is close enough
+	// for timeouts of seconds and saves a clock read per request.
+	switch {
+	case !c.w.ended.IsZero():
+		c.quiet = c.w.ended
+	case brief && s.readHeader >= coarseMin && (s.idle == 0 || s.idle >= coarseMin):
+		c.quiet = c.watch.fresh
+	default:
 		c.quiet = time.Now()
 	}
 	switch {

@@ -82,10 +82,14 @@ type connSource struct {
 	nc    net.Conn
 	stash *[]byte // holds data; nil when there is none
 	data  []byte
+	// waited is set when a read goes to the socket: cleared as a request arrives (conn.arrive), it
+	// tells serve whether the header came with the first bytes or had to be waited for.
+	waited bool
 }
 
 func (s *connSource) Read(p []byte) (int, error) {
 	if s.stash == nil {
+		s.waited = true
 		return s.nc.Read(p)
 	}
 	n := copy(p, s.data)

@@ -7,7 +7,8 @@ import (
 )
 
 // BenchmarkClientWatchArm is what watching for a client that goes away costs a request answered
-// before clientWatchDelay (nearly all of them): arming the connection's timer and stopping it.
+// before clientWatchDelay (nearly all of them): marking the watch's phase, and setting the
+// connection's timer when it is not running already (once a period on a busy connection).
 func BenchmarkClientWatchArm(b *testing.B) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

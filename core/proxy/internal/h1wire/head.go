@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"syscall"
 )
 
@@ -230,11 +229,11 @@ func (h *Head) CopyFieldsInto(hdr http.Header, prefix string, vals []string) {
 		vals = make([]string, len(h.Fields))
 	}
 	for i, fl := range h.Fields {
-		k := s[fl.K0:fl.K1]
-		if hopResponse(k) || h.connListed(k) {
+		if kb := h.Raw[fl.K0:fl.K1]; hopResponseName(kb) || h.connListedName(kb) {
 			vals[i] = ""
 			continue
 		}
+		k := s[fl.K0:fl.K1]
 		if prefix != "" {
 			k = prefix + k
 		}
@@ -245,30 +244,4 @@ func (h *Head) CopyFieldsInto(hdr http.Header, prefix string, vals []string) {
 			hdr[k] = vals[i : i+1 : i+1]
 		}
 	}
-}
-
-// hopResponse are the response headers that describe the upstream connection.
-func hopResponse(k string) bool {
-	switch k {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-		"Te", "Transfer-Encoding", "Upgrade":
-		return true
-	}
-	return false
-}
-
-// connListed reports whether the response's Connection header names k.
-func (h *Head) connListed(k string) bool {
-	for _, i := range h.Conn {
-		fl := h.Fields[i]
-		v := h.Raw[fl.V0:fl.V1]
-		for len(v) > 0 {
-			var item []byte
-			item, v, _ = bytes.Cut(v, []byte{','})
-			if strings.EqualFold(string(bytes.Trim(item, " \t")), k) {
-				return true
-			}
-		}
-	}
-	return false
 }
