@@ -106,6 +106,20 @@ func snapshotCodec(b *testing.B, n int) {
 			}
 		}
 	})
+	// Whether a delta is worth sending: the exact size (proto.Size, a walk of every message, as
+	// every push did before session 15) and the names' lower bound that answers first.
+	b.Run("full/size", func(b *testing.B) {
+		for b.Loop() {
+			_ = proto.Size(snap)
+		}
+	})
+	b.Run("delta-size-check", func(b *testing.B) {
+		for b.Loop() {
+			if !discovery.DeltaLarger(snap, 400) {
+				b.Fatal("a 400-byte delta not smaller than the snapshot")
+			}
+		}
+	})
 	routeNext, err := discoverytest.RouteChange(snap, 2)
 	if err != nil {
 		b.Fatal(err)

@@ -128,8 +128,37 @@ type listDiff struct {
 // diffList compares two lists of named elements. equal(i, b, n) compares the new list's element
 // i with the base's element of its name. An element equal to its base one but out of the base's
 // order counts as changed (sent, at its index), so the elements left unsent keep their relative
-// order, as Apply assumes. ok is false when a name repeats in either list.
-func diffList[T any](base, next []T, name func(T) string, equal func(i int, b, n T) bool) (listDiff, bool) {
+// order, as Apply assumes. ok is false when a name repeats in either list's compared part.
+//
+// The elements both lists begin and end with (the same name, equal, at the same place from that
+// end: all of them but the few a change touched, and the same messages, compared by pointer) are
+// left out before any map is made: a list of 20,000 virtual hosts was two maps of 20,000 names
+// per push (~5 ms of CPU), for a change of one. A name repeated there is not noticed: the delta
+// then rebuilds another list on the proxy, whose reseal does not give the version, and it asks
+// for the snapshot in full (the translator's lists never repeat a name).
+func diffList[T comparable](base, next []T, name func(T) string, equal func(i int, b, n T) bool) (listDiff, bool) {
+	// The same message is the same name and equal (snapshots are immutable once published): the
+	// pointer comparison spares reading the message itself.
+	same := func(i, j int) bool {
+		return base[i] == next[j] || name(base[i]) == name(next[j]) && equal(j, base[i], next[j])
+	}
+	head := 0
+	for head < len(base) && head < len(next) && same(head, head) {
+		head++
+	}
+	tail := 0
+	for tail < len(base)-head && tail < len(next)-head && same(len(base)-1-tail, len(next)-1-tail) {
+		tail++
+	}
+	d, ok := diffWindow(base[head:len(base)-tail], next[head:len(next)-tail], name, func(i int, b, n T) bool { return equal(head+i, b, n) })
+	for i := range d.changed {
+		d.changed[i] += head
+	}
+	return d, ok
+}
+
+// diffWindow is diffList without the common head and tail; indexes are the window's.
+func diffWindow[T comparable](base, next []T, name func(T) string, equal func(i int, b, n T) bool) (listDiff, bool) {
 	at := make(map[string]int, len(base))
 	for i, e := range base {
 		if _, dup := at[name(e)]; dup {

@@ -508,6 +508,7 @@ var bindReasons = map[proxy.BindReason]discv1.BindFailureReason{
 // decoded, rebuilt from a delta or built (the engine keeps its previous table). Listeners the
 // engine could not bind do not make it a Nack: the NodeStatus sent before the Ack lists them.
 func (a *Agent) apply(ctx context.Context, push *discv1.Push) *discv1.StreamRequest {
+	received := time.Now()
 	var snap *irv1.Snapshot
 	if len(push.GetDelta()) > 0 {
 		rebuilt, err := a.rebuild(push)
@@ -540,6 +541,11 @@ func (a *Agent) apply(ctx context.Context, push *discv1.Push) *discv1.StreamRequ
 	a.lastSync.Store(now.UnixNano())
 	a.metrics.lastSync.Set(float64(now.UnixNano()) / 1e9)
 	a.ready.Store(true)
+	// Where a push's time on the proxy went: decoding it (a delta: rebuilding and resealing the
+	// snapshot) and the engine's apply. With the controller's "published" line this places
+	// the wire between them (docs/controller.md, session 15).
+	a.log.Info("push applied", zap.String("version", snap.GetVersion()), zap.Bool("delta", len(push.GetDelta()) > 0),
+		zap.Duration("decoded", start.Sub(received)), zap.Duration("applied", now.Sub(start)))
 	return &discv1.StreamRequest{Kind: &discv1.StreamRequest_Ack{Ack: &discv1.Ack{Version: snap.GetVersion()}}}
 }
 
