@@ -30,6 +30,10 @@ type conn struct {
 	flushOwed bool  // the flusher has been woken and has not flushed yet
 	flusher   bool  // the flusher goroutine runs
 	werr      error // the first write error; every later write fails with it
+	// ackHeld: PING acknowledgements wait in bw for the next flush, ackTimer bounds the wait
+	// (acks.go).
+	ackHeld  bool
+	ackTimer *time.Timer
 	// opened counts the streams between open and Finish: with none, a write is flushed at once.
 	opened atomic.Int32
 	flushc chan struct{} // wakes flushLoop
@@ -142,8 +146,8 @@ func (c *conn) close(err error) {
 	streams := c.streams
 	c.streams = map[uint32]*Stream{}
 	c.mu.Unlock()
+	c.pool.remove(c) // first: whoever sees closed finds the pool without c
 	close(c.closed)
-	c.pool.remove(c)
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
@@ -179,6 +183,7 @@ func (c *conn) writeFlush(f func() error) error {
 	}
 	if err == nil && c.opened.Load() == 0 {
 		c.flushOwed = false
+		c.ackFlushedLocked()
 		if err = c.bw.Flush(); err != nil {
 			c.werr = err
 		}
@@ -227,6 +232,7 @@ func (c *conn) flushLoop() {
 		c.wmu.Lock()
 		err := c.werr
 		if err == nil && c.flushOwed {
+			c.ackFlushedLocked()
 			if err = c.bw.Flush(); err != nil {
 				c.werr = err
 			}

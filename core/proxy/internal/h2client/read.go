@@ -49,8 +49,7 @@ func (c *conn) dispatch(f http2.Frame) error {
 		return c.onSettings(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
-			data := f.Data
-			_ = c.write(func() error { return c.fr.WritePing(true, data) })
+			c.ack(f.Data)
 		}
 	case *http2.GoAwayFrame:
 		c.onGoAway(f)
