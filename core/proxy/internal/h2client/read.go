@@ -49,7 +49,12 @@ func (c *conn) dispatch(f http2.Frame) error {
 		return c.onSettings(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
-			c.ack(f.Data)
+			if c.opened.Load() > 1 {
+				data := f.Data
+				_ = c.write(func() error { return c.fr.WritePing(true, data) })
+			} else {
+				c.ack(f.Data)
+			}
 		}
 	case *http2.GoAwayFrame:
 		c.onGoAway(f)

@@ -26,7 +26,8 @@ const ackDelay = time.Millisecond
 // next write if one is coming (see above), else flushed as unlockW would. Called by the read
 // loop (c.br is its own) with wmu held.
 func (c *conn) unlockWAck(err error) error {
-	if err != nil || c.werr != nil || c.br.Buffered() == 0 && c.busy.Load() == 0 {
+	busy := c.busy.Load()
+	if err != nil || c.werr != nil || busy > 1 || c.br.Buffered() == 0 && busy == 0 {
 		return c.unlockW(err)
 	}
 	if !c.ackHeld.Load() {
