@@ -10,7 +10,9 @@ import "time"
 // 19, third pass"): at one call in flight, every call cost the upstream leg two writes, the
 // request and, after its response, the acknowledgement. On a busy connection the next request
 // follows within a fraction of a millisecond and takes the acknowledgement along; on a quiet one
-// the timer sends it. The peer's round-trip estimate grows by the wait, which only makes its
+// the timer sends it. Only while at most one stream is open (the read loop's choice): with more,
+// the flusher batches the acknowledgement with the requests anyway, and holding it there measured
+// more CPU per call at 16 calls in flight (docs/performance.md, "Issue 19, fourth pass"). The peer's round-trip estimate grows by the wait, which only makes its
 // window grow sooner; keepalive timeouts are seconds.
 
 // ackDelay bounds how long an acknowledgement waits for a write to ride with.

@@ -49,7 +49,7 @@ func (c *conn) dispatch(f http2.Frame) error {
 		return c.onSettings(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
-			if c.opened.Load() > 1 {
+			if c.opened.Load() > 1 { // overlapping calls: the flusher batches it (acks.go)
 				data := f.Data
 				_ = c.write(func() error { return c.fr.WritePing(true, data) })
 			} else {

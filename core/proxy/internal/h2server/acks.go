@@ -13,7 +13,10 @@ import "time"
 // the client's frames are already read (a request may follow it) or a handler is running (its
 // response will flush), and goes out ahead of the response's frames in the same write.
 //
-// The wait is bounded: the read loop flushes held acknowledgements when it has nothing more
+// Only on a quiet connection (no handler running, or one): with calls overlapping, responses are
+// flushed by the flusher in batches anyway, and holding acknowledgements there measured 3-5% more
+// CPU per call at 16 calls in flight (docs/performance.md, "Issue 19, fourth pass"), so they go
+// the ordinary way. The wait is bounded: the read loop flushes held acknowledgements when it has nothing more
 // buffered and no handler runs, and a timer flushes them after ackDelay whatever happens (a
 // long-running stream that writes nothing). RFC 9113 §6.7 asks that PING responses be given
 // higher priority than other frames; they still leave first in their write, a fraction of a
