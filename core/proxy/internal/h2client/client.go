@@ -81,7 +81,7 @@ func (ps *Pools[K]) Pool(key K, addr string, dial DialFunc, idle time.Duration) 
 	defer ps.mu.Unlock()
 	p := ps.m[key]
 	if p == nil {
-		p = &Pool{addr: addr, dial: dial, idle: idle, maxHeaderList: ps.maxHeaderList, ackDelay: ackDelay}
+		p = &Pool{addr: addr, dial: dial, idle: idle, maxHeaderList: ps.maxHeaderList}
 		p.forget = func() { ps.forget(key, p) }
 		ps.m[key] = p
 	}
@@ -124,8 +124,7 @@ type Pool struct {
 	dial          DialFunc
 	idle          time.Duration
 	maxHeaderList uint32
-	ackDelay      time.Duration // ackDelay; longer in tests (acks.go)
-	forget        func()        // drops the pool from its Pools
+	forget        func() // drops the pool from its Pools
 
 	mu      sync.Mutex
 	conns   []*conn

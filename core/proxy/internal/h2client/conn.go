@@ -30,10 +30,6 @@ type conn struct {
 	flushOwed bool  // the flusher has been woken and has not flushed yet
 	flusher   bool  // the flusher goroutine runs
 	werr      error // the first write error; every later write fails with it
-	// ackHeld: PING acknowledgements wait in bw for the next flush, ackTimer bounds the wait
-	// (acks.go).
-	ackHeld  bool
-	ackTimer *time.Timer
 	// opened counts the streams between open and Finish: with none, a write is flushed at once.
 	opened atomic.Int32
 	flushc chan struct{} // wakes flushLoop
@@ -183,7 +179,6 @@ func (c *conn) writeFlush(f func() error) error {
 	}
 	if err == nil && c.opened.Load() == 0 {
 		c.flushOwed = false
-		c.ackFlushedLocked()
 		if err = c.bw.Flush(); err != nil {
 			c.werr = err
 		}
@@ -232,7 +227,6 @@ func (c *conn) flushLoop() {
 		c.wmu.Lock()
 		err := c.werr
 		if err == nil && c.flushOwed {
-			c.ackFlushedLocked()
 			if err = c.bw.Flush(); err != nil {
 				c.werr = err
 			}

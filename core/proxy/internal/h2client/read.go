@@ -49,12 +49,8 @@ func (c *conn) dispatch(f http2.Frame) error {
 		return c.onSettings(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
-			if c.opened.Load() > 1 { // overlapping calls: the flusher batches it (acks.go)
-				data := f.Data
-				_ = c.write(func() error { return c.fr.WritePing(true, data) })
-			} else {
-				c.ack(f.Data)
-			}
+			data := f.Data
+			_ = c.write(func() error { return c.fr.WritePing(true, data) })
 		}
 	case *http2.GoAwayFrame:
 		c.onGoAway(f)

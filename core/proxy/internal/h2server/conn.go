@@ -69,10 +69,6 @@ type conn struct {
 	busy atomic.Int32
 	// peerFrame is the client's SETTINGS_MAX_FRAME_SIZE (read by writers under wmu).
 	peerFrame atomic.Int32
-	// ackHeld: PING acknowledgements wait in bw for the next write (acks.go); set and cleared
-	// under wmu, read without it by the read loop. ackTimer bounds the wait (under wmu).
-	ackHeld  atomic.Bool
-	ackTimer *time.Timer
 
 	mu          sync.Mutex
 	streams     map[uint32]*stream
@@ -241,7 +237,6 @@ func (c *conn) flushLoop() {
 // Called with wmu held.
 func (c *conn) flushLocked(err error) error {
 	c.flushOwed = false
-	c.ackFlushedLocked()
 	if err == nil && c.werr != nil {
 		err = c.werr
 	}

@@ -50,7 +50,6 @@ func (c *conn) readLoop() error {
 			}
 			return err
 		}
-		c.afterFrame()
 	}
 }
 
@@ -158,7 +157,7 @@ func (c *conn) onPing(f *http2.PingFrame) error {
 		c.wmu.Unlock()
 		return err
 	}
-	return c.unlockWAck(c.fr.WritePing(true, f.Data))
+	return c.unlockW(c.fr.WritePing(true, f.Data))
 }
 
 func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {

@@ -58,9 +58,6 @@ type Config struct {
 	// testHookHandlerDone (tests only) runs when a stream's handler has returned and its
 	// response is complete or reset, before the stream's last bookkeeping.
 	testHookHandlerDone func(id uint32)
-	// testAckDelay (tests only) replaces ackDelay, so that a test of what a held
-	// acknowledgement rides with cannot see the timer send it first on a loaded machine.
-	testAckDelay time.Duration
 }
 
 const (
@@ -101,9 +98,6 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
-	}
-	if cfg.testAckDelay <= 0 {
-		cfg.testAckDelay = ackDelay
 	}
 	return &Server{cfg: cfg, conns: map[*conn]struct{}{}, workers: newWorkers()}
 }
