@@ -142,8 +142,8 @@ func (c *conn) close(err error) {
 	streams := c.streams
 	c.streams = map[uint32]*Stream{}
 	c.mu.Unlock()
+	c.pool.remove(c) // first: whoever sees closed finds the pool without c
 	close(c.closed)
-	c.pool.remove(c)
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
