@@ -66,15 +66,32 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 	}
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
+// handedOut are the ports freePort returned in this process: the kernel may give a port it just
+// took back to the next bind of port 0, and two ports of one test (a listener's and the admin
+// address) must differ (TestExamplesIngress once got the same port for both).
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a loopback TCP port that was free a moment ago and that no other call in this
+// process returned.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // echo is what a test backend answers: who it is and what it received.
