@@ -119,7 +119,7 @@ func (s *ingressSide) after(ctx context.Context, store *translator.Store, res *t
 		return
 	}
 	var ours []types.NamespacedName
-	for k := range res.Routes {
+	for k := range res.Routes.All() {
 		if k.Group == ingressGK.Group && k.Kind == ingressGK.Kind {
 			ours = append(ours, types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
 		}

@@ -63,6 +63,8 @@ type routeState struct {
 	rec                   *buildRecord
 	fresh                 bool
 	carryEpoch, goneEpoch uint64
+	// statusSeq is the latest statusHandOver.seq that looked at the route's status.
+	statusSeq uint64
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -179,6 +181,9 @@ func (t *session) translateRoutes() {
 			}
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
+				if t.handOver != nil && st.carryEpoch != epoch {
+					t.uncarried = append(t.uncarried, st) // statuschanges.go
+				}
 				for _, p := range st.warnings {
 					t.warnings[p.Error()] = p
 				}
