@@ -57,8 +57,8 @@ type routeState struct {
 	// memo is the route's record for an Incremental, rec the record of the Build under way;
 	// fresh says this translation built or attached the route anew rather than replaying all
 	// of it (statusmemo.go); carryEpoch is the latest translation that carried the state over
-	// from the one before (carry.go); goneEpoch a translation given Changes that named the
-	// route (changes.go).
+	// from the one before (carry.go); goneEpoch a translation given Changes that left the
+	// state out (the changes named the route, or it could not be carried: changes.go).
 	memo                  *routeMemo
 	rec                   *buildRecord
 	fresh                 bool
@@ -171,6 +171,7 @@ func (t *session) translateRoutes() {
 		if t.memo != nil {
 			epoch = t.memo.epoch
 		}
+		t.routes = slices.Grow(t.routes, len(sts)) // growing by doubling: a third of a change's bytes
 		for _, st := range sts {
 			if t.memo != nil && st.carryEpoch == epoch {
 				t.carry(st)
