@@ -151,7 +151,7 @@ func (h *statusHandOver) byChange(t *session, touched []*routeState, res *Result
 			look(st)
 		}
 	}
-	if len(cands) > len(t.routes)/4 {
+	if len(cands) > 64 && len(cands) > len(t.routes)/4 {
 		return false // as many as that: everyRoute is as cheap, and can rebuild
 	}
 	statuses := h.scratch[:0]
