@@ -16,7 +16,9 @@ import (
 // into a new base at least once.
 func TestRouteStatusesFollowAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	key := func(i int) RouteKey { return RouteKey{Group: "g", Kind: "HTTPRoute", Namespace: "ns", Name: fmt.Sprint(i)} }
+	key := func(i int) RouteKey {
+		return RouteKey{Group: "g", Kind: "HTTPRoute", Namespace: "ns", Name: fmt.Sprint(i)}
+	}
 	type version struct {
 		rs   RouteStatuses
 		want map[RouteKey]*gwapiv1.RouteStatus

@@ -14,8 +14,8 @@ import (
 
 	"github.com/coxswain-labs/coxswain/controller/translator"
 	"github.com/coxswain-labs/coxswain/core"
-	"github.com/coxswain-labs/coxswain/modules/translation"
 	tlstranslate "github.com/coxswain-labs/coxswain/modules/tlsroute/translate"
+	"github.com/coxswain-labs/coxswain/modules/translation"
 )
 
 // TestStatusesByChangeFollowShadowing: given Changes, an Incremental looks only at the statuses
