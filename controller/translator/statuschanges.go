@@ -91,10 +91,11 @@ func (h *statusHandOver) routeStatuses(t *session, res *Result) {
 	t.statusSeq = h.seq
 	c := &routeChanges{seq: h.seq}
 	touched := t.crossTouched()
+	afterByChange := h.byChanges
 	h.byChanges = h.owners != nil && t.delta != nil && t.delta.allKinds && h.byChange(t, touched, res, c)
 	if !h.byChanges {
 		c.keys = c.keys[:0]
-		h.everyRoute(t, res, c)
+		h.everyRoute(t, res, c, afterByChange)
 	}
 	h.irregular = h.irregular[:0]
 	for _, st := range touched {
@@ -200,13 +201,19 @@ func (h *statusHandOver) byChange(t *session, touched []*routeState, res *Result
 	return true
 }
 
-// everyRoute makes res.Routes by a look at every route's status.
-func (h *statusHandOver) everyRoute(t *session, res *Result, c *routeChanges) {
+// everyRoute makes res.Routes by a look at every route's status. After a translation that
+// looked by change, the records of the routes it did not look at do not say they are in the
+// previous Result (statusRecord.seq), so the previous Result is asked instead: else every
+// such route would count as changed, and the hand-over would give the writer every status.
+func (h *statusHandOver) everyRoute(t *session, res *Result, c *routeChanges, afterByChange bool) {
 	statuses := h.scratch[:0]
 	var changed []int // indexes into t.routes of the routes whose status is not the same
 	dup := false
 	for i, st := range t.routes {
 		rs, same := t.routeStatusOf(st)
+		if afterByChange && !same && h.owners != nil && st.memo != nil {
+			same = h.routes.Get(st.key) == rs && h.owners[st.key] == st.memo.status
+		}
 		statuses = append(statuses, rs)
 		if !same {
 			changed = append(changed, i)
