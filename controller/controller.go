@@ -475,12 +475,12 @@ func desired(res, prev *translator.Result, claimed []gwapiv1.SupportedFeature) s
 	if keys, ok := res.RouteStatusChanges(prev); ok {
 		d.RouteChanges = make(map[status.Key]*gwapiv1.RouteStatus, len(keys))
 		for _, k := range keys {
-			d.RouteChanges[routeKey(k)] = res.Routes[k] // nil: it left
+			d.RouteChanges[routeKey(k)] = res.Routes.Get(k) // nil: it left
 		}
 		return d
 	}
-	d.Routes = make(map[status.Key]*gwapiv1.RouteStatus, len(res.Routes))
-	for k, st := range res.Routes {
+	d.Routes = make(map[status.Key]*gwapiv1.RouteStatus, res.Routes.Len())
+	for k, st := range res.Routes.All() {
 		d.Routes[routeKey(k)] = st
 	}
 	return d

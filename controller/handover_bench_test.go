@@ -15,9 +15,10 @@ import (
 
 // BenchmarkRouteChange measures what the driver does for a route change between listing the
 // caches and publishing: one HTTPRoute of n replaced by a new version, the incremental
-// translation, and the hand-over of its status to the writer (desired + Writer.Desire: the
-// `prepared` share of the controller's `published` line, but for events and ACME). The writer
-// does not run: its queue only collects keys.
+// translation, and the hand-over of its status to the writer (desired + Writer.Desire) and to the
+// Ingress side (ingressSide.after, with an address to write as the benchmark's controller has):
+// the `prepared` share of the controller's `published` line, but for events and ACME. The
+// writer does not run: its queue only collects keys.
 func BenchmarkRouteChange(b *testing.B) {
 	reg := core.Freeze()
 	for _, n := range []int{1000, 5000, 20000} {
@@ -26,15 +27,16 @@ func BenchmarkRouteChange(b *testing.B) {
 			inc := translator.NewIncremental()
 			opts := translator.Options{Registry: reg}
 			w := status.NewWriter(status.Options{Log: zap.NewNop()})
+			ing := &ingressSide{log: zap.NewNop(), lb: ingressLoadBalancer(nil, "127.0.0.1:8080")}
 			res := inc.Translate(context.Background(), store, opts)
-			handed := handOverStatus(w, res, nil)
+			handed := handOverStatus(w, ing, store, res, nil)
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := cpuTime()
 			i := 0
 			for b.Loop() {
 				i++
-				handed = handOverStatus(w, translateRouteChange(b, inc, store, opts, i), handed)
+				handed = handOverStatus(w, ing, store, translateRouteChange(b, inc, store, opts, i), handed)
 			}
 			reportCPU(b, cpu)
 		})

@@ -118,20 +118,32 @@ func (s *ingressSide) after(ctx context.Context, store *translator.Store, res *t
 	if lb == nil {
 		return
 	}
-	var ours []types.NamespacedName
-	for k := range res.Routes {
-		if k.Group == ingressGK.Group && k.Kind == ingressGK.Kind {
-			ours = append(ours, types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
-		}
-	}
+	ours := ingressesTranslated(ings, res.Routes)
 	sort.Slice(ours, func(i, j int) bool { return ours[i].String() < ours[j].String() })
 	for _, k := range ours {
-		if ing := ings[k]; ing != nil && !equality.Semantic.DeepEqual(ing.Status.LoadBalancer.Ingress, lb) {
+		if ing := ings[k]; !equality.Semantic.DeepEqual(ing.Status.LoadBalancer.Ingress, lb) {
 			if err := s.writeStatus(ctx, k, lb); err != nil {
 				s.log.Warn("writing Ingress status.loadBalancer", zap.String("ingress", k.String()), zap.Error(err))
 			}
 		}
 	}
+}
+
+// ingressesTranslated are the Ingresses of ings that the translation made a route of (it
+// has a route status for them: those of our IngressClass), looked up one by one. Not a loop over
+// every route status: at thousands of Gateway API routes that hashed thousands of keys after
+// every translation (RouteStatuses.All looks each base entry up in the overlay) for a handful
+// of Ingresses or none, most of the controller's time between a route change's translation
+// and its publication (`prepared`, docs/controller.md session 15).
+func ingressesTranslated(ings map[types.NamespacedName]*networkingv1.Ingress, routes translator.RouteStatuses) []types.NamespacedName {
+	var out []types.NamespacedName
+	for nn := range ings {
+		k := translator.RouteKey{Group: ingressGK.Group, Kind: ingressGK.Kind, Namespace: nn.Namespace, Name: nn.Name}
+		if _, ok := routes.Lookup(k); ok {
+			out = append(out, nn)
+		}
+	}
+	return out
 }
 
 func (s *ingressSide) writeStatus(ctx context.Context, k types.NamespacedName, lb []networkingv1.IngressLoadBalancerIngress) error {

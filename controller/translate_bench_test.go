@@ -28,9 +28,9 @@ func BenchmarkTranslate(b *testing.B) {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			store := translatortest.SyntheticStore(n)
 			res := translator.Translate(context.Background(), store, translator.Options{Registry: reg})
-			if len(res.Routes) != n || len(res.Snapshot.GetListeners()) != 1 {
+			if res.Routes.Len() != n || len(res.Snapshot.GetListeners()) != 1 {
 				b.Fatalf("translation of the synthetic store is off: %d route statuses, %d listeners, problems %v",
-					len(res.Routes), len(res.Snapshot.GetListeners()), res.Problems)
+					res.Routes.Len(), len(res.Snapshot.GetListeners()), res.Problems)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -57,8 +57,8 @@ func translateRouteChange(b *testing.B, inc *translator.Incremental, store *tran
 	ch := &translator.Changes{Since: store, Routes: map[schema.GroupKind]map[types.NamespacedName]translation.Object{
 		translatortest.HTTPRoute: {{Namespace: r.Namespace, Name: r.Name}: r}}}
 	res := inc.TranslateChanges(context.Background(), store, opts, ch)
-	if inc.Built() != 2 || len(res.Routes) != n || (i > 1 && !inc.UsedChanges()) {
-		b.Fatalf("built %d, reused %d, %d routes, used the changes %t", inc.Built(), inc.Reused(), len(res.Routes), inc.UsedChanges())
+	if inc.Built() != 2 || res.Routes.Len() != n || (i > 1 && !inc.UsedChanges()) {
+		b.Fatalf("built %d, reused %d, %d routes, used the changes %t", inc.Built(), inc.Reused(), res.Routes.Len(), inc.UsedChanges())
 	}
 	return res
 }

@@ -74,7 +74,7 @@ func ProblemsOf(t *Translation) Problems {
 			add(ref, fmt.Sprintf("status.listeners[%s].conditions", l.Name), l.Conditions)
 		}
 	}
-	for k, st := range t.Result.Routes {
+	for k, st := range t.Result.Routes.All() {
 		for i, p := range st.Parents {
 			add(ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}, fmt.Sprintf("status.parents[%d].conditions", i), p.Conditions)
 		}

@@ -250,7 +250,7 @@ type attachedRoute struct {
 // routesOf are the routes whose status has a parent entry for g, by kind, namespace and name.
 func routesOf(t *Translation, g *gwapiv1.Gateway) []attachedRoute {
 	var out []attachedRoute
-	for k, rs := range t.Result.Routes {
+	for k, rs := range t.Result.Routes.All() {
 		var ps []gwapiv1.RouteParentStatus
 		for _, p := range rs.Parents {
 			if refersTo(p.ParentRef, k.Namespace, g) {

@@ -106,7 +106,7 @@ func BuildReport(res *Result, tr *translator.Result, controllerName string) *Rep
 	}
 	for _, key := range sortedRouteKeys(tr.Routes) {
 		nn := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
-		st := tr.Routes[key]
+		st := tr.Routes.Get(key)
 		rep.Routes = append(rep.Routes, ObjectStatus{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Source: src(key.Kind, nn), Status: st})
 		for _, p := range st.Parents {
 			rep.failed(fmt.Sprintf("%s %s parent %s", key.Kind, nn, parentName(p.ParentRef, nn.Namespace)), p.Conditions)
@@ -185,9 +185,9 @@ func sortedKeys[V any](m map[types.NamespacedName]V) []types.NamespacedName {
 	return keys
 }
 
-func sortedRouteKeys(m map[translator.RouteKey]*gwapiv1.RouteStatus) []translator.RouteKey {
-	keys := make([]translator.RouteKey, 0, len(m))
-	for k := range m {
+func sortedRouteKeys(m translator.RouteStatuses) []translator.RouteKey {
+	keys := make([]translator.RouteKey, 0, m.Len())
+	for k := range m.All() {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {

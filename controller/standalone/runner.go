@@ -358,7 +358,7 @@ func (r *Runner) logSummary(res *Result, tr *translator.Result, rep *Report, unc
 		zap.String("version", tr.Snapshot.GetVersion()),
 		zap.Strings("listeners", listeners),
 		zap.Int("gateways", len(tr.Gateways)),
-		zap.Int("routeObjects", len(tr.Routes)),
+		zap.Int("routeObjects", tr.Routes.Len()),
 		zap.Int("policies", len(tr.Policies)),
 		zap.Int("routes", countRoutes(tr.Snapshot)),
 		zap.Int("problems", len(rep.Problems)),

@@ -200,6 +200,7 @@ func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map
 				} else if p.route != winner {
 					msg := shadowMessage(h, winner)
 					p.parent.shadow(msg)
+					b.m.touch(p.route)
 					shadows = append(shadows, vhostShadow{placed: slices.Index(in, *p), parent: slices.Index(p.route.parents, p.parent), msg: msg})
 					continue
 				}

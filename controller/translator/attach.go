@@ -57,12 +57,14 @@ type routeState struct {
 	// memo is the route's record for an Incremental, rec the record of the Build under way;
 	// fresh says this translation built or attached the route anew rather than replaying all
 	// of it (statusmemo.go); carryEpoch is the latest translation that carried the state over
-	// from the one before (carry.go); goneEpoch a translation given Changes that named the
-	// route (changes.go).
+	// from the one before (carry.go); goneEpoch a translation given Changes that left the
+	// state out (the changes named the route, or it could not be carried: changes.go).
 	memo                  *routeMemo
 	rec                   *buildRecord
 	fresh                 bool
 	carryEpoch, goneEpoch uint64
+	// statusSeq is the latest statusHandOver.seq that looked at the route's status.
+	statusSeq uint64
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -169,6 +171,7 @@ func (t *session) translateRoutes() {
 		if t.memo != nil {
 			epoch = t.memo.epoch
 		}
+		t.routes = slices.Grow(t.routes, len(sts)) // growing by doubling: a third of a change's bytes
 		for _, st := range sts {
 			if t.memo != nil && st.carryEpoch == epoch {
 				t.carry(st)
@@ -179,6 +182,9 @@ func (t *session) translateRoutes() {
 			}
 			if len(st.parents) > 0 {
 				t.routes = append(t.routes, st)
+				if t.handOver != nil && st.carryEpoch != epoch {
+					t.uncarried = append(t.uncarried, st) // statuschanges.go
+				}
 				for _, p := range st.warnings {
 					t.warnings[p.Error()] = p
 				}

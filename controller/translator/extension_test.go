@@ -110,7 +110,7 @@ func TestExtensionRef(t *testing.T) {
 				signObject("nokey", map[string]any{"header": "x"}))
 			store.Add(streamGVK.GroupKind(), pgRoute(tc.filters...))
 			res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, signFilter{})})
-			rs := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}]
+			rs := res.Routes.Get(RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"})
 			if rs == nil || len(rs.Parents) != 1 {
 				t.Fatalf("route status %+v, problems %v", rs, res.Problems)
 			}
@@ -208,7 +208,7 @@ func TestExtensionResolver(t *testing.T) {
 			store.Add(streamGVK.GroupKind(), pgRoute(extRef("Sign", "s")))
 			res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, signFilter{}, signResolver{})})
 			r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
-			resolved := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}].Parents[0].Conditions[1]
+			resolved := res.Routes.Get(RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}).Parents[0].Conditions[1]
 			if tc.config != "" {
 				if len(r.Filters) != 1 || string(r.Filters[0].Json) != tc.config {
 					t.Errorf("filters %v, want config %s", r.Filters, tc.config)
@@ -258,7 +258,7 @@ func TestExtensionRefFailOpen(t *testing.T) {
 	if len(r.Filters) != 0 || len(r.Backends) != 1 || r.Backends[0].Error != "" || r.Backends[0].Cluster == "" {
 		t.Errorf("a fail-open filter whose object is missing must leave the rule served without it: filters %v backends %v", r.Filters, r.Backends)
 	}
-	resolved := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}].Parents[0].Conditions[1]
+	resolved := res.Routes.Get(RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}).Parents[0].Conditions[1]
 	if resolved.Status != metav1.ConditionFalse || resolved.Reason != string(RouteReasonFilterNotFound) ||
 		!strings.Contains(resolved.Message, "served without the filter") {
 		t.Errorf("ResolvedRefs %+v: want False FilterNotFound saying the rule is served without the filter", resolved)
@@ -349,7 +349,7 @@ func TestExtensionRefRouteKinds(t *testing.T) {
 	res := Translate(context.Background(), extStore(t, "Only", map[string]any{}), Options{Registry: reg})
 	// The route's one rule fails, so the route is not accepted (a route with other rules would
 	// be PartiallyInvalid, the failed rule answering 500).
-	if accepted := res.Routes[pgKey].Parents[0].Conditions[0]; accepted.Status != metav1.ConditionFalse ||
+	if accepted := res.Routes.Get(pgKey).Parents[0].Conditions[0]; accepted.Status != metav1.ConditionFalse ||
 		!strings.Contains(accepted.Message, "Only filters are not supported on StreamRoute (only on HTTPRoute)") {
 		t.Errorf("a filter used on a route kind it does not support must fail its rule: Accepted %+v", accepted)
 	}
@@ -362,7 +362,7 @@ func TestExtensionRefRouteKinds(t *testing.T) {
 	if len(r.Filters) != 0 || r.Backends[0].Error != "" {
 		t.Errorf("an accepted-not-enforced filter must leave the rule served: filters %v backends %v", r.Filters, r.Backends)
 	}
-	resolved := res.Routes[pgKey].Parents[0].Conditions[1]
+	resolved := res.Routes.Get(pgKey).Parents[0].Conditions[1]
 	if resolved.Status != metav1.ConditionTrue || !strings.Contains(resolved.Message, "accepted with warnings") ||
 		!strings.Contains(resolved.Message, "is not enforced on StreamRoute") {
 		t.Errorf("ResolvedRefs %+v: want True with the warning", resolved)
@@ -378,7 +378,7 @@ func TestConfigWarnings(t *testing.T) {
 	m := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Warny", Version: "v1", Resource: "warnys"}}
 	store := extStore(t, "Warny", map[string]any{"skip": []any{"a", "b"}}, gwapiv1.Listener{Name: "tcp2", Port: 5433, Protocol: gwapiv1.TCPProtocolType})
 	res := Translate(context.Background(), store, Options{Registry: core.NewRegistry(extKind{}, m)})
-	resolved := res.Routes[pgKey].Parents[0].Conditions[1]
+	resolved := res.Routes.Get(pgKey).Parents[0].Conditions[1]
 	want := "accepted with warnings: spec.rules[0].filters[0].extensionRef: ExtensionRef Warny.example.com f: entry a is skipped; " +
 		"spec.rules[0].filters[0].extensionRef: ExtensionRef Warny.example.com f: entry b is skipped"
 	if resolved.Status != metav1.ConditionTrue || !strings.HasSuffix(resolved.Message, want) {
@@ -430,13 +430,13 @@ func TestResolverDocumentsAndWarnings(t *testing.T) {
 	m := kindBound{api: core.ExtensionAPI{Group: "example.com", Kind: "Warny", Version: "v1", Resource: "warnys"}}
 	reg := core.NewRegistry(extKind{}, m, docResolver{})
 	res := Translate(context.Background(), extStore(t, "Warny", map[string]any{}), Options{Registry: reg})
-	if resolved := res.Routes[pgKey].Parents[0].Conditions[1]; resolved.Status != metav1.ConditionFalse ||
+	if resolved := res.Routes.Get(pgKey).Parents[0].Conditions[1]; resolved.Status != metav1.ConditionFalse ||
 		!strings.Contains(resolved.Message, "not fetched in this process") {
 		t.Errorf("without Documents: ResolvedRefs %+v, want False saying documents are not fetched", resolved)
 	}
 	res = Translate(context.Background(), extStore(t, "Warny", map[string]any{}),
 		Options{Registry: reg, Documents: docs{"https://keys.example/jwks": "{\"keys\":[]}"}})
-	if resolved := res.Routes[pgKey].Parents[0].Conditions[1]; resolved.Status != metav1.ConditionTrue ||
+	if resolved := res.Routes.Get(pgKey).Parents[0].Conditions[1]; resolved.Status != metav1.ConditionTrue ||
 		!strings.HasSuffix(resolved.Message, "ExtensionRef Warny.example.com f: document is 11 bytes") {
 		t.Errorf("with the document: ResolvedRefs %+v, want True with the resolver's warning", resolved)
 	}

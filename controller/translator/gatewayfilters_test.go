@@ -127,7 +127,7 @@ func TestGatewayExternalAuth(t *testing.T) {
 		store.Add(streamGVK.GroupKind(), pgRoute())
 		res := Translate(context.Background(), store, Options{Registry: reg})
 		r := res.Snapshot.Listeners[0].Servers[0].VirtualHosts[0].Routes[0]
-		resolved := res.Routes[pgKey].Parents[0].Conditions[1]
+		resolved := res.Routes.Get(pgKey).Parents[0].Conditions[1]
 		if len(r.Filters) != 0 || r.Backends[0].Error == "" || resolved.Reason != "RefNotPermitted" ||
 			!strings.Contains(resolved.Message, "CoxswainExternalAuth db/gw-auth (targets Gateway db/gw)") {
 			t.Errorf("without a grant: filters %v backends %v ResolvedRefs %+v; want the rule answering 500, RefNotPermitted", r.Filters, r.Backends, resolved)

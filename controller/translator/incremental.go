@@ -144,6 +144,10 @@ func (inc *Incremental) TranslateChanges(ctx context.Context, store *Store, opts
 // UsedChanges says whether the latest translation used the Changes it was given.
 func (inc *Incremental) UsedChanges() bool { return inc.usedChanges }
 
+// StatusesByChange says whether the latest translation looked only at the route statuses that
+// may have changed (statuschanges.go), not at every route's.
+func (inc *Incremental) StatusesByChange() bool { return inc.handOver.byChanges }
+
 // Reused and Built count the route Build calls of the latest translation that were replayed and
 // run.
 func (inc *Incremental) Reused() int { return inc.reused }

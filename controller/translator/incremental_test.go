@@ -52,6 +52,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	statusesReused, carried := 0, 0 // over all seeds: in some, no route ever attaches
 	handedOver := 0                 // steps whose route status changes were known
 	usedChanges := map[changeMode]int{}
+	byChanges := 0 // translations that looked at the statuses that may have changed only
 	for _, run := range []struct {
 		mode  changeMode
 		seeds uint64
@@ -63,6 +64,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 				carried += r.carried
 				handedOver += r.handedOver
 				usedChanges[run.mode] += r.usedChanges
+				byChanges += r.statusesByChange
 			})
 		}
 	}
@@ -81,6 +83,10 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 		t.Errorf("translations that used their Changes, by mode: %v; want none without and some with", usedChanges)
 	}
 	t.Logf("translations that used their Changes: %v", usedChanges)
+	if byChanges == 0 {
+		t.Errorf("no translation looked at the changed routes' statuses only: the test does not exercise statusHandOver.byChange")
+	}
+	t.Logf("translations whose statuses were looked at by change: %d", byChanges)
 }
 
 // changeMode is what a sequence tells the Incremental about each step's change.
@@ -92,7 +98,7 @@ const (
 	supersetChanges changeMode = "superset" // those and more, unchanged or absent
 )
 
-type sequenceStats struct{ statuses, carried, handedOver, usedChanges int }
+type sequenceStats struct{ statuses, carried, handedOver, usedChanges, statusesByChange int }
 
 // sequence runs one random sequence of steps and checks every translation against a full one.
 func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *metav1.Time, mode changeMode, seed uint64, steps int) sequenceStats {
@@ -145,6 +151,9 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 		prev = store
 		if inc.UsedChanges() {
 			out.usedChanges++
+		}
+		if inc.StatusesByChange() {
+			out.statusesByChange++
 		}
 		want := translator.Translate(context.Background(), store, opts)
 		reused += inc.Reused()
@@ -246,13 +255,13 @@ func routeChangesCover(got, since *translator.Result) (known bool, msg string) {
 	for _, k := range keys {
 		listed[k] = true
 	}
-	for k, s := range got.Routes {
-		if since.Routes[k] != s && !listed[k] {
+	for k, s := range got.Routes.All() {
+		if since.Routes.Get(k) != s && !listed[k] {
 			return true, fmt.Sprintf("%v changed (or came) and is not listed", k)
 		}
 	}
-	for k := range since.Routes {
-		if _, ok := got.Routes[k]; !ok && !listed[k] {
+	for k := range since.Routes.All() {
+		if _, ok := got.Routes.Lookup(k); !ok && !listed[k] {
 			return true, fmt.Sprintf("%v left and is not listed", k)
 		}
 	}
@@ -391,7 +400,7 @@ func diffResults(got, want *translator.Result) string {
 		{"GatewayClasses", got.GatewayClasses, want.GatewayClasses},
 		{"Gateways", got.Gateways, want.Gateways},
 		{"ListenerSets", got.ListenerSets, want.ListenerSets},
-		{"Routes", routesAt(got.Routes), routesAt(want.Routes)},
+		{"Routes", routesAt(got.Routes.Map()), routesAt(want.Routes.Map())},
 		{"Policies", got.Policies, want.Policies},
 		{"Problems", got.Problems, want.Problems},
 		{"Warnings", got.Warnings, want.Warnings},
@@ -401,7 +410,7 @@ func diffResults(got, want *translator.Result) string {
 			return c.what + ": " + firstDifference(reflect.ValueOf(c.got), reflect.ValueOf(c.want))
 		}
 	}
-	return laterTransition(got.Routes, want.Routes)
+	return laterTransition(got.Routes.Map(), want.Routes.Map())
 }
 
 // routesAt is route statuses without their conditions' lastTransitionTime, which an Incremental's

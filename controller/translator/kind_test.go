@@ -80,7 +80,7 @@ func TestPluggableRouteKind(t *testing.T) {
 	if l := gw.Listeners[1]; l.Conditions[0].Reason != string(gwapiv1.ListenerReasonUnsupportedProtocol) {
 		t.Errorf("http listener without an HTTP kind should be UnsupportedProtocol: %+v", l.Conditions[0])
 	}
-	rs := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}]
+	rs := res.Routes.Get(RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"})
 	if rs == nil || len(rs.Parents) != 1 || rs.Parents[0].Conditions[0].Status != metav1.ConditionTrue {
 		t.Fatalf("route status %+v", rs)
 	}

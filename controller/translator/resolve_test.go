@@ -43,7 +43,7 @@ func TestResolveContextUnresolved(t *testing.T) {
 	if len(r.Backends) != 1 || r.Backends[0].Error != "" || r.Backends[0].Cluster == "" {
 		t.Errorf("backends %v: want the rule served", r.Backends)
 	}
-	resolved := res.Routes[RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}].Parents[0].Conditions[1]
+	resolved := res.Routes.Get(RouteKey{Group: "example.com", Kind: "StreamRoute", Namespace: "db", Name: "pg"}).Parents[0].Conditions[1]
 	if resolved.Status != metav1.ConditionFalse || resolved.Reason != "SecretNotUsable" ||
 		!strings.Contains(resolved.Message, "ExtensionRef Sign.example.com s: Secret db/missing does not exist; every request is refused") {
 		t.Errorf("ResolvedRefs %+v: want False SecretNotUsable naming the ExtensionRef and the reason", resolved)

@@ -43,10 +43,11 @@ func (t *session) result() *Result {
 	if t.handOver != nil {
 		t.handOver.routeStatuses(t, res) // statuschanges.go
 	} else {
-		res.Routes = make(map[RouteKey]*gwapiv1.RouteStatus, len(t.routes))
+		m := make(map[RouteKey]*gwapiv1.RouteStatus, len(t.routes))
 		for _, st := range t.routes {
-			res.Routes[st.key], _ = t.routeStatusOf(st)
+			m[st.key], _ = t.routeStatusOf(st)
 		}
+		res.Routes = routeStatusesOf(m)
 	}
 	t.backendPolicyStatuses(res)
 	t.backendTLSStatuses(res)

@@ -1,7 +1,6 @@
 package translator
 
 import (
-	"maps"
 	"sync/atomic"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -14,11 +13,17 @@ import (
 // writer compared every entry with the previous one: ~10 ms of a 5,000-route change's wall
 // time on the loaded machine (`prepared` in the controller's `published` line). Now:
 //
-//   - Result.Routes is the previous Result's map cloned (a copy of its table, no hashing) with
-//     the changed keys set and the routes that left deleted;
+//   - Result.Routes shares the previous Result's statuses and holds the changed keys on top
+//     (RouteStatuses, routestatuses.go);
 //   - the Result says which keys changed since an earlier Result of the same Incremental
 //     (RouteStatusChanges), so the controller hands the writer those only and the writer
-//     compares those only.
+//     compares those only;
+//   - given Changes (changes.go), only the routes whose status may differ are looked at
+//     (byChange): those not carried over (carry.go), those other routes' passes wrote into
+//     this time (shadowing, kind conflicts: crossTouched), and those they wrote into last time
+//     (irregular). A carried route that none wrote into, this time or last, has the same parent
+//     statuses as then (its attachment record's), so its status is the same object, which the
+//     previous Result holds already.
 //
 // A route's status is "the same" when statusmemo.go reused its record's status and that record
 // put it into the previous translation's Result: then the previous map holds that very status
@@ -31,14 +36,19 @@ import (
 type statusHandOver struct {
 	// seq counts the translations of the Incremental (statusRecord.seq).
 	seq uint64
-	// routes is the previous Result's Routes (shared with it: never modified), owners the
-	// record whose status each of its keys holds. Both nil: the next translation builds afresh.
-	routes map[RouteKey]*gwapiv1.RouteStatus
+	// routes is the previous Result's Routes, owners the record whose status each of its keys
+	// holds (owners nil: the next translation builds afresh).
+	routes RouteStatuses
 	owners map[RouteKey]*statusRecord
+	// irregular are the records of the routes whose status the previous translation made with
+	// what other routes wrote into their parent statuses (crossTouched).
+	irregular []*routeMemo
 	// chain are the latest Results' changes, oldest first (at most maxChangeChain).
 	chain []*routeChanges
 	// scratch holds one translation's route statuses, in t.routes' order.
 	scratch []*gwapiv1.RouteStatus
+	// byChanges says the latest translation looked at the statuses byChange picks only.
+	byChanges bool
 }
 
 // maxChangeChain bounds how far back RouteStatusChanges looks: the controller asks about the
@@ -79,24 +89,20 @@ func (res *Result) RouteStatusChanges(since *Result) (keys []RouteKey, ok bool) 
 func (h *statusHandOver) routeStatuses(t *session, res *Result) {
 	h.seq++
 	t.statusSeq = h.seq
-	statuses := h.scratch[:0]
-	var changed []int // indexes into t.routes of the routes whose status is not the same
-	dup := false
-	for i, st := range t.routes {
-		rs, same := t.routeStatusOf(st)
-		statuses = append(statuses, rs)
-		if !same {
-			changed = append(changed, i)
-		}
-		dup = dup || st.memo == nil || st.memo.dupEpoch == t.memo.epoch
-	}
-	h.scratch = statuses
 	c := &routeChanges{seq: h.seq}
-	if h.owners == nil || dup || len(changed) > len(t.routes)/4 || !h.update(t, statuses, changed, res, c) {
-		h.rebuild(t, statuses, res)
-		c.all, c.keys = true, nil
+	touched := t.crossTouched()
+	afterByChange := h.byChanges
+	h.byChanges = h.owners != nil && t.delta != nil && t.delta.allKinds && h.byChange(t, touched, res, c)
+	if !h.byChanges {
+		c.keys = c.keys[:0]
+		h.everyRoute(t, res, c, afterByChange)
 	}
-	clear(h.scratch) // no status kept alive from here
+	h.irregular = h.irregular[:0]
+	for _, st := range touched {
+		if st.memo != nil {
+			h.irregular = append(h.irregular, st.memo)
+		}
+	}
 	res.changes = c
 	if n := len(h.chain); n > 0 {
 		c.prev.Store(h.chain[n-1])
@@ -106,6 +112,120 @@ func (h *statusHandOver) routeStatuses(t *session, res *Result) {
 		h.chain = append(h.chain[:0], h.chain[len(h.chain)-maxChangeChain:]...)
 		h.chain[0].prev.Store(nil)
 	}
+}
+
+// crossTouched are the routes of t whose parent statuses other routes' passes wrote into:
+// shadowed (vhosts.go) or in a kind conflict (kindconflict.go). A route may be listed twice.
+func (t *session) crossTouched() []*routeState {
+	var out []*routeState
+	if t.vhosts != nil {
+		out = t.vhosts.touched
+		t.vhosts.touched = nil
+	}
+	for _, c := range t.conflicted {
+		out = append(out, c.route)
+	}
+	return out
+}
+
+// byChange makes res.Routes from the previous Result's by the routes whose status may have
+// changed (above), when the changes were used for every route kind; false, with the next
+// translation made to build afresh, when that does not add up.
+func (h *statusHandOver) byChange(t *session, touched []*routeState, res *Result, c *routeChanges) bool {
+	epoch := t.memo.epoch
+	var cands []*routeState
+	look := func(st *routeState) {
+		if st.statusSeq != h.seq {
+			st.statusSeq = h.seq
+			cands = append(cands, st)
+		}
+	}
+	for _, st := range t.uncarried {
+		look(st)
+	}
+	for _, st := range touched {
+		look(st)
+	}
+	for _, rm := range h.irregular {
+		// Not carried: among t.uncarried if it is still a route of t.
+		if st := rm.cur; rm.curEpoch == epoch && st.carryEpoch == epoch && len(st.parents) > 0 {
+			look(st)
+		}
+	}
+	if len(cands) > 64 && len(cands) > len(t.routes)/4 {
+		return false // as many as that: everyRoute is as cheap, and can rebuild
+	}
+	statuses := h.scratch[:0]
+	for _, st := range cands {
+		if st.memo == nil || st.memo.dupEpoch == epoch {
+			return false
+		}
+		rs, _ := t.routeStatusOf(st)
+		statuses = append(statuses, rs)
+	}
+	h.scratch = statuses
+	defer clear(h.scratch) // no status kept alive from here
+	t.memo.statuses += len(t.routes) - len(cands)
+	edit := editRouteStatuses(h.routes)
+	set := make(map[RouteKey]bool, len(cands))
+	for i, st := range cands {
+		if set[st.key] {
+			h.owners = nil // two routes of one key
+			return false
+		}
+		set[st.key] = true
+		rs := statuses[i]
+		if prev, ok := h.routes.Lookup(st.key); ok && prev == rs && h.owners[st.key] == st.memo.status {
+			continue
+		}
+		edit.set(st.key, rs)
+		h.owners[st.key] = st.memo.status
+		c.keys = append(c.keys, st.key)
+	}
+	for _, st := range t.delta.gone {
+		if set[st.key] {
+			continue
+		}
+		if _, had := h.owners[st.key]; had {
+			edit.remove(st.key)
+			delete(h.owners, st.key)
+			c.keys = append(c.keys, st.key)
+		}
+	}
+	out := edit.done()
+	if out.Len() != len(t.routes) || len(h.owners) != len(t.routes) {
+		h.owners = nil // a key of two routes, or one that left unseen: build afresh
+		return false
+	}
+	res.Routes, h.routes = out, out
+	return true
+}
+
+// everyRoute makes res.Routes by a look at every route's status. After a translation that
+// looked by change, the records of the routes it did not look at do not say they are in the
+// previous Result (statusRecord.seq), so the previous Result is asked instead: else every
+// such route would count as changed, and the hand-over would give the writer every status.
+func (h *statusHandOver) everyRoute(t *session, res *Result, c *routeChanges, afterByChange bool) {
+	statuses := h.scratch[:0]
+	var changed []int // indexes into t.routes of the routes whose status is not the same
+	dup := false
+	for i, st := range t.routes {
+		rs, same := t.routeStatusOf(st)
+		if afterByChange && !same && h.owners != nil && st.memo != nil {
+			same = h.routes.Get(st.key) == rs && h.owners[st.key] == st.memo.status
+		}
+		statuses = append(statuses, rs)
+		if !same {
+			changed = append(changed, i)
+		}
+		dup = dup || st.memo == nil || st.memo.dupEpoch == t.memo.epoch
+	}
+	h.scratch = statuses
+	if h.owners == nil || dup || len(changed) > len(t.routes)/4 || !h.update(t, statuses, changed, res, c) {
+		h.rebuild(t, statuses, res)
+		c.all, c.keys = true, nil
+	}
+	clear(h.scratch) // no status kept alive from here
 }
 
 // update makes res.Routes from the previous map and the changed routes; false when a key
@@ -122,10 +242,10 @@ func (h *statusHandOver) update(t *session, statuses []*gwapiv1.RouteStatus, cha
 			return false // a route whose status is the same has this key too
 		}
 	}
-	routes := maps.Clone(h.routes)
+	routes := editRouteStatuses(h.routes)
 	for _, i := range changed {
 		st := t.routes[i]
-		routes[st.key] = statuses[i]
+		routes.set(st.key, statuses[i])
 		h.owners[st.key] = st.memo.status
 		c.keys = append(c.keys, st.key)
 	}
@@ -134,7 +254,7 @@ func (h *statusHandOver) update(t *session, statuses []*gwapiv1.RouteStatus, cha
 		for _, st := range t.delta.gone {
 			if o := h.owners[st.key]; o != nil && o.seq != h.seq {
 				delete(h.owners, st.key)
-				delete(routes, st.key)
+				routes.remove(st.key)
 				c.keys = append(c.keys, st.key)
 			}
 		}
@@ -145,27 +265,29 @@ func (h *statusHandOver) update(t *session, statuses []*gwapiv1.RouteStatus, cha
 		for k, o := range h.owners {
 			if o.seq != h.seq {
 				delete(h.owners, k)
-				delete(routes, k)
+				routes.remove(k)
 				c.keys = append(c.keys, k)
 			}
 		}
 	}
-	res.Routes, h.routes = routes, routes
+	res.Routes = routes.done()
+	h.routes = res.Routes
 	return true
 }
 
 // rebuild makes res.Routes afresh, and the owners for the next translation.
 func (h *statusHandOver) rebuild(t *session, statuses []*gwapiv1.RouteStatus, res *Result) {
-	res.Routes = make(map[RouteKey]*gwapiv1.RouteStatus, len(t.routes))
+	m := make(map[RouteKey]*gwapiv1.RouteStatus, len(t.routes))
 	h.owners = make(map[RouteKey]*statusRecord, len(t.routes))
 	for i, st := range t.routes {
-		res.Routes[st.key] = statuses[i]
+		m[st.key] = statuses[i]
 		if st.memo != nil {
 			h.owners[st.key] = st.memo.status
 		}
 	}
+	res.Routes = routeStatusesOf(m)
 	h.routes = res.Routes
-	if len(res.Routes) != len(t.routes) || len(h.owners) != len(t.routes) {
-		h.routes, h.owners = nil, nil // keys collide: the next translation builds afresh too
+	if len(m) != len(t.routes) || len(h.owners) != len(t.routes) {
+		h.routes, h.owners = RouteStatuses{}, nil // keys collide: the next translation builds afresh too
 	}
 }

@@ -64,7 +64,7 @@ func TestReusedStatusFollowsOtherRoutes(t *testing.T) {
 		if msg := diffResults(got, want); msg != "" {
 			t.Fatalf("step %d: incremental differs from full: %s", i, msg)
 		}
-		rs := got.Routes[key]
+		rs := got.Routes.Get(key)
 		if rs == nil || len(rs.Parents) != 1 {
 			t.Fatalf("step %d: HTTPRoute status %+v", i, rs)
 		}

@@ -118,6 +118,8 @@ type session struct {
 	// count of this translation (statuschanges.go); nil and 0 in Translate.
 	handOver  *statusHandOver
 	statusSeq uint64
+	// uncarried are the routes of t.routes an Incremental did not carry over (for handOver).
+	uncarried []*routeState
 	// conflicted are the parentRefs that lost a listener to a route of an exclusive kind
 	// (kindconflict.go), each once.
 	conflicted []conflictedParent

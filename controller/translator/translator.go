@@ -78,8 +78,9 @@ type Result struct {
 	Gateways       map[types.NamespacedName]*gwapiv1.GatewayStatus
 	// ListenerSets holds the status of the ListenerSets whose parent is one of our Gateways.
 	ListenerSets map[types.NamespacedName]*gwapiv1.ListenerSetStatus
-	// Routes holds the parent statuses of routes of every kind.
-	Routes map[RouteKey]*gwapiv1.RouteStatus
+	// Routes holds the parent statuses of routes of every kind (read-only: an Incremental's
+	// Results share them, routestatuses.go).
+	Routes RouteStatuses
 	// Policies holds the ancestor statuses of policies of every kind (CoxswainBackendPolicy):
 	// only entries whose controllerName is ours, which the writer merges with other controllers'.
 	Policies map[PolicyKey]*gwapiv1.PolicyStatus

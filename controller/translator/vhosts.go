@@ -31,6 +31,15 @@ type vhostMemo struct {
 	prev, next map[serverKey]*serverRecord
 	// epoch counts translations (vhostRecord.succ).
 	epoch uint64
+	// touched are the routes this translation shadowed (statuschanges.go), some twice.
+	touched []*routeState
+}
+
+// touch notes that st's parent statuses were written into by another route's pass.
+func (m *vhostMemo) touch(st *routeState) {
+	if m != nil {
+		m.touched = append(m.touched, st)
+	}
 }
 
 // serverKey names a server: its IR listener and hostname.
@@ -174,6 +183,7 @@ func (b *serverBuilder) keepClean(gathered map[string][]placed) {
 		for _, s := range r.shadows {
 			st := r.entries[s.placed].memo.cur
 			st.parents[s.parent].shadow(s.msg)
+			b.m.touch(st)
 		}
 		r.succ, r.succEpoch = r, b.m.epoch
 	}
@@ -196,6 +206,7 @@ func (b *serverBuilder) reuse(h string, ps []placed) *irv1.VirtualHost {
 	}
 	for _, s := range r.shadows {
 		ps[s.placed].parent.shadow(s.msg)
+		b.m.touch(ps[s.placed].route)
 	}
 	r.succ, r.succEpoch = r, b.m.epoch
 	b.next.vhosts[h] = r
@@ -354,4 +365,5 @@ func clustersOf(vh *irv1.VirtualHost) []string {
 func (m *vhostMemo) start() {
 	m.epoch++
 	m.prev, m.next = m.next, make(map[serverKey]*serverRecord, len(m.next))
+	m.touched = nil
 }

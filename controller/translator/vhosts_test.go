@@ -86,7 +86,7 @@ func TestKeptVirtualHostKeepsShadows(t *testing.T) {
 			t.Errorf("step %d: a.example.com was built again, though none of its routes changed", step)
 		}
 		prevA = a
-		rs := got.Routes[youngerKey]
+		rs := got.Routes.Get(youngerKey)
 		if rs == nil || len(rs.Parents) != 1 || !strings.Contains(conditionsText(rs.Parents[0].Conditions), "older") {
 			t.Errorf("step %d: the younger route's status does not say the older one serves a.example.com: %+v", step, rs)
 		}

@@ -147,7 +147,7 @@ func TestMatchConfig(t *testing.T) {
 
 func conditions(t *testing.T, res *translator.Result, kind, name string) [][]string {
 	t.Helper()
-	st := res.Routes[translator.RouteKey{Group: gwapiv1.GroupName, Kind: kind, Namespace: "default", Name: name}]
+	st := res.Routes.Get(translator.RouteKey{Group: gwapiv1.GroupName, Kind: kind, Namespace: "default", Name: name})
 	if st == nil {
 		t.Fatalf("%s %s: no status", kind, name)
 	}
@@ -183,11 +183,11 @@ func TestStatus(t *testing.T) {
 		})
 	}
 	t.Run("messages", func(t *testing.T) {
-		late := res.Routes[translator.RouteKey{Group: gwapiv1.GroupName, Kind: "GRPCRoute", Namespace: "default", Name: "late"}]
+		late := res.Routes.Get(translator.RouteKey{Group: gwapiv1.GroupName, Kind: "GRPCRoute", Namespace: "default", Name: "late"})
 		if msg := late.Parents[0].Conditions[0].Message; !strings.Contains(msg, "HTTPRoute default/site is older") {
 			t.Errorf("late: %q", msg)
 		}
-		echo := res.Routes[translator.RouteKey{Group: gwapiv1.GroupName, Kind: "GRPCRoute", Namespace: "default", Name: "echo"}]
+		echo := res.Routes.Get(translator.RouteKey{Group: gwapiv1.GroupName, Kind: "GRPCRoute", Namespace: "default", Name: "echo"})
 		msgs := ""
 		for _, c := range echo.Parents[0].Conditions {
 			msgs += c.Message + "\n"
@@ -308,7 +308,7 @@ spec: {ports: [{port: 50051, appProtocol: kubernetes.io/h2c}]}
 		t.Fatalf("load: %v %v", err, res.Err())
 	}
 	tr := translator.Translate(context.Background(), res.Store, translator.Options{Registry: reg})
-	rs := tr.Routes[translator.RouteKey{Group: gwapiv1.GroupName, Kind: "GRPCRoute", Namespace: "default", Name: "echo"}]
+	rs := tr.Routes.Get(translator.RouteKey{Group: gwapiv1.GroupName, Kind: "GRPCRoute", Namespace: "default", Name: "echo"})
 	if rs == nil || len(rs.Parents) != 1 {
 		t.Fatalf("route status %+v", rs)
 	}

@@ -140,7 +140,7 @@ func render(t *testing.T, res *translator.Result) []byte {
 		listenerSets[k.String()] = v
 	}
 	routes := map[string]*gwapiv1.RouteStatus{}
-	for k, v := range res.Routes {
+	for k, v := range res.Routes.All() {
 		routes[k.Namespace+"/"+k.Name] = v
 	}
 	g := golden{

@@ -223,7 +223,7 @@ spec: {controller: k8s.io/ingress-nginx}
 			t.Errorf("%s served %v, want %v", host, got, served)
 		}
 	}
-	for k := range res.Routes {
+	for k := range res.Routes.All() {
 		if strings.HasPrefix(k.Name, "theirs") {
 			t.Errorf("another class's Ingress %s has a status", k)
 		}

@@ -94,7 +94,7 @@ func TestL4Snapshot(t *testing.T) {
 func TestL4Status(t *testing.T) {
 	res := translateL4(t)
 	route := func(kind, name string) []string {
-		st := res.Routes[translator.RouteKey{Group: gwapiv1.GroupName, Kind: kind, Namespace: "default", Name: name}]
+		st := res.Routes.Get(translator.RouteKey{Group: gwapiv1.GroupName, Kind: kind, Namespace: "default", Name: name})
 		if st == nil || len(st.Parents) != 1 {
 			t.Fatalf("%s %s: status %v", kind, name, st)
 		}
@@ -125,7 +125,7 @@ func TestL4Status(t *testing.T) {
 		})
 	}
 	t.Run("the shadowed TLSRoute says which hostname it lost", func(t *testing.T) {
-		st := res.Routes[translator.RouteKey{Group: gwapiv1.GroupName, Kind: "TLSRoute", Namespace: "default", Name: "a-again"}]
+		st := res.Routes.Get(translator.RouteKey{Group: gwapiv1.GroupName, Kind: "TLSRoute", Namespace: "default", Name: "a-again"})
 		msg := st.Parents[0].Conditions[2].Message
 		if !strings.Contains(msg, `TLSRoute default/a is older and serves hostname "a.example.com"`) {
 			t.Errorf("message %q", msg)

@@ -105,7 +105,7 @@ func translate(t *testing.T, s *translator.Store) outcome {
 			}
 		}
 	}
-	st := res.Routes[translator.RouteKey{Group: gwapiv1.GroupName, Kind: "HTTPRoute", Namespace: "bench", Name: "route-0"}]
+	st := res.Routes.Get(translator.RouteKey{Group: gwapiv1.GroupName, Kind: "HTTPRoute", Namespace: "bench", Name: "route-0"})
 	for _, c := range st.Parents[0].Conditions {
 		if c.Type == string(gwapiv1.RouteConditionResolvedRefs) {
 			o.resolved = c
