@@ -12,6 +12,10 @@
 #   flock /work/logs/bench.lock bash bench/profiling/accesslog-probe.sh 20 2s \
 #     "off=$B --access-log=false --request-metrics=false" "log=$B --request-metrics=false" \
 #     "off2=$B --access-log=false --request-metrics=false"
+# A variant whose command is just "nginx" runs nginx as the runner's B1 peer (one worker pinned
+# to CPU 0, upstream keep-alive, no access log), its worker's CPU measured: a Coxswain build
+# against nginx with the same pairing (e.g. "nginx=nginx" "cox=$B --access-log=false
+# --request-metrics=false" "nginx2=nginx").
 # prints each round's CPU µs per request and, per variant, the median over the rounds of its
 # per-round ratio to the first variant, the interquartile range, and in how many rounds it was
 # above. PERF=1 also records each proxy's call stacks (perf record -e cpu-clock -g) for the whole
@@ -69,19 +73,56 @@ endpoints: [{addresses: ["127.0.0.1"]}]
 EOF
 }
 
+nginxconf() { # dir port: bench/runner/templates/nginx.conf.tmpl's HTTP server, no access log
+  mkdir -p "$1"
+  cat >"$1/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 4096; multi_accept on; }
+http {
+    access_log off;
+    client_body_temp_path $1/body;
+    proxy_temp_path $1/proxy;
+    fastcgi_temp_path $1/fastcgi;
+    uwsgi_temp_path $1/uwsgi;
+    scgi_temp_path $1/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    upstream be { server 127.0.0.1:$BE_PORT; keepalive 1024; keepalive_requests 1000000; }
+    server {
+        listen 127.0.0.1:$2 backlog=4096;
+        location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering on; }
+    }
+}
+EOF
+}
+
 names=() ports=() ppids=() adms=()
 i=0
 for v in "$@"; do
   name=${v%%=*} rest=${v#*=}
   read -r -a cmd <<<"$rest"
   port=$((19371 + 2 * i)) adm=$((19372 + 2 * i))
-  manifest "$OUT/$name" "$port"
-  taskset -c 0 env GOMAXPROCS=1 "${cmd[0]}" serve -f "$OUT/$name" --admin-address 127.0.0.1:$adm \
-    --log-level warn "${cmd[@]:1}" >>"$OUT/$name.out" 2>"$OUT/$name.err" &
-  pid=$!
-  pids+=("$pid")
-  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null && break; sleep 0.1; done
-  curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null || { echo "$name did not get ready: $(cat "$OUT/$name.err")"; exit 1; }
+  if [ "${cmd[0]}" = nginx ]; then
+    # nginx as a variant (the runner's B1 peer: one worker, upstream keep-alive, no access log):
+    # its worker's CPU is what is measured (the master only waits).
+    nginxconf "$OUT/$name" "$port"
+    taskset -c 0 nginx -e "$OUT/$name/error.log" -p "$OUT/$name" -c "$OUT/$name/nginx.conf" >>"$OUT/$name.out" 2>"$OUT/$name.err" &
+    pids+=($!)
+    for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/12" >/dev/null && break; sleep 0.1; done
+    curl -sf "http://127.0.0.1:$port/12" >/dev/null || { echo "$name did not get ready: $(cat "$OUT/$name.err" "$OUT/$name/error.log")"; exit 1; }
+    pid=$(pgrep -P "${pids[-1]}" | head -n 1)
+  else
+    manifest "$OUT/$name" "$port"
+    taskset -c 0 env GOMAXPROCS=1 "${cmd[0]}" serve -f "$OUT/$name" --admin-address 127.0.0.1:$adm \
+      --log-level warn "${cmd[@]:1}" >>"$OUT/$name.out" 2>"$OUT/$name.err" &
+    pid=$!
+    pids+=("$pid")
+    for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null && break; sleep 0.1; done
+    curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null || { echo "$name did not get ready: $(cat "$OUT/$name.err")"; exit 1; }
+  fi
   names+=("$name") ports+=("$port") ppids+=("$pid") adms+=("$adm")
   i=$((i + 1))
 done
