@@ -41,7 +41,11 @@ func TestCoalescerHoldsABurst(t *testing.T) {
 // The gap doubles for every wake-up that had to wait for it while changes kept coming, up to
 // maxDelay, and a quiet spell resets it.
 func TestCoalescerGapGrowsWithRate(t *testing.T) {
-	c := newCoalescer(time.Millisecond, 8*time.Millisecond)
+	// Gaps of tens of milliseconds, not single ones: the notifier must run within each gap and
+	// the test goroutine must call Wait again within twice the gap, which a loaded machine under
+	// -race did not always grant at 1 ms (seen once at load ~8).
+	const unit = 20 * time.Millisecond
+	c := newCoalescer(unit, 8*unit)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	stop := make(chan struct{})
@@ -69,8 +73,8 @@ func TestCoalescerGapGrowsWithRate(t *testing.T) {
 	<-done
 	want := []time.Duration{1, 1, 2, 4, 8, 8}
 	for i, w := range want {
-		if gaps[i] != w*time.Millisecond {
-			t.Fatalf("gaps %v, want 1ms 1ms 2ms 4ms 8ms 8ms", gaps)
+		if gaps[i] != w*unit {
+			t.Fatalf("gaps %v, want %v times 1 1 2 4 8 8", gaps, unit)
 		}
 	}
 	c.last = time.Now().Add(-time.Hour) // a quiet spell
@@ -78,8 +82,8 @@ func TestCoalescerGapGrowsWithRate(t *testing.T) {
 	if err := c.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.gap(); got != time.Millisecond {
-		t.Fatalf("after a quiet spell the gap is %v, want 1ms", got)
+	if got := c.gap(); got != unit {
+		t.Fatalf("after a quiet spell the gap is %v, want %v", got, unit)
 	}
 }
 
