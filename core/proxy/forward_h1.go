@@ -140,17 +140,12 @@ func (x *h1Exchange) guard(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// coarseClockMin is the shortest timeout the own server's recent reading of the clock
-// (ClientWatch.Recent: less than 20 ms old, plus the runtime's timer lateness) may stand in for
-// a fresh one with.
-const coarseClockMin = time.Second
-
 // now returns the time to compute a deadline of length d from: the own server's recent reading
-// when d is long enough for it, else the clock's. It saves one clock read per use on a request
-// without a body that is answered quickly (nearly all of them).
+// when it will do for d (ClientWatch.Recent), else the clock's. It saves one clock read per use
+// on a request without a body that is answered quickly (nearly all of them).
 func (x *h1Exchange) now(d time.Duration) time.Time {
-	if x.sc != nil && d >= coarseClockMin {
-		if t, ok := x.sc.Recent(); ok {
+	if x.sc != nil {
+		if t, ok := x.sc.Recent(d); ok {
 			return t
 		}
 	}

@@ -86,12 +86,13 @@ func (cw *ClientWatch) SetUpstream(nc *net.Conn) { cw.upstream.Store(nc) }
 // not touch the upstream connection any more (clientGone sets it before it looks).
 func (cw *ClientWatch) Gone() bool { return cw.gone.Load() }
 
-// Recent returns a reading of the clock taken when the request's header was in, and true, while
-// that reading is less than clientWatchDelay old (plus however late the runtime runs the watch's
-// timer): the request had no body and the watch's timer has not come by since it began. A caller
-// whose timeouts are seconds long uses it instead of reading the clock. Serving goroutine only.
-func (cw *ClientWatch) Recent() (time.Time, bool) {
-	if cw.early && cw.phase.Load() == watchArmed {
+// Recent returns a reading of the clock taken when the request's header was in, and true, when
+// it will do for a deadline d away: d is at least coarseMin and the reading is less than
+// clientWatchDelay old (plus however late the runtime runs the watch's timer), the request having
+// had no body and the watch's timer not having come by since it began. A caller uses it instead
+// of reading the clock. Serving goroutine only.
+func (cw *ClientWatch) Recent(d time.Duration) (time.Time, bool) {
+	if d >= coarseMin && cw.early && cw.phase.Load() == watchArmed {
 		return cw.fresh, true
 	}
 	return time.Time{}, false

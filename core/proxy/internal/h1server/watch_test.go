@@ -63,14 +63,14 @@ func TestClientWatchBriefRequest(t *testing.T) {
 	fresh := time.Now()
 	w.early, w.fresh = true, fresh
 	c.watchClient()
-	if got, ok := (*ClientWatch)(w).Recent(); !ok || !got.Equal(fresh) {
+	if got, ok := (*ClientWatch)(w).Recent(coarseMin); !ok || !got.Equal(fresh) {
 		t.Fatalf("Recent = %v, %v while the request is brief; want %v, true", got, ok, fresh)
 	}
 	if !c.unwatchClient() {
 		// The timer can only have come by if this goroutine was descheduled for a whole period.
 		t.Skip("descheduled for clientWatchDelay; nothing to check")
 	}
-	if _, ok := (*ClientWatch)(w).Recent(); ok {
+	if _, ok := (*ClientWatch)(w).Recent(coarseMin); ok {
 		t.Fatal("Recent is still ok after the request ended")
 	}
 	// Without requests the timer comes by once more and stops.
@@ -85,7 +85,7 @@ func TestClientWatchLongRequestWatched(t *testing.T) {
 	w.early, w.fresh = true, time.Now()
 	c.watchClient()
 	await(t, "the timer to come by once", func() bool { return w.phase.Load() != watchArmed })
-	if _, ok := (*ClientWatch)(w).Recent(); ok {
+	if _, ok := (*ClientWatch)(w).Recent(coarseMin); ok {
 		t.Fatal("Recent is ok after the timer came by")
 	}
 	await(t, "the watch to run", func() bool { return w.phase.Load() == watchRunning })
