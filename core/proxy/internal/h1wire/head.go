@@ -229,7 +229,7 @@ func (h *Head) CopyFieldsInto(hdr http.Header, prefix string, vals []string) {
 		vals = make([]string, len(h.Fields))
 	}
 	for i, fl := range h.Fields {
-		if kb := h.Raw[fl.K0:fl.K1]; hopResponseName(kb) || h.connListedName(kb) {
+		if h.hop(h.Raw[fl.K0:fl.K1]) {
 			vals[i] = ""
 			continue
 		}

@@ -15,7 +15,7 @@ import (
 func (h *Head) WriteFields(bw *bufio.Writer) {
 	for _, fl := range h.Fields {
 		k := h.Raw[fl.K0:fl.K1]
-		if hopResponseName(k) || h.connListedName(k) {
+		if h.hop(k) {
 			continue
 		}
 		_, _ = bw.Write(k)
@@ -30,12 +30,16 @@ func (h *Head) WriteFields(bw *bufio.Writer) {
 func (h *Head) Value(name string) ([]byte, bool) {
 	for _, fl := range h.Fields {
 		k := h.Raw[fl.K0:fl.K1]
-		if string(k) == name && !hopResponseName(k) && !h.connListedName(k) {
+		if string(k) == name && !h.hop(k) {
 			return h.Raw[fl.V0:fl.V1], true
 		}
 	}
 	return nil, false
 }
+
+// hop reports whether the field named k is hop-by-hop: a response header that describes the
+// upstream connection, or one its Connection header names. Such fields are not relayed.
+func (h *Head) hop(k []byte) bool { return hopResponseName(k) || h.connListedName(k) }
 
 // hopResponseName reports whether k names a response header that describes the upstream
 // connection.
