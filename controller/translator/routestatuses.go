@@ -106,13 +106,10 @@ func (e *routeStatusEdit) remove(k RouteKey) {
 	}
 }
 
+// lookup is the status of route k as edited so far (the edit's overlay once it has one).
 func (e *routeStatusEdit) lookup(k RouteKey) (*gwapiv1.RouteStatus, bool) {
 	if e.over != nil {
-		if st, ok := e.over[k]; ok {
-			return st, st != nil
-		}
-		st, ok := e.from.base[k]
-		return st, ok
+		return RouteStatuses{base: e.from.base, over: e.over}.Lookup(k)
 	}
 	return e.from.Lookup(k)
 }
@@ -133,11 +130,7 @@ func (e *routeStatusEdit) done() RouteStatuses {
 	}
 	out := RouteStatuses{base: e.from.base, over: e.over, n: e.n}
 	if len(e.over) > foldAt(len(e.from.base)) {
-		base := make(map[RouteKey]*gwapiv1.RouteStatus, e.n)
-		for k, st := range out.All() {
-			base[k] = st
-		}
-		out = RouteStatuses{base: base, n: e.n}
+		out = routeStatusesOf(out.Map())
 	}
 	return out
 }
