@@ -131,8 +131,10 @@ func (o *routeObs) makeDuration() *durationCells {
 	s := o.series
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := new(durationCells)
-	if !o.held.released {
+	var c *durationCells
+	if o.held.released {
+		c = new(durationCells)
+	} else {
 		c = s.duration.with(o.route.gateway, o.route.route)
 	}
 	o.duration.Store(c)
