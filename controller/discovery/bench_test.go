@@ -174,12 +174,75 @@ func snapshotCodec(b *testing.B, n int) {
 			}
 		})
 	}
-	b.Run("tailor-dedicated", func(b *testing.B) { // a dedicated proxy's cut of the snapshot
+	b.Run("tailor-dedicated", func(b *testing.B) { // a dedicated proxy's cut of the snapshot, remembering nothing
+		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := discovery.DiscoveryTailor(snap, "bench", "gw"); err != nil {
 				b.Fatal(err)
 			}
 		}
+	})
+	// Per publication of a route change (snap and routeNext in turn, each one virtual host
+	// apart from the other): the hand-over's look at the snapshot (the module IDs it names) and
+	// a dedicated proxy's cut, as before session 16 (plain: a walk of every route, a clone and a
+	// seal of the whole snapshot) and with what the term keeps across publications (kept).
+	turns := []*irv1.Snapshot{snap, routeNext}
+	b.Run("hand-over-route-change/plain", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := processCPU()
+		for i := 0; b.Loop(); i++ {
+			if discovery.PlainModulesOf(turns[i%2]) == 0 {
+				b.Fatal("no modules")
+			}
+		}
+		reportCPU(b, cpu)
+	})
+	b.Run("hand-over-route-change/kept", func(b *testing.B) {
+		c := discovery.NewCutter("bench", "gw")
+		for _, s := range turns { // the first look is a walk of everything
+			c.HandOver(s)
+		}
+		b.ReportAllocs()
+		cpu := processCPU()
+		for i := 0; b.Loop(); i++ {
+			if c.HandOver(turns[i%2]) == 0 {
+				b.Fatal("no modules")
+			}
+		}
+		reportCPU(b, cpu)
+	})
+	b.Run("tailor-dedicated-route-change/plain", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := processCPU()
+		for i := 0; b.Loop(); i++ {
+			if _, err := discovery.PlainTailor(turns[i%2], "bench", "gw"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, cpu)
+	})
+	b.Run("tailor-dedicated-route-change/kept", func(b *testing.B) {
+		c := discovery.NewCutter("bench", "gw")
+		want := map[string]string{}
+		for _, s := range turns {
+			t, err := discovery.PlainTailor(s, "bench", "gw")
+			if err != nil {
+				b.Fatal(err)
+			}
+			want[s.GetVersion()] = t.GetVersion()
+			if _, err := c.Tailor(s); err != nil { // the first cut is of everything
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		cpu := processCPU()
+		for i := 0; b.Loop(); i++ {
+			got, err := c.Tailor(turns[i%2])
+			if err != nil || got.GetVersion() != want[turns[i%2].GetVersion()] {
+				b.Fatalf("tailored %s, %v; cloning and cutting gives %s", got.GetVersion(), err, want[turns[i%2].GetVersion()])
+			}
+		}
+		reportCPU(b, cpu)
 	})
 	b.Run("proxy-apply", func(b *testing.B) { // what a proxy does with a push besides decoding
 		px := proxy.New(proxy.Options{Log: logger(b), Registry: fullRegistry})
@@ -246,6 +309,12 @@ func pushLatency(b *testing.B, base *irv1.Snapshot, engine string, n int) {
 	b.ReportMetric(ms(each[(len(each)*99)/100]), "p99-ms")
 	b.ReportMetric(ms(all[len(all)/2]), "all-acked-p50-ms")
 	b.ReportMetric(ms(cpu)/float64(len(all)), "process-cpu-ms/push")
+}
+
+// reportCPU reports the process's CPU time since cpu per op (GC included): the figure that
+// holds on the loaded machine, where wall time per op is mostly waiting for a core.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // processCPU is the CPU time this process has used (user + system).

@@ -21,7 +21,7 @@ type routeGap struct {
 
 // moduleGaps lists the routes tailor(snap, gw, missing) leaves out or turns into a 500, among
 // those the proxy gets at all (its Gateway's, on listeners whose module it has).
-func moduleGaps(snap *irv1.Snapshot, gw *gwKey, missing []string) []routeGap {
+func moduleGaps(snap *irv1.Snapshot, facts *snapshotFacts, gw *gwKey, missing []string) []routeGap {
 	if len(missing) == 0 {
 		return nil
 	}
@@ -38,7 +38,11 @@ func moduleGaps(snap *irv1.Snapshot, gw *gwKey, missing []string) []routeGap {
 			if gw != nil && !gw.owns(sv) {
 				continue
 			}
-			for _, vh := range sv.GetVirtualHosts() {
+			vfacts := facts.vhosts[sv]
+			for i, vh := range sv.GetVirtualHosts() {
+				if !vfacts[i].names(lacks) {
+					continue // what a virtual host names is known: most name no missing module
+				}
 				for _, r := range vh.GetRoutes() {
 					if id := r.GetMatch().GetId(); lacks[id] {
 						out = append(out, routeGap{route: r.GetName(), sources: sv.GetSources(), module: id, dropped: true})

@@ -144,7 +144,7 @@ func TestMissingPolicyBalancerResetsToDefault(t *testing.T) {
 			c := snap.Clusters[1]
 			c.Balancer, c.ConnectTimeoutMs = bal, 500
 			c.SessionPersistence = &irv1.SessionPersistence{Type: irv1.SessionPersistence_COOKIE, Name: "s", Key: []byte("k")}
-			if missing := missingModules(modulesOf(snap), map[string]bool{"route.http": true, "listener.http": true, "listener.https": true,
+			if missing := missingModules(factsOf(snap).modules, map[string]bool{"route.http": true, "listener.http": true, "listener.https": true,
 				"filter.http.request_header_modifier": true}); strings.Join(missing, ",") != bal.GetId() {
 				t.Fatalf("missing modules %v, want %s", missing, bal.GetId())
 			}
@@ -186,7 +186,7 @@ func TestMissingHTTP3ServesHTTPS(t *testing.T) {
 	https.Http3 = &irv1.HTTP3{AdvertisedPort: 443}
 	have := map[string]bool{"route.http": true, "listener.http": true, "listener.https": true, "lb.least_conn": true,
 		"filter.http.request_header_modifier": true}
-	if missing := missingModules(modulesOf(snap), have); strings.Join(missing, ",") != "listener.http3" {
+	if missing := missingModules(factsOf(snap).modules, have); strings.Join(missing, ",") != "listener.http3" {
 		t.Fatalf("missing modules %v, want listener.http3", missing)
 	}
 	got, err := tailor(snap, nil, []string{"listener.http3"})

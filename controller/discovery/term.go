@@ -37,6 +37,8 @@ type term struct {
 	gateways map[gwKey]*gwState
 	sessions []*session                  // sorted by node
 	cache    map[string]*prepared        // tailored snapshots of latest, by tailoring key
+	tailors  map[string]*tailoring       // the tailorings kept across publications, by tailoring key
+	catalog  catalog                     // what the latest snapshot's virtual hosts name (facts.go)
 	gaps     []controller.RouteModuleGap // the route module gaps last reported
 }
 
@@ -45,6 +47,7 @@ type published struct {
 	seq       uint64
 	at        time.Time
 	snap      *irv1.Snapshot
+	facts     *snapshotFacts // its module IDs and each virtual host's clusters
 	modules   map[string]bool
 	listeners map[gwKey][]string
 	sections  map[gwKey]map[string][]string // per Gateway: snapshot listener name → its Gateway listeners
@@ -85,7 +88,8 @@ type prepared struct {
 }
 
 func newTerm(s *Server, report controller.Reporter) *term {
-	return &term{s: s, log: s.log, report: report, gateways: map[gwKey]*gwState{}, cache: map[string]*prepared{}}
+	return &term{s: s, log: s.log, report: report, gateways: map[gwKey]*gwState{}, cache: map[string]*prepared{},
+		tailors: map[string]*tailoring{}}
 }
 
 var _ controller.Publisher = (*term)(nil)
@@ -95,7 +99,8 @@ var errTermEnded = errors.New("leadership ended")
 // Publish makes snap the snapshot every proxy converges to. It returns at once: sessions send it
 // as soon as their previous push is answered.
 func (t *term) Publish(_ context.Context, snap *irv1.Snapshot) error {
-	p := &published{at: time.Now(), snap: snap, modules: modulesOf(snap), listeners: gatewayListeners(snap), sections: gatewaySections(snap), parents: listenerSetParents(snap)}
+	facts := t.catalog.update(snap)
+	p := &published{at: time.Now(), snap: snap, facts: facts, modules: facts.modules, listeners: gatewayListeners(snap), sections: gatewaySections(snap), parents: listenerSetParents(snap)}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -104,6 +109,15 @@ func (t *term) Publish(_ context.Context, snap *irv1.Snapshot) error {
 	t.seq++
 	p.seq = t.seq
 	t.latest = p
+	// The tailorings some proxy used for the previous snapshot are kept for this one: their
+	// copies and sealer make the next cut cost the change. The others are let go.
+	tailors := make(map[string]*tailoring, len(t.cache))
+	for key := range t.cache {
+		if tl := t.tailors[key]; tl != nil {
+			tailors[key] = tl
+		}
+	}
+	t.tailors = tailors
 	t.cache = map[string]*prepared{}
 	next := make(map[gwKey]*gwState, len(snap.GetGateways()))
 	for _, g := range snap.GetGateways() {
@@ -215,10 +229,15 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 			prep = &prepared{}
 			t.cache[key] = prep
 		}
+		tl := t.tailors[key]
+		if tl == nil && key != "" {
+			tl = &tailoring{}
+			t.tailors[key] = tl
+		}
 		base, serving := s.deltaBase(), s.serving
 		t.mu.Unlock()
 
-		prep.once.Do(func() { prep.build(p.snap, s.gw, missing, t.s.metrics) })
+		prep.once.Do(func() { prep.build(p, tl, s.gw, missing, t.s.metrics) })
 
 		// The push's bytes, made outside the lock: a delta against the proxy's base, or the
 		// full snapshot (encoded only once some proxy needs it, then shared).
@@ -292,17 +311,23 @@ func tailorKey(gw *gwKey, missing []string) string {
 	return b.String()
 }
 
-func (p *prepared) build(snap *irv1.Snapshot, gw *gwKey, missing []string, m *metrics) {
-	out, err := tailor(snap, gw, missing)
-	if err != nil {
-		p.err = err
-		return
+// build cuts pub's snapshot for one kind of proxy with its tailoring (nil for the snapshot as
+// published).
+func (p *prepared) build(pub *published, tl *tailoring, gw *gwKey, missing []string, m *metrics) {
+	snap := pub.snap
+	if tl != nil {
+		out, err := tl.tailor(snap, pub.facts, gw, missing)
+		if err != nil {
+			p.err = err
+			return
+		}
+		if out != snap {
+			m.tailored.Inc()
+		}
+		snap = out
 	}
-	if out != snap {
-		m.tailored.Inc()
-	}
-	p.gaps = moduleGaps(snap, gw, missing)
-	p.snap, p.version = out, out.GetVersion()
+	p.gaps = moduleGaps(pub.snap, pub.facts, gw, missing)
+	p.snap, p.version = snap, snap.GetVersion()
 }
 
 // encoded is the snapshot's encoding, made by the first push that needs it: when every proxy

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/coxswain-labs/coxswain/controller/adminapi"
+	"github.com/coxswain-labs/coxswain/controller/discovery"
 	"github.com/coxswain-labs/coxswain/test/integration/env"
 )
 
@@ -23,20 +24,42 @@ type benchController struct {
 	proxy *proxyProcess // nil: the in-process proxy serves
 }
 
+// proxyMode is where BenchmarkPropagation's data plane runs.
+type proxyMode int
+
+const (
+	inProcess proxyMode = iota // the controller's in-process proxy
+	separate                   // a shared `coxswain proxy` process, over discovery
+	dedicated                  // a dedicated `coxswain proxy --gateway` of the benchmark's Gateway
+)
+
+// String is the mode's part of the sub-benchmark's name.
+func (m proxyMode) String() string {
+	return [...]string{"", ",proxy=separate", ",proxy=dedicated"}[m]
+}
+
 // startBenchController starts `coxswain controller` with profiling on its admin address: with
-// the in-process proxy, or with discovery and one `coxswain proxy` binding gatewayIP.
-func startBenchController(b *testing.B, e *env.Env, separate bool) benchController {
+// the in-process proxy, or with discovery and one `coxswain proxy` binding gatewayIP, shared or
+// dedicated to Gateway ns/gw (running as its ServiceAccount, as a provisioned one would).
+func startBenchController(b *testing.B, e *env.Env, ns string, mode proxyMode) benchController {
 	args := []string{"--leader-elect=false", "--kube-api-qps", "500", "--kube-api-burst", "1000", "--admin-pprof"}
 	// A/B of the controller's settings (e.g. --memory-limit=90MiB) in the same benchmark.
 	args = append(args, strings.Fields(os.Getenv("PROPAGATION_CONTROLLER_ARGS"))...)
-	if !separate {
+	if mode == inProcess {
 		admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(b)))
 		return benchController{process: startProcess(b, e, "controller", append(args, "--admin-address", admin)...), admin: admin}
 	}
 	ctrlNS := namespace(b, e, "coxswain", nil)
 	ctrl := startFleetController(b, e, "controller", ctrlNS, args...)
-	files := mountProxyFiles(b, e, ctrlNS, ctrlNS, "coxswain-proxy")
-	px := startProxyProcess(b, "proxy", gatewayIP, files, ctrl.discovery)
+	var px *proxyProcess
+	if mode == dedicated {
+		sans, sa := discovery.DedicatedServiceAccount(ns, "gw")
+		files := mountProxyFiles(b, e, ctrlNS, sans, sa)
+		px = startProxyProcess(b, "proxy", gatewayIP, files, ctrl.discovery, "--gateway", ns+"/gw")
+	} else {
+		files := mountProxyFiles(b, e, ctrlNS, ctrlNS, "coxswain-proxy")
+		px = startProxyProcess(b, "proxy", gatewayIP, files, ctrl.discovery)
+	}
 	return benchController{process: ctrl.process, admin: ctrl.admin, proxy: px}
 }
 

@@ -29,7 +29,9 @@ import (
 //   - ctl-cpu-ms/route: the controller process's CPU time (user + system, from /proc) over the
 //     100 route creations, per route: translation, status writes, the in-process proxy's table
 //     builds and the informers' decoding together;
-//   - status-drain-ms: from the controller's start to the last pre-existing route's status written;
+//   - status-drain-ms: from the controller's start to every pre-existing route having its
+//     status (bench_drain_test.go), and status-writes-drain the controller's status writes by
+//     then (every kind: routes, the Gateway, its class); status-writes the writes at the end;
 //   - burst200-ms: from the first of 200 HTTPRoutes created at once (16 concurrent clients) to
 //     the last of them answering 200;
 //   - where the route latency went, stage by stage, from the controller's and the proxy's logs
@@ -40,21 +42,18 @@ import (
 // docs/controller.md always did); "routes=N,proxy=separate" runs it with the data plane apart, as
 // production does: the controller streams snapshots to a `coxswain proxy` process over discovery,
 // and rss-MiB and ctl-cpu-ms/route are then the controller's alone (proxy-rss-MiB and
-// proxy-cpu-ms/route the proxy's). With PROPAGATION_PROFILE_DIR set, the controller's heap
+// proxy-cpu-ms/route the proxy's); "routes=N,proxy=dedicated" likewise with a dedicated proxy of
+// the Gateway (`proxy --gateway`), which gets the snapshot tailored to its Gateway. With PROPAGATION_PROFILE_DIR set, the controller's heap
 // profile at the end (after a collection) is written there, for `go tool pprof`;
 // PROPAGATION_CONTROLLER_ARGS adds flags to the controller's command line (space-separated).
 //
 // Each sub-benchmark is one full measurement: run it with -benchtime 1x (see docs/controller.md).
 func BenchmarkPropagation(b *testing.B) {
 	for _, existing := range []int{1000, 5000, 20000} {
-		for _, separate := range []bool{false, true} {
-			name := fmt.Sprintf("routes=%d", existing)
-			if separate {
-				name += ",proxy=separate"
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, mode := range []proxyMode{inProcess, separate, dedicated} {
+			b.Run(fmt.Sprintf("routes=%d%s", existing, mode), func(b *testing.B) {
 				for range b.N {
-					measurePropagation(b, existing, separate)
+					measurePropagation(b, existing, mode)
 				}
 			})
 		}
@@ -63,7 +62,7 @@ func BenchmarkPropagation(b *testing.B) {
 
 const benchPort = 18500
 
-func measurePropagation(b *testing.B, existing int, separate bool) {
+func measurePropagation(b *testing.B, existing int, mode proxyMode) {
 	b.StopTimer()
 	e := env.Start(b)
 	ns := namespace(b, e, "bench", nil)
@@ -100,17 +99,19 @@ func measurePropagation(b *testing.B, existing int, separate bool) {
 		b.Fatal(err)
 	}
 
+	drain := watchStatusDrain(b, e, ns, existing)
 	// Default pacing (holdoff and max delay): the figures are those of the shipped configuration.
-	ctl := startBenchController(b, e, separate)
+	ctl := startBenchController(b, e, ns, mode)
 	proc := ctl.process
 	drainFrom := time.Now()
 	// The first translation of thousands of routes, and a proxy connecting, take longer than
 	// the usual wait on the loaded machine.
 	firstOKWithin(b, fmt.Sprintf("pre-%d.bench", existing-1), "main", 5*time.Minute, 25*time.Millisecond)
-	// Let the status backlog of the pre-existing routes drain, to measure a steady state. At
-	// thousands of routes on the loaded machine that takes longer than the usual wait.
-	drainStatus(b, e, ns, fmt.Sprintf("pre-%d", existing-1), 5*time.Minute)
-	b.ReportMetric(ms(time.Since(drainFrom)), "status-drain-ms")
+	// Let the status backlog of the pre-existing routes drain, to measure a steady state: until
+	// every one of them has its status. At thousands of routes on the loaded machine that takes
+	// longer than the usual wait.
+	b.ReportMetric(ms(drain.wait(b, 5*time.Minute).Sub(drainFrom)), "status-drain-ms")
+	b.ReportMetric(statusWrites(b, ctl.admin), "status-writes-drain")
 
 	b.StartTimer()
 	var routeLat []time.Duration
@@ -188,6 +189,7 @@ func measurePropagation(b *testing.B, existing int, separate bool) {
 	b.ReportMetric(ms(percentile(routeLat, 99)), "route-p99-ms")
 	b.ReportMetric(ms(percentile(epLat, 50)), "endpoint-p50-ms")
 	b.ReportMetric(ms(percentile(epLat, 99)), "endpoint-p99-ms")
+	b.ReportMetric(statusWrites(b, ctl.admin), "status-writes")
 	memoryReport(b, proc.cmd.Process.Pid, ctl.admin, "")
 	if ctl.proxy != nil {
 		memoryReport(b, ctl.proxy.cmd.Process.Pid, "", "proxy-")
@@ -203,21 +205,6 @@ func percentile(d []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// drainStatus waits until route has our Accepted parent status.
-func drainStatus(b *testing.B, e *env.Env, ns, route string, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for {
-		r, err := e.Gateway.GatewayV1().HTTPRoutes(ns).Get(ctxFor(b), route, metav1.GetOptions{})
-		if err == nil && statusCurrent(r) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("HTTPRoute %s/%s has no current status after %s (%v)", ns, route, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100 on Linux).
 const clockTicks = 100
