@@ -52,6 +52,7 @@ type session struct {
 	lastBytes int      // the size of the last push sent
 	lastDelta bool     // and whether it was a delta
 	missing   []string // modules the latest snapshot names that the proxy lacks
+	tailorKey string   // the tailoring its latest push was cut with (term.tailors)
 	missingOf uint64   // the sequence missing was computed for
 }
 

@@ -109,12 +109,13 @@ func (t *term) Publish(_ context.Context, snap *irv1.Snapshot) error {
 	t.seq++
 	p.seq = t.seq
 	t.latest = p
-	// The tailorings some proxy used for the previous snapshot are kept for this one: their
-	// copies and sealer make the next cut cost the change. The others are let go.
-	tailors := make(map[string]*tailoring, len(t.cache))
-	for key := range t.cache {
-		if tl := t.tailors[key]; tl != nil {
-			tailors[key] = tl
+	// The tailorings of the connected proxies are kept for this snapshot (their copies and
+	// sealer make the next cut cost the change, even for a proxy that skipped snapshots while
+	// it applied an earlier one); those of proxies gone are let go.
+	tailors := make(map[string]*tailoring, len(t.tailors))
+	for _, s := range t.sessions {
+		if tl := t.tailors[s.tailorKey]; tl != nil {
+			tailors[s.tailorKey] = tl
 		}
 	}
 	t.tailors = tailors
@@ -224,6 +225,7 @@ func (t *term) next(s *session) *discv1.StreamResponse {
 		p := t.latest
 		missing := s.missingFor(p)
 		key := tailorKey(s.gw, missing)
+		s.tailorKey = key
 		prep := t.cache[key]
 		if prep == nil {
 			prep = &prepared{}
