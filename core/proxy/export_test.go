@@ -44,8 +44,10 @@ func RouteOf(p *Proxy, name string) any {
 func routesOf(t *table) []*builtRoute {
 	var out []*builtRoute
 	for _, srv := range t.servers {
-		for _, bv := range srv.parts {
-			out = append(out, bv.routes...)
+		for _, run := range srv.runs {
+			for _, bv := range run.parts {
+				out = append(out, bv.routes...)
+			}
 		}
 	}
 	return out

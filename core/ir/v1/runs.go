@@ -153,30 +153,25 @@ type runFinder struct {
 	at, off int
 	// starts are prev's runs by their first message, made the first time a run was not at the
 	// expected place (a run added, removed or changed in front of it).
+	misses int
 	starts map[unsafe.Pointer]int
 }
 
 // runAt returns the previous seal's run that list has starting at i, if it is the same run:
 // i starts a run of list (the caller's position), so the same messages cut the same way.
 func (f *runFinder) runAt(list []unsafe.Pointer, i int) *run {
-	j := -1
-	if f.off == 0 && f.at < len(f.prev) && f.prev[f.at].msgs[0] == list[i] {
-		j = f.at
-	} else if len(f.prev) > 0 {
+	j := f.at
+	if f.off != 0 || j >= len(f.prev) || f.prev[j].msgs[0] != list[i] {
 		if f.starts == nil {
 			f.starts = make(map[unsafe.Pointer]int, len(f.prev))
 			for k, r := range f.prev {
 				f.starts[r.msgs[0]] = k
 			}
 		}
-		k, ok := f.starts[list[i]]
-		if !ok {
+		var ok bool
+		if j, ok = f.starts[list[i]]; !ok {
 			return nil
 		}
-		j = k
-	}
-	if j < 0 {
-		return nil
 	}
 	r := f.prev[j]
 	n := len(r.msgs)
@@ -192,7 +187,7 @@ func (f *runFinder) runAt(list []unsafe.Pointer, i int) *run {
 // last one was found up to lookAhead elements on.
 func (f *runFinder) element(key unsafe.Pointer) ([sha256.Size]byte, bool) {
 	at, off := f.at, f.off
-	for range lookAhead {
+	for range f.reach() {
 		if at >= len(f.prev) {
 			break
 		}
@@ -208,7 +203,18 @@ func (f *runFinder) element(key unsafe.Pointer) ([sha256.Size]byte, bool) {
 			at, off = at+1, 0
 		}
 	}
+	f.misses++
 	return [sha256.Size]byte{}, false
+}
+
+// reach is how many elements element looks through: far for the first few misses (elements
+// removed in front shift the rest by that many; a scan of pointers), then lookAhead (the misses
+// are then mostly new elements, which no scan finds).
+func (f *runFinder) reach() int {
+	if f.misses < farMisses {
+		return farReach
+	}
+	return lookAhead
 }
 
 // samePointers reports whether a and b hold the same addresses, comparing their memory.
@@ -217,3 +223,10 @@ func samePointers(a, b []unsafe.Pointer) bool {
 	return string(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*w)) ==
 		string(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b)*w))
 }
+
+// farReach and farMisses bound the scans of element: a few hundred pointers read for each of the
+// first few elements that are not near the expected place.
+const (
+	farReach  = 512
+	farMisses = 4
+)
