@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
 // TableOf identifies the table serving now, so that tests can tell an in-place endpoint update
@@ -129,4 +131,14 @@ func DescribeTable(p *Proxy) string {
 	fmt.Fprintf(&b, "noRoute %v\n", t.noRouteIDs)
 	fmt.Fprintf(&b, "tlsKeys %d certKeys %d routes %d\n", len(t.tlsKeys), len(t.certKeys), len(routesOf(t)))
 	return b.String()
+}
+
+// RunLengths is how the shape pass cuts the virtual hosts of snap's first server into runs
+// (shape.go): the number of virtual hosts of each run, in order.
+func RunLengths(snap *irv1.Snapshot) []int {
+	var out []int
+	for _, r := range digestOf(snap).servers[0] {
+		out = append(out, len(r.vhs))
+	}
+	return out
 }
