@@ -37,6 +37,8 @@ type digest struct {
 	// the same order (only with remembered sums: Options.SharedMessages), so neither their
 	// heads nor their endpoints changed.
 	sameClusters bool
+	// gen numbers the digests of a partSums (0 without one): the runs it made have it.
+	gen uint64
 }
 
 // vrun is a run of a server's virtual hosts: cut where a virtual host's sum begins with a byte
@@ -52,6 +54,9 @@ type vrun struct {
 	// open: its last virtual host does not end a run (the server's list ended there), so it is
 	// the same run only at the end of a list.
 	open bool
+	// made is the digest that made it (digest.gen): no table was built from a run of the
+	// digest being built.
+	made uint64
 }
 
 // vhostSums are a virtual host's sums: its routes', and its own (hostname and route sums).
@@ -93,6 +98,7 @@ type partSums struct {
 	keptClusters    bool
 	fresh           int // virtual hosts and clusters this digest hashed (tests)
 	runs            int // runs this digest hashed (tests)
+	digests         uint64
 }
 
 type clusterRef struct {
@@ -200,7 +206,7 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 		return vhostSums{routes: routes, all: vhc.sum()}
 	}
 	rc := &chunker{h: sha256.New()}
-	m.start()
+	d.gen = m.start()
 	for _, l := range snap.GetListeners() {
 		add(1, irv1.ListenerHead(l))
 		for _, s := range l.GetServers() {
@@ -218,7 +224,7 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 						i += len(r.vhs)
 						continue
 					}
-					fresh = &vrun{}
+					fresh = &vrun{made: d.gen}
 					rc.batch = rc.batch[:0]
 				}
 				vh := vhs[i]
@@ -291,14 +297,16 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	return d
 }
 
-// start begins a digest.
-func (m *partSums) start() {
+// start begins a digest and returns its number.
+func (m *partSums) start() uint64 {
 	if m == nil {
-		return
+		return 0
 	}
+	m.digests++
 	m.fresh, m.runs = 0, 0
 	clear(m.cur) // no older runs kept alive by the array
 	m.cur, m.clustersN = m.cur[:0], m.clustersN[:0]
+	return m.digests
 }
 
 // finish makes this digest's lists the previous ones.

@@ -133,7 +133,7 @@ func (b *builder) vhosts(srv, base *server, s *irv1.Server) error {
 		taken = make([]*builtRun, len(runs))
 		f := builtRunFinder{runs: base.runs}
 		for i, dr := range runs {
-			if br := f.find(dr); br != nil && br.listed != b.gen && b.runShared(br) {
+			if br := f.find(dr, b.digest.gen); br != nil && br.listed != b.gen && b.runShared(br) {
 				br.listed = b.gen
 				taken[i] = br
 			}
@@ -312,15 +312,22 @@ func (b *builder) vhost(nr *builtRun, vh *irv1.VirtualHost, vs vhostSums, old *b
 }
 
 // builtRunFinder finds the serving server's run built from a digest run: at the place after the
-// last one found, else by an index of the runs (made once a run was not there).
+// last one found or the next (after a replaced run), else by an index of the runs (made once a
+// run was not there).
 type builtRunFinder struct {
 	runs  []*builtRun
 	next  int
 	index map[*vrun]int
 }
 
-func (f *builtRunFinder) find(dr *vrun) *builtRun {
+func (f *builtRunFinder) find(dr *vrun, gen uint64) *builtRun {
+	if dr.made == gen {
+		return nil // new in this digest
+	}
 	j := f.next
+	if j+1 < len(f.runs) && f.runs[j].from != dr && f.runs[j+1].from == dr {
+		j++ // the run after a replaced one
+	}
 	if j >= len(f.runs) || f.runs[j].from != dr {
 		if f.index == nil {
 			f.index = make(map[*vrun]int, len(f.runs))
