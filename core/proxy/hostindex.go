@@ -237,11 +237,13 @@ func (m *names[T]) split() {
 	}
 }
 
-// fork returns a map of the same entries that shares m's shards until it writes to them.
+// fork returns a map of the same entries that shares m's shards until it writes to them; m, too,
+// copies a shard before it writes to it from then on.
 func (m *names[T]) fork() names[T] {
 	f := names[T]{shards: slices.Clone(m.shards), seed: m.seed, n: m.n}
 	if f.shards != nil {
 		f.mine = make([]bool, len(f.shards))
+		clear(m.mine)
 	}
 	return f
 }

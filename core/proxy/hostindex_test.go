@@ -145,6 +145,15 @@ func TestHostIndexFork(t *testing.T) {
 		}
 		check(&base, want, fmt.Sprintf("round %d: the index forked from", round))
 		check(&fork, forked, fmt.Sprintf("round %d: the fork", round))
+		if round == 2 { // the index forked from written after the fork: the fork does not see it
+			n := name()
+			if err := base.set(n, -1); err != nil {
+				t.Fatal(err)
+			}
+			check(&fork, forked, fmt.Sprintf("round %d: the fork after a write to its parent", round))
+			want[n] = -1
+			continue // the next round forks the parent again
+		}
 		base, want = fork, forked // the next round forks the fork
 	}
 }
