@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	irv1 "github.com/coxswain-labs/coxswain/core/ir/v1"
 )
 
 // TableOf identifies the table serving now, so that tests can tell an in-place endpoint update
@@ -44,8 +46,10 @@ func RouteOf(p *Proxy, name string) any {
 func routesOf(t *table) []*builtRoute {
 	var out []*builtRoute
 	for _, srv := range t.servers {
-		for _, bv := range srv.parts {
-			out = append(out, bv.routes...)
+		for _, run := range srv.runs {
+			for _, bv := range run.parts {
+				out = append(out, bv.routes...)
+			}
 		}
 	}
 	return out
@@ -127,4 +131,14 @@ func DescribeTable(p *Proxy) string {
 	fmt.Fprintf(&b, "noRoute %v\n", t.noRouteIDs)
 	fmt.Fprintf(&b, "tlsKeys %d certKeys %d routes %d\n", len(t.tlsKeys), len(t.certKeys), len(routesOf(t)))
 	return b.String()
+}
+
+// RunLengths is how the shape pass cuts the virtual hosts of snap's first server into runs
+// (shape.go): the number of virtual hosts of each run, in order.
+func RunLengths(snap *irv1.Snapshot) []int {
+	var out []int
+	for _, r := range digestOf(snap).servers[0] {
+		out = append(out, len(r.vhs))
+	}
+	return out
 }

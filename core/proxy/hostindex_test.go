@@ -1,6 +1,12 @@
 package proxy
 
-import "testing"
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
 
 func TestNormalizeHost(t *testing.T) {
 	cases := []struct{ name, in, want string }{
@@ -82,4 +88,75 @@ func TestHostIndex(t *testing.T) {
 			t.Fatal("duplicate exact hostname accepted")
 		}
 	})
+}
+
+// A fork of an index large enough to be sharded (names) holds the same entries, takes writes
+// without showing them in the index it came from, and stays equal to a plain map through random
+// puts and deletes on both sides.
+func TestHostIndexFork(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	name := func() string {
+		if r.IntN(4) == 0 {
+			return "*.w" + strconv.Itoa(r.IntN(4000)) + ".example"
+		}
+		return "h" + strconv.Itoa(r.IntN(4000)) + ".example"
+	}
+	var base hostIndex[int]
+	want := map[string]int{}
+	for len(want) < 3000 {
+		n := name()
+		if _, ok := want[n]; !ok {
+			if err := base.add(n, len(want)); err != nil {
+				t.Fatal(err)
+			}
+			want[n] = len(want)
+		}
+	}
+	if len(base.exact.shards) != shardCount {
+		t.Fatalf("%d shards at %d names, want %d", len(base.exact.shards), base.exact.n, shardCount)
+	}
+	check := func(ix *hostIndex[int], want map[string]int, what string) {
+		t.Helper()
+		for n, v := range want {
+			if got, ok := ix.get(n); !ok || got != v {
+				t.Fatalf("%s: %s is %d (%v), want %d", what, n, got, ok, v)
+			}
+		}
+		count := 0
+		ix.each(func(int) { count++ })
+		if count != len(want) {
+			t.Fatalf("%s: %d entries, want %d", what, count, len(want))
+		}
+	}
+	for round := range 5 {
+		fork := base.fork()
+		forked := maps.Clone(want)
+		for i := range 200 {
+			n := name()
+			if _, ok := forked[n]; ok && r.IntN(2) == 0 {
+				fork.del(n)
+				delete(forked, n)
+				continue
+			}
+			if err := fork.set(n, 10000+i); err != nil {
+				t.Fatal(err)
+			}
+			forked[n] = 10000 + i
+		}
+		check(&base, want, fmt.Sprintf("round %d: the index forked from", round))
+		check(&fork, forked, fmt.Sprintf("round %d: the fork", round))
+		if round == 2 { // the index forked from written after the fork: the fork does not see it
+			for range 100 { // into shards the parent had written to before the fork, too
+				n := name()
+				if err := base.set(n, -1); err != nil {
+					t.Fatal(err)
+				}
+				want[n] = -1
+			}
+			check(&fork, forked, fmt.Sprintf("round %d: the fork after writes to its parent", round))
+			check(&base, want, fmt.Sprintf("round %d: the parent after its writes", round))
+			continue // the next round forks the parent again
+		}
+		base, want = fork, forked // the next round forks the fork
+	}
 }

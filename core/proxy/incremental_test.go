@@ -186,31 +186,39 @@ func TestIncrementalBuildClusterEndpoints(t *testing.T) {
 // request series. The snapshots share the virtual hosts and clusters no change touched with the
 // previous one, as the translator's and the agent's do, and the incremental proxy remembers their
 // hashes (Options.SharedMessages), so a route change takes the serving table's clusters whole.
+//
+// The runs of 300 hosts (several runs of ~64, shape.go) are taken whole, rebuilt around a change,
+// and cut again where a change moved a cut; hosts are inserted anywhere and a hostname repeated
+// in another run must be refused as a full build refuses it.
 func TestIncrementalBuildEqualsFullBuild(t *testing.T) {
-	for seed := range uint64(6) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			regInc, regFull := prometheus.NewRegistry(), prometheus.NewRegistry()
-			inc := newProxyWith(t, false, proxy.Options{Metrics: regInc, RequestMetrics: true, SharedMessages: true})
-			full := newIncrementalProxy(t, true, regFull)
-			m := newTableModel(rand.New(rand.NewPCG(seed, 17)))
-			for step := range 60 {
-				op := m.mutate()
-				snap := m.snapshot(t)
-				errInc, errFull := inc.Apply(context.Background(), snap), full.Apply(context.Background(), snap)
-				if (errInc == nil) != (errFull == nil) {
-					t.Fatalf("step %d (%s): incremental: %v, full: %v", step, op, errInc, errFull)
-				}
-				di, df := proxy.DescribeTable(inc), proxy.DescribeTable(full)
-				if di != df {
-					t.Fatalf("step %d (%s): tables differ\nincremental:\n%s\nfull:\n%s", step, op, di, df)
-				}
-				if strings.Contains(di, "STALE") || strings.Contains(di, "NOT INDEXED") {
-					t.Fatalf("step %d (%s):\n%s", step, op, di)
-				}
-			}
-			eventually(t, "the same request series", func() bool { return seriesOf(t, regInc) == seriesOf(t, regFull) })
-		})
+	for _, c := range []struct{ seeds, hosts int }{{6, 6}, {3, 300}} {
+		for seed := range uint64(c.seeds) {
+			t.Run(fmt.Sprintf("hosts=%d/seed=%d", c.hosts, seed), func(t *testing.T) { incrementalEqualsFull(t, seed, c.hosts) })
+		}
 	}
+}
+
+func incrementalEqualsFull(t *testing.T, seed uint64, hosts int) {
+	regInc, regFull := prometheus.NewRegistry(), prometheus.NewRegistry()
+	inc := newProxyWith(t, false, proxy.Options{Metrics: regInc, RequestMetrics: true, SharedMessages: true})
+	full := newIncrementalProxy(t, true, regFull)
+	m := newTableModel(rand.New(rand.NewPCG(seed, 17)), hosts)
+	for step := range 60 {
+		op := m.mutate()
+		snap := m.snapshot(t)
+		errInc, errFull := inc.Apply(context.Background(), snap), full.Apply(context.Background(), snap)
+		if (errInc == nil) != (errFull == nil) {
+			t.Fatalf("step %d (%s): incremental: %v, full: %v", step, op, errInc, errFull)
+		}
+		di, df := proxy.DescribeTable(inc), proxy.DescribeTable(full)
+		if di != df {
+			t.Fatalf("step %d (%s): tables differ\nincremental:\n%s\nfull:\n%s", step, op, di, df)
+		}
+		if strings.Contains(di, "STALE") || strings.Contains(di, "NOT INDEXED") {
+			t.Fatalf("step %d (%s):\n%s", step, op, di)
+		}
+	}
+	eventually(t, "the same request series", func() bool { return seriesOf(t, regInc) == seriesOf(t, regFull) })
 }
 
 func seriesOf(t testing.TB, g prometheus.Gatherer) string {
@@ -242,6 +250,7 @@ type tableModel struct {
 	clusters map[string]*clusterModel
 	serial   int
 	invalid  bool // the next snapshot has a route to a missing cluster
+	dupe     bool // the next snapshot repeats a hostname elsewhere in the list
 }
 
 type hostModel struct {
@@ -265,12 +274,12 @@ type clusterModel struct {
 	made *irv1.Cluster
 }
 
-func newTableModel(r *rand.Rand) *tableModel {
+func newTableModel(r *rand.Rand, hosts int) *tableModel {
 	m := &tableModel{r: r, clusters: map[string]*clusterModel{}}
 	for i := range 4 {
 		m.clusters["c"+itoa(uint32(i))] = &clusterModel{ports: []uint32{1}}
 	}
-	for range 6 {
+	for range hosts {
 		m.addHost()
 	}
 	return m
@@ -310,7 +319,17 @@ func (m *tableModel) anyRoute() (*hostModel, int) {
 
 // mutate makes one random change and names it.
 func (m *tableModel) mutate() string {
-	switch m.r.IntN(12) {
+	switch m.r.IntN(14) {
+	case 12:
+		m.addHost()
+		h := m.hosts[len(m.hosts)-1]
+		i := m.r.IntN(len(m.hosts))
+		copy(m.hosts[i+1:], m.hosts[i:])
+		m.hosts[i] = h
+		return "insert host"
+	case 13:
+		m.dupe = true
+		return "a hostname twice (rejected)"
 	case 0:
 		h := m.hosts[m.r.IntN(len(m.hosts))]
 		h.routes = slices.Insert(h.routes, m.r.IntN(len(h.routes)+1), m.newRoute())
@@ -408,6 +427,12 @@ func (m *tableModel) snapshot(t testing.TB) *irv1.Snapshot {
 		rt := route("ns/bad", "/bad", backend("missing", 1))
 		bad := vhost(srv.VirtualHosts[0].GetHostname(), append(slices.Clone(srv.VirtualHosts[0].GetRoutes()), rt)...)
 		srv.VirtualHosts[0] = bad // a new message: the shared one is not edited
+	}
+	if m.dupe {
+		m.dupe = false
+		vhs := srv.VirtualHosts
+		twin := vhost(vhs[m.r.IntN(len(vhs))].GetHostname(), route("ns/twin", "/twin", backend(m.anyCluster(), 1)))
+		srv.VirtualHosts = slices.Insert(slices.Clone(vhs), m.r.IntN(len(vhs)+1), twin)
 	}
 	names := make([]string, 0, len(m.clusters))
 	for n := range m.clusters {

@@ -83,12 +83,8 @@ func (rt *route) api() RouteAPI {
 
 // each calls f for every entry.
 func (ix *hostIndex[T]) each(f func(T)) {
-	for _, v := range ix.exact {
-		f(v)
-	}
-	for _, v := range ix.wild {
-		f(v)
-	}
+	ix.exact.each(f)
+	ix.wild.each(f)
 	if ix.hasAny {
 		f(ix.any)
 	}

@@ -188,27 +188,12 @@ func (b *builder) nextSum(n *int, sums []sum) sum {
 	return sum{}
 }
 
-// routesOf returns the route sums of the i-th virtual host visited, nil for none.
-func (d *digest) routesOf(i int) []sum {
-	if d == nil || i >= len(d.routes) {
-		return nil
-	}
-	return d.routes[i]
-}
-
 // clusterSum returns the sum of the i-th cluster, zero for none.
 func (d *digest) clusterSum(i int) sum {
 	if d == nil || i >= len(d.clusters) {
 		return sum{}
 	}
 	return d.clusters[i].sum
-}
-
-func (d *digest) vhostsOrNil() []sum {
-	if d == nil {
-		return nil
-	}
-	return d.vhosts
 }
 
 // reusable returns a compiled route with key of the virtual host being replaced (b.old) whose

@@ -24,11 +24,11 @@ type server struct {
 	listenerFilters http.Handler
 
 	// What the next build needs to share its virtual hosts (vhostreuse.go): its listener's name,
-	// Gateway and route API, its virtual hosts in snapshot order, and the last build that took
-	// it as a base (under Proxy.mu).
+	// Gateway and route API, its runs of virtual hosts in snapshot order, and the last build
+	// that took it as a base (under Proxy.mu).
 	listener, gateway string
 	api               RouteAPI
-	parts             []*builtVhost
+	runs              []*builtRun
 	claimed           uint64
 }
 

@@ -21,24 +21,52 @@ type shape [sha256.Size]byte
 type sum [sha256.Size]byte
 
 // digest is what apply learns of a snapshot in one pass before building it: its shape, and the
-// sums of its routes and clusters in the order the builder visits them (listeners, their
-// servers, virtual hosts and routes; clusters in snapshot order).
+// sums of its virtual hosts, routes and clusters in the order the builder visits them
+// (listeners, their servers, virtual hosts and routes; clusters in snapshot order).
 type digest struct {
 	shape shape
-	// routes are the route sums of each virtual host, in the order visited (slices the
-	// remembered sums share: never written).
-	routes   [][]sum
+	// servers are each server's virtual hosts in runs, in the order visited (runs the remembered
+	// digest shares: never written). A build that meets the run its serving table was built from
+	// shares that run's compiled virtual hosts whole (vhostreuse.go).
+	servers  [][]*vrun
 	clusters []clusterRef // never written: may be the remembered list
-	// vhosts are the virtual hosts' sums (a hostname and its routes' sums) in the order visited,
-	// and secrets the sum of the snapshot's secrets: what a build compares to share a compiled
-	// virtual host whole, or every cluster (vhostreuse.go).
-	vhosts  []sum
+	// secrets is the sum of the snapshot's secrets: what a build compares to share every
+	// cluster (vhostreuse.go).
 	secrets sum
 	// sameClusters: the snapshot's clusters are the very messages of the previous digest's, in
 	// the same order (only with remembered sums: Options.SharedMessages), so neither their
 	// heads nor their endpoints changed.
 	sameClusters bool
+	// gen numbers the digests of a partSums (0 without one): the runs it made have it.
+	gen uint64
 }
+
+// vrun is a run of a server's virtual hosts: cut where a virtual host's sum begins with a byte
+// below runCut (one in 64) or at the server's last, so where runs begin depends on the content
+// of the virtual hosts before them only, as the snapshot version's runs (core/ir/v1/version.go).
+// A one-route change makes one new run (two when it moves a cut); the remembered digest shares
+// the others, found by comparing their virtual hosts' pointers (vrunFinder), and the shape hashes
+// one chunk per run, not one per virtual host.
+type vrun struct {
+	vhs  []*irv1.VirtualHost
+	sums []vhostSums
+	sum  sum // of the virtual hosts' sums, as chunks
+	// open: its last virtual host does not end a run (the server's list ended there), so it is
+	// the same run only at the end of a list.
+	open bool
+	// made is the digest that made it (digest.gen): no table was built from a run of the
+	// digest being built.
+	made uint64
+}
+
+// vhostSums are a virtual host's sums: its routes', and its own (hostname and route sums).
+type vhostSums struct {
+	routes []sum
+	all    sum
+}
+
+// runCut: a virtual host whose sum's first byte is below it ends its run.
+const runCut = 4
 
 // shapeOf hashes every part of snap that the table is compiled from, except endpoints.
 func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
@@ -50,33 +78,27 @@ func shapeOf(snap *irv1.Snapshot) shape { return digestOf(snap).shape }
 // kind and length so that no part can pass for another.
 func digestOf(snap *irv1.Snapshot) *digest { return (*partSums)(nil).digest(snap) }
 
-// partSums remembers the sums of virtual hosts and cluster heads of the previous digest, for a
-// proxy whose snapshots share the messages that did not change with the previous one and never
-// change a message once applied (Options.SharedMessages: the in-process publisher's, whose
-// translator shares unchanged virtual hosts, and the agent's, whose delta rebuilds do). A
-// one-route change then encodes and hashes that route and its virtual host, not all 5,000
-// routes: what is left per virtual host is a pointer comparison, a copy of its sums and one
-// 41-byte chunk of the shape. A nil *partSums remembers nothing.
+// partSums remembers the runs of virtual hosts and the cluster heads' sums of the previous
+// digest, for a proxy whose snapshots share the messages that did not change with the previous
+// one and never change a message once applied (Options.SharedMessages: the in-process
+// publisher's, whose translator shares unchanged virtual hosts, and the agent's, whose delta
+// rebuilds do). A one-route change then encodes and hashes that route, its virtual host and its
+// run, not all 5,000 routes: what is left per run is a comparison of its pointers (memory
+// compared, not a loop) and one chunk of the shape. A nil *partSums remembers nothing.
 //
-// The previous digest's parts are kept as lists, each server's virtual hosts and the clusters in
-// the order visited, and a part is looked for at the same place in its list (or a little
-// after: parts removed in front of it shift it). A map lookup per part, scattered over the
-// heap, cost at 5,000 virtual hosts as much as the hashing it saved; a list is indexed only for
-// a digest in which many parts were not where expected (reordered, or many removed).
+// Clusters are kept as a list, and a cluster is looked for at the same place in it (or a
+// little after: clusters removed in front of it shift it); a list is indexed only for a digest
+// in which many clusters were not where expected (reordered, or many removed).
 type partSums struct {
-	prev, cur               [][]vhostRef // per server, in the order visited
+	prev, cur               [][]*vrun // per server, in the order visited
 	prevClusters, clustersN []clusterRef
 	// prevSum and curSum are the sums of prevClusters' and clustersN's sums; keptClusters that
 	// this digest's clusters are prevClusters (the same messages), which finish then keeps.
 	prevSum, curSum sum
 	keptClusters    bool
 	fresh           int // virtual hosts and clusters this digest hashed (tests)
-}
-
-type vhostRef struct {
-	vh     *irv1.VirtualHost
-	routes []sum // its routes' sums, in order
-	all    sum   // the hostname and the route sums
+	runs            int // runs this digest hashed (tests)
+	digests         uint64
 }
 
 type clusterRef struct {
@@ -89,9 +111,9 @@ type clusterRef struct {
 // indexes the previous list.
 const lookAhead = 32
 
-// aligned finds parts of the previous digest in their list: at or a little after where the
+// aligned finds clusters of the previous digest in their list: at or a little after where the
 // previous one was found, else further on, or, once lookAhead were not found there, by an index
-// of the list (reordered parts).
+// of the list (reordered clusters).
 type aligned[M any, R any] struct {
 	prev   []R
 	key    func(R) *M
@@ -136,7 +158,6 @@ func (a *aligned[M, R]) find(m *M) (R, bool) {
 	return none, false
 }
 
-func vhostOf(r vhostRef) *irv1.VirtualHost { return r.vh }
 func clusterOf(r clusterRef) *irv1.Cluster { return r.c }
 
 func (m *partSums) digest(snap *irv1.Snapshot) *digest {
@@ -173,7 +194,7 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	}
 	vhc := &chunker{h: sha256.New()}
 	// vhostSum returns vh's route sums and its own sum.
-	vhostSum := func(vh *irv1.VirtualHost) ([]sum, sum) {
+	vhostSum := func(vh *irv1.VirtualHost) vhostSums {
 		// A virtual host is its hostname and its routes (TestVirtualHostHeadCoversFields).
 		vhc.h.Reset()
 		vhc.writeString(6, vh.GetHostname())
@@ -182,37 +203,53 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 			routes[i] = sumOf(r)
 			vhc.writeSum(7, &routes[i])
 		}
-		return routes, vhc.sum()
+		return vhostSums{routes: routes, all: vhc.sum()}
 	}
-	m.start()
-	nv := 0
-	for _, l := range snap.GetListeners() {
-		for _, s := range l.GetServers() {
-			nv += len(s.GetVirtualHosts())
-		}
-	}
-	d.routes, d.vhosts = make([][]sum, 0, nv), make([]sum, 0, nv)
+	rc := &chunker{h: sha256.New()}
+	d.gen = m.start()
 	for _, l := range snap.GetListeners() {
 		add(1, irv1.ListenerHead(l))
 		for _, s := range l.GetServers() {
 			add(5, irv1.ServerHead(s))
 			found := m.server()
-			recs := h.batch[:0] // the virtual hosts' chunks, hashed in one write per server
-			for _, vh := range s.GetVirtualHosts() {
-				r, ok := found.find(vh)
-				if ok {
-					m.keepVhost(r)
-				} else {
-					r.vh = vh
-					r.routes, r.all = vhostSum(vh)
-					m.keepNewVhost(r)
+			vhs := s.GetVirtualHosts()
+			runs := make([]*vrun, 0, found.prevRuns()+1)
+			recs := h.batch[:0] // the runs' chunks, hashed in one write per server
+			var fresh *vrun
+			for i := 0; i < len(vhs); {
+				if fresh == nil {
+					if r := found.runAt(vhs, i); r != nil {
+						runs = append(runs, r)
+						recs = appendChunk(recs, 6, r.sum[:])
+						i += len(r.vhs)
+						continue
+					}
+					fresh = &vrun{made: d.gen}
+					rc.batch = rc.batch[:0]
 				}
-				recs = appendChunk(recs, 6, r.all[:])
-				d.routes = append(d.routes, r.routes)
-				d.vhosts = append(d.vhosts, r.all)
+				vh := vhs[i]
+				vs, ok := found.element(vh)
+				if !ok {
+					vs = vhostSum(vh)
+					m.countFresh()
+				}
+				fresh.vhs, fresh.sums = append(fresh.vhs, vh), append(fresh.sums, vs)
+				rc.batch = appendChunk(rc.batch, 6, vs.all[:])
+				i++
+				if cut := vs.all[0] < runCut; cut || i == len(vhs) {
+					rc.h.Reset()
+					rc.h.Write(rc.batch)
+					fresh.sum, fresh.open = rc.sum(), !cut
+					runs = append(runs, fresh)
+					recs = appendChunk(recs, 6, fresh.sum[:])
+					fresh = nil
+					m.countRun()
+				}
 			}
 			h.h.Write(recs)
 			h.batch = recs[:0]
+			m.keepServer(runs)
+			d.servers = append(d.servers, runs)
 		}
 	}
 	d.clusters, d.sameClusters = m.sameClusters(snap.GetClusters())
@@ -260,13 +297,16 @@ func (m *partSums) digest(snap *irv1.Snapshot) *digest {
 	return d
 }
 
-// start begins a digest.
-func (m *partSums) start() {
+// start begins a digest and returns its number.
+func (m *partSums) start() uint64 {
 	if m == nil {
-		return
+		return 0
 	}
-	m.fresh = 0
+	m.digests++
+	m.fresh, m.runs = 0, 0
+	clear(m.cur) // no older runs kept alive by the array
 	m.cur, m.clustersN = m.cur[:0], m.clustersN[:0]
+	return m.digests
 }
 
 // finish makes this digest's lists the previous ones.
@@ -310,39 +350,29 @@ func (m *partSums) keepClustersSum(s sum) {
 // finish only swaps lists, so doing it again (keptClusters unchanged since) undoes it.
 func (m *partSums) rollback() { m.finish() }
 
-// server starts the list of the next server's virtual hosts and returns a finder over the same
-// server's list of the previous digest (the server visited at the same place).
-func (m *partSums) server() *aligned[irv1.VirtualHost, vhostRef] {
+// server returns a finder over the runs of the server visited at the same place in the previous
+// digest (nil without remembered sums).
+func (m *partSums) server() *vrunFinder {
 	if m == nil {
 		return nil
 	}
-	a := &aligned[irv1.VirtualHost, vhostRef]{key: vhostOf}
-	k := len(m.cur)
-	if k < len(m.prev) {
-		a.prev = m.prev[k]
+	f := &vrunFinder{}
+	if k := len(m.cur); k < len(m.prev) {
+		f.prev = m.prev[k]
 	}
-	var list []vhostRef
-	if k < cap(m.cur) {
-		list = m.cur[:k+1][k][:0] // the array this slot had two digests ago
-		clear(list[:cap(list)])   // no older messages kept alive by it
-	}
-	m.cur = append(m.cur, list)
-	return a
+	return f
 }
 
-// keepVhost lists a virtual host of the server being digested.
-func (m *partSums) keepVhost(r vhostRef) {
+// keepServer remembers the runs of the server just digested.
+func (m *partSums) keepServer(runs []*vrun) {
 	if m != nil {
-		k := len(m.cur) - 1
-		m.cur[k] = append(m.cur[k], r)
+		m.cur = append(m.cur, runs)
 	}
 }
 
-// keepNewVhost lists a virtual host that was hashed.
-func (m *partSums) keepNewVhost(r vhostRef) {
+func (m *partSums) countRun() {
 	if m != nil {
-		m.keepVhost(r)
-		m.fresh++
+		m.runs++
 	}
 }
 

@@ -112,9 +112,9 @@ func (t *table) cleanup() {
 	}
 	t.reqSeries.release(&t.held)
 	for i := len(t.servers) - 1; i >= 0; i-- {
-		parts := t.servers[i].parts
-		for j := len(parts) - 1; j >= 0; j-- {
-			parts[j].release(t.log)
+		runs := t.servers[i].runs
+		for j := len(runs) - 1; j >= 0; j-- {
+			runs[j].release(t.log)
 		}
 	}
 	if t.clusterSet != nil {
@@ -148,8 +148,8 @@ type builder struct {
 	// Sharing with the serving table (reuse.go, vhostreuse.go). digest has the snapshot's
 	// route, virtual host and cluster sums in the order they are visited; serving is the table
 	// serving now, nil for a full build.
-	digest           *digest
-	vhostN, clusterN int // virtual hosts and clusters visited so far
+	digest   *digest
+	clusterN int // clusters visited so far
 	// routeSums are the route sums of the virtual host being compiled, routeN its routes so far.
 	routeSums []sum
 	routeN    int
@@ -161,9 +161,10 @@ type builder struct {
 	api        RouteAPI
 	listenerID string
 	// serverIndex is the serving table's servers by listener and hostname, made when one was
-	// not at its place; vpos is where in the base server the next virtual host likely is.
+	// not at its place; moved are the virtual hosts this build listed in new runs, with their
+	// serving runs (revertMoves).
 	serverIndex map[serverKey]*server
-	vpos        int
+	moved       []movedVhost
 	// vh is the virtual host being compiled and old the serving one it replaces (nil for none),
 	// next where in old's routes the next route likely is; cur is the route being compiled.
 	vh   *builtVhost
@@ -217,6 +218,7 @@ func (p *Proxy) build(ctx context.Context, snap *irv1.Snapshot, d *digest) (*tab
 	// (at 10,000 routes ≈40% of the heap a proxy would otherwise hold) alive as long as it serves.
 	bc.Snapshot, bc.Clusters = nil, nil // nor the builder's maps: modules look clusters up in Provision
 	if err != nil {
+		b.revertMoves()
 		t.cleanup() // what was loaded so far, and the holds on shared parts
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,5 +87,55 @@ func TestIncrementalBuildSharesVirtualHosts(t *testing.T) {
 	apply(t, p, mk(vhost("b.example", route("rb", "/other", backend("c2", 1))), c2b))
 	if proxy.RouteOf(p, "ra") == ra || proxy.RouteOf(p, "ra2") != ra2 {
 		t.Error("a changed virtual host did not recompile its changed route alone")
+	}
+}
+
+// A build that fails after taking virtual hosts of a changed run into a new run of its own puts
+// them back in their serving run: the next build, which takes that serving run whole again, must
+// still refuse a duplicate of one of them, as a full build does.
+func TestIncrementalBuildAfterFailureRefusesDuplicates(t *testing.T) {
+	vhs := make([]*irv1.VirtualHost, 300)
+	for i := range vhs {
+		vhs[i] = vhost("h"+itoa(uint32(i))+".example", route("r"+itoa(uint32(i)), "/", backend("c", 1)))
+	}
+	clusters := []*irv1.Cluster{cluster("c")}
+	mk := func(vhs []*irv1.VirtualHost) *irv1.Snapshot {
+		return snapshot(t, []*irv1.Listener{httpListener(0, server("", vhs...))}, clusters)
+	}
+	base := mk(slices.Clone(vhs))
+	// A run of several virtual hosts: the failing one goes last in it, the duplicated one first.
+	first, last := -1, -1
+	at := 0
+	for _, n := range proxy.RunLengths(base) {
+		if n >= 3 {
+			first, last = at, at+n-1
+			break
+		}
+		at += n
+	}
+	if first < 0 {
+		t.Fatal("no run of three virtual hosts or more")
+	}
+	inc := newProxyWith(t, false, proxy.Options{SharedMessages: true})
+	full := newProxyWith(t, true, proxy.Options{})
+	for _, p := range []*proxy.Proxy{inc, full} {
+		if err := p.Apply(context.Background(), base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := slices.Clone(vhs)
+	bad[last] = vhost(vhs[last].GetHostname(), route("bad", "/", backend("missing", 1)))
+	for _, p := range []*proxy.Proxy{inc, full} {
+		if err := p.Apply(context.Background(), mk(bad)); err == nil {
+			t.Fatal("a route to a missing cluster was accepted")
+		}
+	}
+	twin := append(slices.Clone(vhs), vhost(vhs[first].GetHostname(), route("twin", "/twin", backend("c", 1))))
+	errInc, errFull := inc.Apply(context.Background(), mk(twin)), full.Apply(context.Background(), mk(twin))
+	if errInc == nil || errFull == nil {
+		t.Fatalf("a hostname listed twice: incremental %v, full %v", errInc, errFull)
+	}
+	if di, df := proxy.DescribeTable(inc), proxy.DescribeTable(full); di != df {
+		t.Fatalf("tables differ\nincremental:\n%s\nfull:\n%s", di, df)
 	}
 }

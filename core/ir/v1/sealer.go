@@ -17,16 +17,17 @@ import (
 // share most of their parts with the previous one: the controller's incremental translator
 // (replayed routes, clusters whose endpoints did not change, virtual hosts no change touched) and
 // the proxy's discovery agent (a snapshot rebuilt from a delta shares every unchanged virtual
-// host, cluster and secret with its base). Resealing then costs the changed parts, the heads of
-// the listeners and servers above them, and one 33-byte record per virtual host of a changed
-// server: at 5,000 routes ~170 KB hashed instead of the 1.4 MB snapshot encoded and hashed.
+// host, cluster and secret with its base). Resealing then costs the changed parts, their runs,
+// the heads of the listeners and servers above them and one 33-byte record per run of a
+// changed list: at 10,000 virtual hosts a server is ~160 runs, and a run of unchanged virtual
+// hosts is taken whole after a comparison of its pointers with the previous seal's.
 //
-// It remembers the hashes of routes, clusters, secrets and virtual hosts by message address: the
-// children of the nodes hashed at every seal (the snapshot, its listeners and servers, a few
-// per snapshot) as the previous seal's lists (prev), the rest (a changed virtual host's routes)
-// in a map. So a remembered message must not change after it was sealed: snapshots are
-// immutable once sealed, and both users build new messages for what changed. A Sealer is not
-// safe for concurrent use.
+// It remembers the runs of the lists of the nodes hashed at every seal (the snapshot's
+// clusters and secrets, each server's virtual hosts) as the previous seal's lists of runs
+// (prev), each run with its messages' addresses and hashes, and the rest (a changed virtual
+// host's routes, parts found out of place) by message address in a map. So a remembered message
+// must not change after it was sealed: snapshots are immutable once sealed, and both users build
+// new messages for what changed. A Sealer is not safe for concurrent use.
 type Sealer struct {
 	// SkipRoutes leaves routes out of what is remembered (their virtual host's hash still covers
 	// them): for a user whose changed virtual hosts never share routes with the previous
@@ -43,29 +44,18 @@ type Sealer struct {
 	hashed map[unsafe.Pointer]*partHash
 	seals  uint64
 	used   int // hashes the latest seal used
-	// computed counts the messages the latest seal hashed, remembered or not (tests).
-	computed int
+	// computed counts the messages the latest seal hashed, remembered or not, and runs the runs
+	// it hashed (tests).
+	computed, runs int
 	// bufs are the hash inputs being assembled, one per depth of the tree (snapshot, listener,
-	// server, virtual host, leaf), reused by the next seal.
-	bufs [5][]byte
-	// prev and cur are the children of the nodes that are hashed at every seal (the snapshot,
-	// its listeners and servers), in the order they were visited, with their hashes: the
-	// previous seal's and this one's. A node's children are looked for in the previous seal's
-	// list at the same place first (children), which finds a server's 5,000 unchanged virtual
-	// hosts by comparing pointers in two arrays; a map lookup each, scattered over the heap,
-	// cost as much as hashing the whole encoding had.
-	prev, cur []children
+	// server, virtual host, leaf), and runBufs the runs being assembled, reused by the next seal.
+	bufs, runBufs [5][]byte
+	// prev and cur are the runs of each part field of the nodes hashed at every seal (the
+	// snapshot, its listeners and servers), in the order visited: the previous seal's and this
+	// one's (nil for the fields of listeners and servers, which are hashed every time). A field is
+	// matched with the previous seal's at the same place (runs.go).
+	prev, cur [][]*run
 }
-
-// children are the remembered children of one node, in order, and their hashes.
-type children struct {
-	msgs []unsafe.Pointer
-	sums [][sha256.Size]byte
-}
-
-// lookAhead is how far past the expected place a child is looked for in the previous list:
-// children removed in front of it shift it by that many.
-const lookAhead = 8
 
 type partHash struct {
 	sum  [sha256.Size]byte
@@ -79,7 +69,7 @@ func (s *Sealer) Seal(snap *Snapshot) error {
 		s.hashed = map[unsafe.Pointer]*partHash{}
 	}
 	s.seals++
-	s.used, s.computed = 0, 0
+	s.used, s.computed, s.runs = 0, 0, 0
 	s.cur = s.cur[:0]
 	sum, err := s.hash(snap.ProtoReflect(), 0)
 	s.prev, s.cur = s.cur, s.prev
@@ -176,45 +166,30 @@ func (s *Sealer) compute(m protoreflect.Message, depth int) ([sha256.Size]byte, 
 			if !fd.part {
 				continue
 			}
-			l := m.Get(fd.fd).List()
-			for i := range l.Len() {
-				sum, err := s.hash(l.Get(i).Message(), depth+1)
-				if err != nil {
-					return none, err
-				}
-				b = protowire.AppendVarint(b, uint64(fd.fd.Number()))
-				b = append(b, sum[:]...)
+			if b, err = s.appendRunsOf(b, m, fd.fd, depth+1); err != nil {
+				return none, err
 			}
 		}
 		return sha256.Sum256(b), nil
 	}
-	// A node hashed at every seal: its remembered children come from its list of the previous
-	// seal where they are the same messages in the same places.
-	k := len(s.cur)
-	var msgs []unsafe.Pointer
-	var sums [][sha256.Size]byte
-	if k < cap(s.cur) {
-		// The arrays this slot had two seals ago (the previous seal's are prev's).
-		old := s.cur[:k+1][k]
-		msgs, sums = old.msgs[:0], old.sums[:0]
-	}
-	s.cur = append(s.cur, children{})
-	var prev *children
-	if k < len(s.prev) {
-		prev = &s.prev[k]
-	}
-	a := aligner{s: s, prev: prev, msgs: msgs, sums: sums, depth: depth + 1}
+	// A node hashed at every seal: the runs of its remembered children come from the previous
+	// seal's runs of the same field where they are the same messages.
 	for _, fd := range order {
 		if !fd.part {
 			continue
 		}
-		var err error
-		if b, err = a.appendField(b, m, fd.fd); err != nil {
+		k := len(s.cur)
+		s.cur = append(s.cur, nil)
+		var prev []*run
+		if k < len(s.prev) {
+			prev = s.prev[k]
+		}
+		var runs []*run
+		if b, runs, err = s.appendField(b, m, fd.fd, prev, depth+1); err != nil {
 			return none, err
 		}
+		s.cur[k] = runs
 	}
-	msgs, sums = a.msgs, a.sums
-	s.cur[k] = children{msgs: msgs, sums: sums}
 	return sha256.Sum256(b), nil
 }
 
@@ -305,129 +280,4 @@ func init() {
 		slices.SortFunc(fs, func(a, b nodeField) int { return int(a.fd.Number()) - int(b.fd.Number()) })
 		nodeFields[d.FullName()] = fs
 	}
-}
-
-// aligner hashes the children of a node hashed at every seal, taking the hashes of remembered
-// children from the node's list of the previous seal (prev) where they are the same messages.
-type aligner struct {
-	s      *Sealer
-	prev   *children
-	next   int // where the next child likely is in prev
-	misses int
-	index  map[unsafe.Pointer]int // prev's children, made after lookAhead misses
-	msgs   []unsafe.Pointer
-	sums   [][sha256.Size]byte
-	depth  int
-}
-
-// appendField appends the records of one part field's elements. The fields that hold thousands
-// of messages are read as the generated slices they are: reflection's message wrapping, to get
-// each one's address, cost more than the rest of a reseal.
-func (a *aligner) appendField(b []byte, m protoreflect.Message, fd protoreflect.FieldDescriptor) ([]byte, error) {
-	num := uint64(fd.Number())
-	if a.s.remembers(fd.Message()) {
-		switch x := m.Interface().(type) {
-		case *Server:
-			if fd.Name() == "virtual_hosts" {
-				return appendRemembered(a, b, num, x.VirtualHosts)
-			}
-		case *Snapshot:
-			switch fd.Name() {
-			case "clusters":
-				return appendRemembered(a, b, num, x.Clusters)
-			case "secrets":
-				return appendRemembered(a, b, num, x.Secrets)
-			}
-		}
-	}
-	l := m.Get(fd).List()
-	remembered := a.s.remembers(fd.Message())
-	for i := range l.Len() {
-		c := l.Get(i).Message()
-		var sum [sha256.Size]byte
-		var err error
-		if remembered {
-			sum, err = a.child(messageAddress(c), c)
-		} else {
-			sum, err = a.s.compute(c, a.depth)
-		}
-		if err != nil {
-			return nil, err
-		}
-		b = protowire.AppendVarint(b, num)
-		b = append(b, sum[:]...)
-	}
-	return b, nil
-}
-
-// appendRemembered is appendField for a generated slice of remembered messages.
-func appendRemembered[E any, P interface {
-	*E
-	proto.Message
-}](a *aligner, b []byte, num uint64, list []P) ([]byte, error) {
-	for _, c := range list {
-		key := unsafe.Pointer(c)
-		sum, ok := a.fromPrev(key)
-		if !ok {
-			var err error
-			if sum, err = a.s.hash(c.ProtoReflect(), a.depth); err != nil {
-				return nil, err
-			}
-		}
-		a.msgs, a.sums = append(a.msgs, key), append(a.sums, sum)
-		b = protowire.AppendVarint(b, num)
-		b = append(b, sum[:]...)
-	}
-	return b, nil
-}
-
-// child returns the hash of a remembered child and lists it.
-func (a *aligner) child(key unsafe.Pointer, c protoreflect.Message) ([sha256.Size]byte, error) {
-	sum, ok := a.fromPrev(key)
-	if !ok {
-		var err error
-		if sum, err = a.s.hash(c, a.depth); err != nil {
-			return sum, err
-		}
-	}
-	a.msgs, a.sums = append(a.msgs, key), append(a.sums, sum)
-	return sum, nil
-}
-
-// fromPrev finds key in the previous seal's list: at or a little after the expected place,
-// else further on (children removed in front of it) for the first few misses, which are mostly
-// new children a scan of pointers does not find, and then by an index of the list (reordered).
-func (a *aligner) fromPrev(key unsafe.Pointer) ([sha256.Size]byte, bool) {
-	var none [sha256.Size]byte
-	if a.prev == nil {
-		return none, false
-	}
-	msgs := a.prev.msgs
-	for j := a.next; j < min(len(msgs), a.next+lookAhead); j++ {
-		if msgs[j] == key {
-			a.next = j + 1
-			return a.prev.sums[j], true
-		}
-	}
-	if a.index == nil && a.misses < lookAhead {
-		a.misses++
-		for j := a.next + lookAhead; j < len(msgs); j++ {
-			if msgs[j] == key {
-				a.next = j + 1
-				return a.prev.sums[j], true
-			}
-		}
-		return none, false
-	}
-	if a.index == nil {
-		a.index = make(map[unsafe.Pointer]int, len(msgs))
-		for j, m := range msgs {
-			a.index[m] = j
-		}
-	}
-	if j, ok := a.index[key]; ok {
-		a.next = j + 1
-		return a.prev.sums[j], true
-	}
-	return none, false
 }

@@ -27,7 +27,7 @@ func TestSealerEqualsSeal(t *testing.T) {
 
 func sealerEqualsSeal(t *testing.T, s Sealer) {
 	r := rand.New(rand.NewPCG(1, 2))
-	vhs := make([]*VirtualHost, 40)
+	vhs := make([]*VirtualHost, 400) // several runs (one in 64 virtual hosts ends one)
 	clusters := make([]*Cluster, 10)
 	newVH := func(i int) *VirtualHost {
 		vh := &VirtualHost{Hostname: fmt.Sprintf("h%d.example", i)}
@@ -44,8 +44,8 @@ func sealerEqualsSeal(t *testing.T, s Sealer) {
 		clusters[i] = &Cluster{Name: fmt.Sprintf("c%d", i), Endpoints: []*Endpoint{{Address: "10.0.0.1", Port: uint32(8000 + i)}}}
 	}
 	secret := &Secret{Name: "ns/cert", CertificatePem: []byte("cert"), PrivateKeyPem: []byte("key")}
-	for step := range 60 {
-		switch r.IntN(4) {
+	for step := range 120 {
+		switch r.IntN(7) {
 		case 0: // virtual hosts gone: the rest shift, by more than the sealer looks ahead at times
 			at := r.IntN(len(vhs))
 			vhs = slices.Delete(vhs, at, min(len(vhs), at+1+r.IntN(12)))
@@ -53,6 +53,16 @@ func sealerEqualsSeal(t *testing.T, s Sealer) {
 			at := r.IntN(len(vhs) + 1)
 			for range 1 + r.IntN(12) {
 				vhs = slices.Insert(vhs, at, newVH(r.IntN(1000)))
+			}
+		case 2: // new ones at the end: the last run was cut by the list's end, not by its content
+			for range 1 + r.IntN(3) {
+				vhs = append(vhs, newVH(r.IntN(1000)))
+			}
+		case 3: // the last one gone
+			vhs = vhs[:len(vhs)-1]
+		case 4: // changes all over the list
+			for range 1 + r.IntN(20) {
+				vhs[r.IntN(len(vhs))] = newVH(r.IntN(1000))
 			}
 		default: // a changed virtual host: a new message
 			vhs[r.IntN(len(vhs))] = newVH(r.IntN(1000))
@@ -120,25 +130,42 @@ func TestVersionIsTheHashTree(t *testing.T) {
 		sum := sha256.Sum256(b)
 		return sum[:]
 	}
-	// node hashes head's encoding, length first, then each part as its field number and hash.
-	node := func(head proto.Message, parts ...any) []byte {
+	// cut is the runs of a field's element hashes: each ends after an element whose hash
+	// begins with a byte below 4, or at the last element; a run hashes its elements' hashes.
+	cut := func(elems ...[]byte) [][]byte {
+		var runs [][]byte
+		var cur []byte
+		for i, e := range elems {
+			cur = append(cur, e...)
+			if e[0] < 4 || i == len(elems)-1 {
+				sum := sha256.Sum256(cur)
+				runs, cur = append(runs, sum[:]), nil
+			}
+		}
+		return runs
+	}
+	// node hashes head's encoding, length first, then each run of each part field as the
+	// field's number and the run's hash.
+	node := func(head proto.Message, fields ...any) []byte {
 		hb, err := proto.MarshalOptions{Deterministic: true}.Marshal(head)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b := append(protowire.AppendVarint(nil, uint64(len(hb))), hb...)
-		for i := 0; i < len(parts); i += 2 {
-			b = append(b, byte(parts[i].(int)))
-			b = append(b, parts[i+1].([]byte)...)
+		for i := 0; i < len(fields); i += 2 {
+			for _, r := range fields[i+1].([][]byte) {
+				b = append(b, byte(fields[i].(int)))
+				b = append(b, r...)
+			}
 		}
 		sum := sha256.Sum256(b)
 		return sum[:]
 	}
-	hvh := node(&VirtualHost{Hostname: "a.example"}, 2, leaf(route))
+	hvh := node(&VirtualHost{Hostname: "a.example"}, 2, cut(leaf(route)))
 	hother := node(&VirtualHost{Hostname: "b.example"})
-	hsrv := node(&Server{Sources: []string{"ns/gw/http"}}, 4, hvh, 4, hother)
-	hl := node(&Listener{Name: "l", Port: 80, Protocol: "HTTP"}, 5, hsrv)
-	hsnap := node(&Snapshot{Gateways: []*GatewayGeneration{gw}}, 2, hl, 3, leaf(cl))
+	hsrv := node(&Server{Sources: []string{"ns/gw/http"}}, 4, cut(hvh, hother))
+	hl := node(&Listener{Name: "l", Port: 80, Protocol: "HTTP"}, 5, cut(hsrv))
+	hsnap := node(&Snapshot{Gateways: []*GatewayGeneration{gw}}, 2, cut(hl), 3, cut(leaf(cl)))
 	want := hex.EncodeToString(hsnap[:16])
 
 	for name, seal := range map[string]func(*Snapshot) error{"Seal": Seal, "referenceSeal": referenceSeal} {
@@ -167,9 +194,57 @@ func TestVersionIsTheHashTree(t *testing.T) {
 	if s.computed != 5 {
 		t.Errorf("resealing after one virtual host changed hashed %d messages, want 5", s.computed)
 	}
+	// The new virtual host's routes (one run or two), the server's virtual hosts (likewise), one
+	// each above; the cluster's run is the previous seal's.
+	if s.runs < 4 || s.runs > 6 {
+		t.Errorf("resealing after one virtual host changed hashed %d runs, want 4 to 6", s.runs)
+	}
 	want2 := proto.Clone(next).(*Snapshot)
 	if err := referenceSeal(want2); err != nil || next.GetVersion() != want2.GetVersion() {
 		t.Fatalf("Sealer gives %s, Seal %s (%v)", next.GetVersion(), want2.GetVersion(), err)
+	}
+}
+
+// TestSealerHashesTheChangedRun: at 5,000 virtual hosts (~80 runs), resealing after one virtual
+// host was replaced, one added and one removed hashes their runs (each change one, or two when it
+// moved a cut) and not the others, and gives Seal's version.
+func TestSealerHashesTheChangedRun(t *testing.T) {
+	vhs := make([]*VirtualHost, 5000)
+	for i := range vhs {
+		vhs[i] = &VirtualHost{Hostname: fmt.Sprintf("h%d.example", i), Routes: []*Route{{Name: fmt.Sprintf("r%d", i)}}}
+	}
+	snap := func() *Snapshot {
+		return &Snapshot{Listeners: []*Listener{{Name: "l", Servers: []*Server{{VirtualHosts: slices.Clone(vhs)}}}}}
+	}
+	var s Sealer
+	if err := s.Seal(snap()); err != nil {
+		t.Fatal(err)
+	}
+	all := s.runs
+	if all < 40 {
+		t.Fatalf("5,000 virtual hosts sealed as %d runs, want about 80", all)
+	}
+	for step, change := range []func(){
+		func() { vhs[2500] = &VirtualHost{Hostname: "h2500.example"} },
+		func() { vhs = slices.Insert(vhs, 1000, &VirtualHost{Hostname: "new.example"}) },
+		func() { vhs = slices.Delete(vhs, 4000, 4001) },
+		func() { vhs = append(vhs, &VirtualHost{Hostname: "last.example"}) },
+		func() { vhs[0] = &VirtualHost{Hostname: "first.example"} },
+	} {
+		change()
+		next := snap()
+		if err := s.Seal(next); err != nil {
+			t.Fatal(err)
+		}
+		// The server's list: at most the change's run and the next one (a cut moved); above it
+		// one run for the listener's servers and one for the snapshot's listeners.
+		if s.runs > 4 {
+			t.Errorf("step %d: %d runs hashed of %d", step, s.runs, all)
+		}
+		want := proto.Clone(next).(*Snapshot)
+		if err := referenceSeal(want); err != nil || want.GetVersion() != next.GetVersion() {
+			t.Fatalf("step %d: Sealer gives %s, the reference %s (%v)", step, next.GetVersion(), want.GetVersion(), err)
+		}
 	}
 }
 
@@ -260,13 +335,19 @@ func plainHash(m protoreflect.Message) ([sha256.Size]byte, error) {
 	for _, name := range parts {
 		fd := d.Fields().ByName(name)
 		l := m.Get(fd).List()
+		var run []byte
 		for i := range l.Len() {
 			sum, err := plainHash(l.Get(i).Message())
 			if err != nil {
 				return [sha256.Size]byte{}, err
 			}
-			b = protowire.AppendVarint(b, uint64(fd.Number()))
-			b = append(b, sum[:]...)
+			run = append(run, sum[:]...)
+			if sum[0] < runCut || i == l.Len()-1 {
+				rs := sha256.Sum256(run)
+				run = run[:0]
+				b = protowire.AppendVarint(b, uint64(fd.Number()))
+				b = append(b, rs[:]...)
+			}
 		}
 	}
 	return sha256.Sum256(b), nil
