@@ -142,18 +142,19 @@ wrkload() { # port duration -> requests; nothing if any answer was not a 2xx (an
 }
 # runtime is the proxy's threads' CPU time so far, in ns.
 runtime() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
-# switches is the proxy's threads' context switches so far: "voluntary involuntary sysmon" (a
-# thread that blocks, parks or sleeps switches voluntarily; one preempted, involuntarily). sysmon is
-# the voluntary switches of a Go process's second thread, which is the runtime's sysmon (runtime.main
-# starts it before anything else): its sleeps between looks at the processors. nginx's one thread
-# has none.
+# switches is the proxy's threads' context switches so far: "voluntary involuntary sysmon
+# sysmon-ns" (a thread that blocks, parks or sleeps switches voluntarily; one preempted,
+# involuntarily). sysmon is the voluntary switches of a Go process's second thread, which is the
+# runtime's sysmon (runtime.main starts it before anything else): its sleeps between looks at the
+# processors; sysmon-ns is that thread's CPU time. nginx's one thread has neither.
 switches() {
   local t tids
   tids=$(ls /proc/"$1"/task 2>/dev/null | sort -n)
   for t in $tids; do
-    awk -v t="$t" -v s="$(echo "$tids" | sed -n 2p)" '/^voluntary_ctxt/ {v = $2} /^nonvoluntary_ctxt/ {n = $2}
-      END {print v + 0, n + 0, (t == s ? v : 0)}' /proc/"$1"/task/"$t"/status 2>/dev/null
-  done | awk '{v += $1; n += $2; s += $3} END {print v + 0, n + 0, s + 0}'
+    awk -v t="$t" -v s="$(echo "$tids" | sed -n 2p)" -v ns="$(cut -d' ' -f1 /proc/"$1"/task/"$t"/schedstat 2>/dev/null)" \
+      '/^voluntary_ctxt/ {v = $2} /^nonvoluntary_ctxt/ {n = $2}
+      END {print v + 0, n + 0, (t == s ? v : 0), (t == s ? ns : 0)}' /proc/"$1"/task/"$t"/status 2>/dev/null
+  done | awk '{v += $1; n += $2; s += $3; c += $4} END {printf "%d %d %d %.0f\n", v, n, s, c}'
 }
 
 for k in "${!names[@]}"; do
@@ -220,16 +221,16 @@ for k in "${!names[@]}"; do
   printf '%-10s %s (%s-%s) above in %s of %s; %s µs\n' "${names[$k]}" "$(ratios | q 0.5)" "$(ratios | q 0.25)" \
     "$(ratios | q 0.75)" "$(ratios | awk '$1 > 1' | wc -l)" "$ROUNDS" "$(awk -v c=$c '{print $c}' "$OUT/rounds.txt" | q 0.5)"
 done
-echo "context switches per 1,000 requests (all the proxy's threads, the rounds only): voluntary (of them sysmon's), involuntary"
+echo "context switches per 1,000 requests (all the proxy's threads, the rounds only): voluntary (of them sysmon's), involuntary; sysmon's own CPU"
 for k in "${!names[@]}"; do
-  read -r v1 n1 s1 <<<"$(switches "${ppids[$k]}")"
-  read -r v0 n0 s0 <<<"${sw0[$k]}"
-  awk -v n="${names[$k]}" -v v=$((v1 - v0)) -v i=$((n1 - n0)) -v s=$((s1 - s0)) -v r="${served[$k]}" \
+  read -r v1 n1 s1 c1 <<<"$(switches "${ppids[$k]}")"
+  read -r v0 n0 s0 c0 <<<"${sw0[$k]}"
+  awk -v n="${names[$k]}" -v v=$((v1 - v0)) -v i=$((n1 - n0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v r="${served[$k]}" \
     -v th="$(ls /proc/"${ppids[$k]}"/task | wc -l)" \
-    'BEGIN {printf "%-10s %.2f (%.2f) %.2f (%d requests; %d threads)\n", n, 1000 * v / r, 1000 * s / r, 1000 * i / r, r, th}'
+    'BEGIN {printf "%-10s %.2f (%.2f) %.2f (%d requests; %d threads; sysmon %.3f µs CPU a request)\n", n, 1000 * v / r, 1000 * s / r, 1000 * i / r, r, th, c / r / 1000}'
 done
 for k in "${!names[@]}"; do # a line dropped is a line not paid for: say so
-  curl -s "http://127.0.0.1:${adms[$k]}/metrics" | awk -v n="${names[$k]}" '/^coxswain_proxy_access_log_(lines|dropped)_total/ {printf "%s %s %s\n", n, $1, $2}'
+  { curl -s "http://127.0.0.1:${adms[$k]}/metrics" || true; } | awk -v n="${names[$k]}" '/^coxswain_proxy_access_log_(lines|dropped)_total/ {printf "%s %s %s\n", n, $1, $2}'
 done
 for k in "${!names[@]}"; do tail -n 1 "$OUT/${names[$k]}.out" >"$OUT/${names[$k]}.lastline"; : >"$OUT/${names[$k]}.out"; done
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
