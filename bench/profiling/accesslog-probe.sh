@@ -142,23 +142,38 @@ wrkload() { # port duration -> requests; nothing if any answer was not a 2xx (an
 }
 # runtime is the proxy's threads' CPU time so far, in ns.
 runtime() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
-# switches is the proxy's threads' context switches so far: "voluntary involuntary sysmon
+# sysmontid prints the thread of a Go process that is its runtime's sysmon, nothing for nginx: the
+# one most often found asleep in nanosleep(2) (system call 35 in /proc/PID/task/TID/syscall), which
+# only sysmon's usleep calls on a busy GOMAXPROCS=1 process. (Thread ids are no guide: they wrap.)
+sysmontid() {
+  local t i
+  [ "$(ls /proc/"$1"/task | wc -l)" -gt 1 ] || return 0
+  for i in $(seq 1 40); do
+    for t in /proc/"$1"/task/*; do
+      [ "$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)" = 35 ] && echo "${t##*/}"
+    done
+    sleep 0.005
+  done | sort | uniq -c | sort -rn | awk 'NR == 1 {print $2}'
+}
+# switches is the proxy's threads' context switches so far, "voluntary involuntary sysmon
 # sysmon-ns" (a thread that blocks, parks or sleeps switches voluntarily; one preempted,
-# involuntarily). sysmon is the voluntary switches of a Go process's second thread, which is the
-# runtime's sysmon (runtime.main starts it before anything else): its sleeps between looks at the
-# processors; sysmon-ns is that thread's CPU time. nginx's one thread has neither.
+# involuntarily): sysmon is the voluntary switches of the thread $2 (sysmontid), its sleeps between
+# looks at the processors, and sysmon-ns that thread's CPU time.
 switches() {
-  local t tids
-  tids=$(ls /proc/"$1"/task 2>/dev/null | sort -n)
-  for t in $tids; do
-    awk -v t="$t" -v s="$(echo "$tids" | sed -n 2p)" -v ns="$(cut -d' ' -f1 /proc/"$1"/task/"$t"/schedstat 2>/dev/null)" \
+  local t
+  for t in /proc/"$1"/task/*; do
+    awk -v t="${t##*/}" -v s="${2:-none}" -v ns="$(cut -d' ' -f1 "$t/schedstat" 2>/dev/null)" \
       '/^voluntary_ctxt/ {v = $2} /^nonvoluntary_ctxt/ {n = $2}
-      END {print v + 0, n + 0, (t == s ? v : 0), (t == s ? ns : 0)}' /proc/"$1"/task/"$t"/status 2>/dev/null
+      END {print v + 0, n + 0, (t == s ? v : 0), (t == s ? ns : 0)}' "$t/status" 2>/dev/null
   done | awk '{v += $1; n += $2; s += $3; c += $4} END {printf "%d %d %d %.0f\n", v, n, s, c}'
 }
 
+declare -A smon=()
 for k in "${!names[@]}"; do
-  wrkload "${ports[$k]}" 1s >/dev/null # warm-up: connections, pools, stacks
+  wrkload "${ports[$k]}" 1s >/dev/null & # warm-up: connections, pools, stacks
+  sleep 0.2
+  smon[$k]=$(sysmontid "${ppids[$k]}") # under load: an idle sysmon sleeps on a futex like the rest
+  wait $!
   if [ "${PERF:-}" = 1 ]; then
     perf record -q -e cpu-clock -F 1999 -g -p "${ppids[$k]}" -o "$OUT/${names[$k]}.perf.data" >/dev/null 2>&1 &
     pids+=($!)
@@ -169,7 +184,10 @@ done
 echo "round load ${names[*]} (CPU µs per request, /$BODY)"
 : >"$OUT/rounds.txt"
 declare -A sw0=() served=()
-for k in "${!names[@]}"; do sw0[$k]=$(switches "${ppids[$k]}"); served[$k]=0; done
+for k in "${!names[@]}"; do
+  sw0[$k]=$(switches "${ppids[$k]}" "${smon[$k]}")
+  served[$k]=0
+done
 for r in $(seq 1 "$ROUNDS"); do
   for k in "${!names[@]}"; do
     kill -0 "${ppids[$k]}" 2>/dev/null || { echo "${names[$k]} (pid ${ppids[$k]}) is gone: $(tail -n 3 "$OUT/${names[$k]}.err")"; exit 1; }
@@ -223,7 +241,7 @@ for k in "${!names[@]}"; do
 done
 echo "context switches per 1,000 requests (all the proxy's threads, the rounds only): voluntary (of them sysmon's), involuntary; sysmon's own CPU"
 for k in "${!names[@]}"; do
-  read -r v1 n1 s1 c1 <<<"$(switches "${ppids[$k]}")"
+  read -r v1 n1 s1 c1 <<<"$(switches "${ppids[$k]}" "${smon[$k]}")"
   read -r v0 n0 s0 c0 <<<"${sw0[$k]}"
   awk -v n="${names[$k]}" -v v=$((v1 - v0)) -v i=$((n1 - n0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v r="${served[$k]}" \
     -v th="$(ls /proc/"${ppids[$k]}"/task | wc -l)" \
