@@ -5,7 +5,9 @@
 # at nanosecond resolution (the sum of its threads' /proc/PID/task/*/schedstat run time, where B1
 # reads 10 ms ticks), so that the figure is the proxy's CPU per request, not requests/s (which the
 # other engineers' load moves far more). Laid out as the runner's B1: each proxy on CPU 0 with
-# GOMAXPROCS=1, the backend and wrk (-t1 -c64, 12-byte bodies) on CPU 1, the access log to a file.
+# GOMAXPROCS=1, the backend and wrk (-t1 -c64) on CPU 1, the access log to a file.
+# BODY=12 (the default), 1k or 16k picks the response body (the runner's B1 sizes: the backend
+# serves /<size>); every variant, nginx too, is checked to return a body of that length first.
 #   bench/profiling/accesslog-probe.sh ROUNDS DURATION 'name=BIN flags...' 'name=BIN flags...' ...
 # e.g. (the A/A pair, off and off2, is the instrument's own noise):
 #   B=.cache/bench/bin/coxswain
@@ -29,12 +31,17 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$(mktemp -d /tmp/accesslog-probe.XXXXXX)}
 mkdir -p "$OUT"
 BE_PORT=19370
+BODY=${BODY:-12}
+case $BODY in 12) BODY_LEN=12 ;; 1k) BODY_LEN=1024 ;; 16k) BODY_LEN=16384 ;; *) echo "BODY must be 12, 1k or 16k, not $BODY"; exit 1 ;; esac
+# bodylen prints the length of the body a GET of the URL answers with (nothing when it fails).
+bodylen() { curl -sf -o /dev/null -w '%{size_download}' "$1" || true; }
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 taskset -c 1 env GOMAXPROCS=1 .cache/bench/bin/bench-backend -listen 127.0.0.1:$BE_PORT >"$OUT/backend.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$BE_PORT/12" >/dev/null && break; sleep 0.1; done
 curl -sf "http://127.0.0.1:$BE_PORT/12" >/dev/null || { echo "the backend did not start: $(cat "$OUT/backend.log")"; exit 1; }
+[ "$(bodylen "http://127.0.0.1:$BE_PORT/$BODY")" = "$BODY_LEN" ] || { echo "the backend's /$BODY is not $BODY_LEN bytes"; exit 1; }
 
 manifest() { # dir port
   mkdir -p "$1"
@@ -123,22 +130,50 @@ for v in "$@"; do
     for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null && break; sleep 0.1; done
     curl -sf "http://127.0.0.1:$adm/readyz" >/dev/null || { echo "$name did not get ready: $(cat "$OUT/$name.err")"; exit 1; }
   fi
+  blen=$(bodylen "http://127.0.0.1:$port/$BODY")
+  [ "$blen" = "$BODY_LEN" ] || { echo "$name answered /$BODY with ${blen:-no} body bytes, not $BODY_LEN"; exit 1; }
   names+=("$name") ports+=("$port") ppids+=("$pid") adms+=("$adm")
   i=$((i + 1))
 done
 
 wrkload() { # port duration -> requests; nothing if any answer was not a 2xx (an error page is
   # another path through the proxy, not the one measured)
-  taskset -c 1 wrk -t1 -c64 -d"$2" "http://127.0.0.1:$1/12" | awk '/requests in/{n = $1} /Non-2xx|Socket errors/{bad = 1} END {if (!bad) print n}'
+  taskset -c 1 wrk -t1 -c64 -d"$2" "http://127.0.0.1:$1/$BODY" | awk '/requests in/{n = $1} /Non-2xx|Socket errors/{bad = 1} END {if (!bad) print n}'
 }
 # runtime is the proxy's threads' CPU time so far, in ns.
 runtime() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
-# switches is the proxy's threads' context switches so far: "voluntary involuntary" (a thread
-# that blocks, parks or sleeps switches voluntarily; one preempted, involuntarily).
-switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt/ {v += $2} /^nonvoluntary_ctxt/ {n += $2} END {print v + 0, n + 0}'; }
+# sysmontid prints the thread of a Go process that is its runtime's sysmon, nothing for nginx: the
+# one most often found asleep in nanosleep(2) (system call 35 in /proc/PID/task/TID/syscall), which
+# only sysmon's usleep calls on a busy GOMAXPROCS=1 process. (Thread ids are no guide: they wrap.)
+sysmontid() {
+  local t i
+  [ "$(ls /proc/"$1"/task | wc -l)" -gt 1 ] || return 0
+  for i in $(seq 1 40); do
+    for t in /proc/"$1"/task/*; do
+      [ "$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)" = 35 ] && echo "${t##*/}"
+    done
+    sleep 0.005
+  done | sort | uniq -c | sort -rn | awk 'NR == 1 {print $2}'
+}
+# switches is the proxy's threads' context switches so far, "voluntary involuntary sysmon
+# sysmon-ns" (a thread that blocks, parks or sleeps switches voluntarily; one preempted,
+# involuntarily): sysmon is the voluntary switches of the thread $2 (sysmontid), its sleeps between
+# looks at the processors, and sysmon-ns that thread's CPU time.
+switches() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    awk -v t="${t##*/}" -v s="${2:-none}" -v ns="$(cut -d' ' -f1 "$t/schedstat" 2>/dev/null)" \
+      '/^voluntary_ctxt/ {v = $2} /^nonvoluntary_ctxt/ {n = $2}
+      END {print v + 0, n + 0, (t == s ? v : 0), (t == s ? ns : 0)}' "$t/status" 2>/dev/null
+  done | awk '{v += $1; n += $2; s += $3; c += $4} END {printf "%d %d %d %.0f\n", v, n, s, c}'
+}
 
+declare -A smon=()
 for k in "${!names[@]}"; do
-  wrkload "${ports[$k]}" 1s >/dev/null # warm-up: connections, pools, stacks
+  wrkload "${ports[$k]}" 1s >/dev/null & # warm-up: connections, pools, stacks
+  sleep 0.2
+  smon[$k]=$(sysmontid "${ppids[$k]}") # under load: an idle sysmon sleeps on a futex like the rest
+  wait $!
   if [ "${PERF:-}" = 1 ]; then
     perf record -q -e cpu-clock -F 1999 -g -p "${ppids[$k]}" -o "$OUT/${names[$k]}.perf.data" >/dev/null 2>&1 &
     pids+=($!)
@@ -146,10 +181,13 @@ for k in "${!names[@]}"; do
 done
 [ "${PERF:-}" = 1 ] && sleep 1
 
-echo "round load ${names[*]} (CPU µs per request)"
+echo "round load ${names[*]} (CPU µs per request, /$BODY)"
 : >"$OUT/rounds.txt"
 declare -A sw0=() served=()
-for k in "${!names[@]}"; do sw0[$k]=$(switches "${ppids[$k]}"); served[$k]=0; done
+for k in "${!names[@]}"; do
+  sw0[$k]=$(switches "${ppids[$k]}" "${smon[$k]}")
+  served[$k]=0
+done
 for r in $(seq 1 "$ROUNDS"); do
   for k in "${!names[@]}"; do
     kill -0 "${ppids[$k]}" 2>/dev/null || { echo "${names[$k]} (pid ${ppids[$k]}) is gone: $(tail -n 3 "$OUT/${names[$k]}.err")"; exit 1; }
@@ -201,15 +239,16 @@ for k in "${!names[@]}"; do
   printf '%-10s %s (%s-%s) above in %s of %s; %s µs\n' "${names[$k]}" "$(ratios | q 0.5)" "$(ratios | q 0.25)" \
     "$(ratios | q 0.75)" "$(ratios | awk '$1 > 1' | wc -l)" "$ROUNDS" "$(awk -v c=$c '{print $c}' "$OUT/rounds.txt" | q 0.5)"
 done
-echo "context switches per 1,000 requests (all the proxy's threads, the rounds only): voluntary, involuntary"
+echo "context switches per 1,000 requests (all the proxy's threads, the rounds only): voluntary (of them sysmon's), involuntary; sysmon's own CPU"
 for k in "${!names[@]}"; do
-  read -r v1 n1 <<<"$(switches "${ppids[$k]}")"
-  read -r v0 n0 <<<"${sw0[$k]}"
-  awk -v n="${names[$k]}" -v v=$((v1 - v0)) -v i=$((n1 - n0)) -v r="${served[$k]}" \
-    'BEGIN {printf "%-10s %.2f %.2f (%d requests)\n", n, 1000 * v / r, 1000 * i / r, r}'
+  read -r v1 n1 s1 c1 <<<"$(switches "${ppids[$k]}" "${smon[$k]}")"
+  read -r v0 n0 s0 c0 <<<"${sw0[$k]}"
+  awk -v n="${names[$k]}" -v v=$((v1 - v0)) -v i=$((n1 - n0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v r="${served[$k]}" \
+    -v th="$(ls /proc/"${ppids[$k]}"/task | wc -l)" \
+    'BEGIN {printf "%-10s %.2f (%.2f) %.2f (%d requests; %d threads; sysmon %.3f µs CPU a request)\n", n, 1000 * v / r, 1000 * s / r, 1000 * i / r, r, th, c / r / 1000}'
 done
 for k in "${!names[@]}"; do # a line dropped is a line not paid for: say so
-  curl -s "http://127.0.0.1:${adms[$k]}/metrics" | awk -v n="${names[$k]}" '/^coxswain_proxy_access_log_(lines|dropped)_total/ {printf "%s %s %s\n", n, $1, $2}'
+  { curl -s "http://127.0.0.1:${adms[$k]}/metrics" || true; } | awk -v n="${names[$k]}" '/^coxswain_proxy_access_log_(lines|dropped)_total/ {printf "%s %s %s\n", n, $1, $2}'
 done
 for k in "${!names[@]}"; do tail -n 1 "$OUT/${names[$k]}.out" >"$OUT/${names[$k]}.lastline"; : >"$OUT/${names[$k]}.out"; done
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
