@@ -198,3 +198,97 @@ func TestStripUnreadInternsRouteStrings(t *testing.T) {
 		t.Errorf("a Service came out as %+v (%v)", out, err)
 	}
 }
+
+// TestStripUnreadSharesPointers: the transform leaves a route's values as decoded while its
+// pointers to small values (parent and backend references' group and kind, a path match's
+// type, a backend's port and weight) point to one copy shared by every route, for every route
+// kind; pointers to plain strings (a path's value) stay each route's own.
+func TestStripUnreadSharesPointers(t *testing.T) {
+	decode := func(i int) *gwapiv1.HTTPRoute {
+		r := &gwapiv1.HTTPRoute{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(routeJSON(i, false), r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := decode(1), decode(2)
+	wantA := a.DeepCopy()
+	for _, r := range []*gwapiv1.HTTPRoute{a, b} {
+		if _, err := stripUnread(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !equality.Semantic.DeepEqual(a, wantA) {
+		t.Fatalf("the transform changed a route's values:\n%+v\nwant\n%+v", a, wantA)
+	}
+	shared := func(what string, x, y any) {
+		t.Helper()
+		if x != y {
+			t.Errorf("%s: two pointers %p and %p", what, x, y)
+		}
+	}
+	shared("spec parentRef group", a.Spec.ParentRefs[0].Group, b.Spec.ParentRefs[0].Group)
+	shared("spec parentRef kind", a.Spec.ParentRefs[0].Kind, b.Spec.ParentRefs[0].Kind)
+	shared("status parentRef group", a.Status.Parents[0].ParentRef.Group, b.Status.Parents[0].ParentRef.Group)
+	shared("status parentRef kind", a.Status.Parents[0].ParentRef.Kind, b.Status.Parents[0].ParentRef.Kind)
+	ma, mb := a.Spec.Rules[0].Matches[0], b.Spec.Rules[0].Matches[0]
+	shared("path match type", ma.Path.Type, mb.Path.Type)
+	ba, bb := a.Spec.Rules[0].BackendRefs[0], b.Spec.Rules[0].BackendRefs[0]
+	shared("backend group", ba.Group, bb.Group)
+	shared("backend kind", ba.Kind, bb.Kind)
+	shared("backend port", ba.Port, bb.Port)
+	shared("backend weight", ba.Weight, bb.Weight)
+	if ma.Path.Value == mb.Path.Value {
+		t.Error("a path value (a plain string) is shared")
+	}
+
+	// Another route kind, and a value not seen before, which gets a copy of its own.
+	port := func(p gwapiv1.PortNumber) *gwapiv1.GRPCRoute {
+		return &gwapiv1.GRPCRoute{Spec: gwapiv1.GRPCRouteSpec{Rules: []gwapiv1.GRPCRouteRule{{BackendRefs: []gwapiv1.GRPCBackendRef{
+			{BackendRef: gwapiv1.BackendRef{BackendObjectReference: gwapiv1.BackendObjectReference{Name: "svc", Port: &p}}}}}}}}
+	}
+	g1, g2, g3 := port(9000), port(9000), port(9001)
+	for _, g := range []*gwapiv1.GRPCRoute{g1, g2, g3} {
+		_, _ = stripUnread(g)
+	}
+	ref := func(g *gwapiv1.GRPCRoute) *gwapiv1.PortNumber { return g.Spec.Rules[0].BackendRefs[0].Port }
+	shared("GRPCRoute backend port", ref(g1), ref(g2))
+	if ref(g1) == ref(g3) || *ref(g3) != 9001 || *ref(g1) != 9000 {
+		t.Errorf("ports 9000 and 9001 came out as %d (%p) and %d (%p)", *ref(g1), ref(g1), *ref(g3), ref(g3))
+	}
+}
+
+// capRoute is a route kind of this test's own, so that filling its canonical copies up to the
+// bound leaves the real kinds' alone.
+type capRoute struct {
+	Spec struct {
+		gwapiv1.CommonRouteSpec
+		Port *gwapiv1.PortNumber
+	}
+}
+
+// TestSharedPointersBounded: past maxSharedPerType distinct values of a field, a new value
+// keeps its own pointer (and its value); the values seen before are still shared.
+func TestSharedPointersBounded(t *testing.T) {
+	route := func(p int) *capRoute {
+		r := &capRoute{}
+		port := gwapiv1.PortNumber(p)
+		r.Spec.Port = &port
+		internRouteStatus(r)
+		return r
+	}
+	first := route(0)
+	for p := 1; p < maxSharedPerType; p++ {
+		route(p)
+	}
+	over := &capRoute{}
+	overPort := gwapiv1.PortNumber(maxSharedPerType)
+	over.Spec.Port = &overPort
+	internRouteStatus(over)
+	if over.Spec.Port != &overPort || *over.Spec.Port != maxSharedPerType {
+		t.Errorf("a value past the bound was replaced: %p (%d), want its own %p", over.Spec.Port, *over.Spec.Port, &overPort)
+	}
+	if again := route(0); again.Spec.Port != first.Spec.Port {
+		t.Error("a value seen before the bound is no longer shared")
+	}
+}

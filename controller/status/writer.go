@@ -71,7 +71,7 @@ type Options struct {
 // A Writer lives as long as one leadership term: only the leader writes status.
 type Writer struct {
 	opts  Options
-	queue workqueue.TypedRateLimitingInterface[Key]
+	queue *keyQueue
 
 	routeKinds  map[Kind]Routes
 	policyKinds map[Kind]Policies
@@ -110,11 +110,10 @@ func NewWriter(opts Options) *Writer {
 		policyKinds[Kind(p.Kind())] = p
 	}
 	return &Writer{
-		opts:        opts,
-		routeKinds:  kinds,
-		policyKinds: policyKinds,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[Key](),
-			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
+		opts:         opts,
+		routeKinds:   kinds,
+		policyKinds:  policyKinds,
+		queue:        newKeyQueue(workqueue.DefaultTypedControllerRateLimiter[Key]()),
 		classes:      map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
 		gateways:     map[types.NamespacedName]*gwapiv1.GatewayStatus{},
 		routes:       map[Key]*gwapiv1.RouteStatus{},
