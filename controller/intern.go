@@ -8,39 +8,46 @@ import (
 )
 
 // Route status strings, shared. Every cached route carries the status the controller wrote:
-// per parent the controller's name, the parent's name (its group and kind: sharedptr.go), and
-// two or three conditions' type, status, reason and message, decoded from JSON into strings of
-// their own, the same few values in each of 20,000 routes. internRouteStatus makes each such string the
+// per parent the controller's name, the parent's group, kind and name, and two or three
+// conditions' type, status, reason and message, decoded from JSON into strings of their own,
+// the same few values in each of 20,000 routes. internRouteStatus makes each such string the
 // one canonical copy (unique.Make: held weakly, so a value no object uses any more is freed).
 // Only these fields: a field whose values are per object (names, UIDs, resource versions) would
 // gain an entry in unique's map per object and cost more than it saves (docs/controller.md).
 
 // internRouteStatus interns the status strings of obj when it is a route object (any kind
-// whose status embeds a gwapiv1.RouteStatus), and its parent references' names, and makes its
-// pointers to small values shared ones (sharedptr.go); other objects are left as they are.
+// whose status embeds a gwapiv1.RouteStatus), and its spec's parent references; other objects
+// are left as they are.
 func internRouteStatus(obj any) {
-	common := commonRouteSpecOf(obj)
-	if common != nil {
-		for i := range common.ParentRefs {
-			common.ParentRefs[i].Name = internAs(common.ParentRefs[i].Name)
-		}
+	for i, refs := 0, routeParentRefsOf(obj); i < len(refs); i++ {
+		internParentRef(&refs[i])
 	}
 	parents := routeParentsOf(obj)
 	for i := range parents {
 		p := &parents[i]
 		p.ControllerName = gwapiv1.GatewayController(intern(string(p.ControllerName)))
-		p.ParentRef.Name = internAs(p.ParentRef.Name)
+		internParentRef(&p.ParentRef)
 		for j := range p.Conditions {
 			c := &p.Conditions[j]
 			c.Type, c.Reason, c.Message = intern(c.Type), intern(c.Reason), intern(c.Message)
 			c.Status = internAs(c.Status)
 		}
 	}
-	if common != nil {
-		// Nothing above writes through a pointer: once shared, a pointer's value is every
-		// route's. The group, kind, namespace and section name of a parent reference are
-		// interned by being shared.
-		sharePointers(reflect.ValueOf(obj))
+}
+
+func internParentRef(r *gwapiv1.ParentReference) {
+	if r.Group != nil {
+		*r.Group = internAs(*r.Group)
+	}
+	if r.Kind != nil {
+		*r.Kind = internAs(*r.Kind)
+	}
+	if r.Namespace != nil {
+		*r.Namespace = internAs(*r.Namespace)
+	}
+	r.Name = internAs(r.Name)
+	if r.SectionName != nil {
+		*r.SectionName = internAs(*r.SectionName)
 	}
 }
 
@@ -58,9 +65,9 @@ func routeParentsOf(obj any) []gwapiv1.RouteParentStatus {
 	return rs.Addr().Interface().(*gwapiv1.RouteStatus).Parents
 }
 
-// commonRouteSpecOf is the gwapiv1.CommonRouteSpec a route object's spec embeds, nil for other
-// objects.
-func commonRouteSpecOf(obj any) *gwapiv1.CommonRouteSpec {
+// routeParentRefsOf is the spec's parent references of a route object (every kind embeds a
+// gwapiv1.CommonRouteSpec), nil for other objects.
+func routeParentRefsOf(obj any) []gwapiv1.ParentReference {
 	spec := structField(reflect.ValueOf(obj), "Spec")
 	if !spec.IsValid() {
 		return nil
@@ -69,7 +76,7 @@ func commonRouteSpecOf(obj any) *gwapiv1.CommonRouteSpec {
 	if !common.IsValid() || common.Type() != reflect.TypeFor[gwapiv1.CommonRouteSpec]() {
 		return nil
 	}
-	return common.Addr().Interface().(*gwapiv1.CommonRouteSpec)
+	return common.Addr().Interface().(*gwapiv1.CommonRouteSpec).ParentRefs
 }
 
 // structField is field name of the struct v points to; invalid when there is none.

@@ -388,9 +388,9 @@ func stripManagedFields(obj any) (any, error) {
 // go to the /status subresource, which takes nothing but the status from the object sent, so
 // an object written back without them loses neither; every other write reads the object from
 // the API server first. Labels and the other annotations stay: selectors and modules read them.
-// A route's status strings are interned (intern.go) and its pointers to small values shared
-// (sharedptr.go): the same few values in every route.
+// A route's status strings are interned (intern.go): the same few values in every route.
 func stripUnread(obj any) (any, error) {
+	internRouteStatus(obj)
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 		if a := m.GetAnnotations(); a != nil {
@@ -400,7 +400,6 @@ func stripUnread(obj any) (any, error) {
 			}
 		}
 	}
-	internRouteStatus(obj) // after: what is dropped need not be walked
 	return obj, nil
 }
 

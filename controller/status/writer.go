@@ -71,7 +71,7 @@ type Options struct {
 // A Writer lives as long as one leadership term: only the leader writes status.
 type Writer struct {
 	opts  Options
-	queue *keyQueue
+	queue workqueue.TypedRateLimitingInterface[Key]
 
 	routeKinds  map[Kind]Routes
 	policyKinds map[Kind]Policies
@@ -110,10 +110,11 @@ func NewWriter(opts Options) *Writer {
 		policyKinds[Kind(p.Kind())] = p
 	}
 	return &Writer{
-		opts:         opts,
-		routeKinds:   kinds,
-		policyKinds:  policyKinds,
-		queue:        newKeyQueue(workqueue.DefaultTypedControllerRateLimiter[Key]()),
+		opts:        opts,
+		routeKinds:  kinds,
+		policyKinds: policyKinds,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[Key](),
+			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "status"}),
 		classes:      map[types.NamespacedName]*gwapiv1.GatewayClassStatus{},
 		gateways:     map[types.NamespacedName]*gwapiv1.GatewayStatus{},
 		routes:       map[Key]*gwapiv1.RouteStatus{},
