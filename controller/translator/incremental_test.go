@@ -53,6 +53,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	handedOver := 0                 // steps whose route status changes were known
 	usedChanges := map[changeMode]int{}
 	byChanges := 0 // translations that looked at the statuses that may have changed only
+	keptPasses := 0 // translations whose route pass was the kept set's (keep.go)
 	for _, run := range []struct {
 		mode  changeMode
 		seeds uint64
@@ -65,6 +66,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 				handedOver += r.handedOver
 				usedChanges[run.mode] += r.usedChanges
 				byChanges += r.statusesByChange
+				keptPasses += r.keptPasses
 			})
 		}
 	}
@@ -87,6 +89,10 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 		t.Errorf("no translation looked at the changed routes' statuses only: the test does not exercise statusHandOver.byChange")
 	}
 	t.Logf("translations whose statuses were looked at by change: %d", byChanges)
+	if keptPasses == 0 {
+		t.Errorf("no translation patched the kept route pass: the test does not exercise keep.go")
+	}
+	t.Logf("translations whose route pass was the kept set's: %d", keptPasses)
 }
 
 // changeMode is what a sequence tells the Incremental about each step's change.
@@ -98,7 +104,7 @@ const (
 	supersetChanges changeMode = "superset" // those and more, unchanged or absent
 )
 
-type sequenceStats struct{ statuses, carried, handedOver, usedChanges, statusesByChange int }
+type sequenceStats struct{ statuses, carried, handedOver, usedChanges, statusesByChange, keptPasses int }
 
 // sequence runs one random sequence of steps and checks every translation against a full one.
 func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *metav1.Time, mode changeMode, seed uint64, steps int) sequenceStats {
@@ -154,6 +160,9 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 		}
 		if inc.StatusesByChange() {
 			out.statusesByChange++
+		}
+		if inc.KeptPass() {
+			out.keptPasses++
 		}
 		want := translator.Translate(context.Background(), store, opts)
 		reused += inc.Reused()
