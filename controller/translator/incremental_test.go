@@ -57,7 +57,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	for _, run := range []struct {
 		mode  changeMode
 		seeds uint64
-	}{{noChanges, 6}, {exactChanges, 6}, {supersetChanges, 3}} {
+	}{{noChanges, 6}, {exactChanges, 6}, {supersetChanges, 3}, {routeChurn, 4}} {
 		for seed := range run.seeds {
 			t.Run(fmt.Sprintf("%s/seed=%d", run.mode, seed), func(t *testing.T) {
 				r := sequence(t, pool, opts, &now, run.mode, seed, steps)
@@ -102,6 +102,12 @@ const (
 	noChanges       changeMode = "none"     // Translate: the Incremental finds out
 	exactChanges    changeMode = "exact"    // the keys the informers would report
 	supersetChanges changeMode = "superset" // those and more, unchanged or absent
+	// routeChurn: every object of the pool but the routes first, then mostly route changes
+	// (and some EndpointSlice ones) told exactly, each Store sharing the lists of the kinds
+	// that did not change with the one before, as the controller's patched Store does: long
+	// runs of translations from the kept route pass (keep.go), which the other modes, whose
+	// steps change any kind, rarely make.
+	routeChurn changeMode = "churn"
 )
 
 type sequenceStats struct{ statuses, carried, handedOver, usedChanges, statusesByChange, keptPasses int }
@@ -117,9 +123,19 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 	reused := 0
 	var earlier []*translator.Result // the latest two Results, oldest first
 	var prev *translator.Store
+	if mode == routeChurn {
+		for _, id := range pool.ids {
+			if !kinds[id.gk] {
+				world[id] = pool.version(rng, id, &rv)
+			}
+		}
+	}
 	for step := range steps {
 		// Grow towards about half the pool, then churn.
 		id := pool.ids[rng.IntN(len(pool.ids))]
+		for mode == routeChurn && step > 0 && !kinds[id.gk] && (id.gk != kindOf(&discoveryv1.EndpointSlice{}) || rng.IntN(4) != 0) {
+			id = pool.ids[rng.IntN(len(pool.ids))]
+		}
 		cur, present := world[id]
 		var what string
 		switch {
@@ -143,11 +159,17 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 			*now = metav1.NewTime(now.Add(time.Second))
 		}
 		store := storeOf(world)
+		if mode == routeChurn && prev != nil {
+			shareUnchanged(store, prev, id.gk)
+		}
 		var got *translator.Result
 		if mode == noChanges {
 			got = inc.Translate(context.Background(), store, opts)
 		} else {
 			ch := informerChanges(kinds, id, what, world)
+			if mode == routeChurn && step == 0 {
+				ch.Other = true // the world came
+			}
 			if mode == supersetChanges {
 				addUnchanged(rng, ch, kinds, pool, world)
 			}
@@ -191,6 +213,28 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 	}
 	t.Logf("%d Build calls replayed, %d route statuses reused, %d translations used their changes over %d steps", reused, out.statuses, out.usedChanges, steps)
 	return out
+}
+
+// shareUnchanged gives s the lists of prev for every kind but changed, as the controller's
+// patched Store does (storepatch.go): the same objects, in the same list.
+func shareUnchanged(s, prev *translator.Store, changed schema.GroupKind) {
+	v, pv := reflect.ValueOf(s).Elem(), reflect.ValueOf(prev).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() == reflect.Slice && kindOf(reflect.Zero(f.Type().Elem()).Interface().(runtime.Object)) != changed {
+			f.Set(pv.Field(i))
+		}
+	}
+	for gk := range s.Objects {
+		if gk != changed {
+			s.Objects[gk] = prev.Objects[gk]
+		}
+	}
+	for gk, objs := range prev.Objects {
+		if _, ok := s.Objects[gk]; !ok && gk != changed {
+			s.Add(gk, objs...)
+		}
+	}
 }
 
 // routeKinds are the group kinds of the registry's route kinds that are not implicit parents:
