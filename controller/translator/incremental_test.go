@@ -52,7 +52,7 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	statusesReused, carried := 0, 0 // over all seeds: in some, no route ever attaches
 	handedOver := 0                 // steps whose route status changes were known
 	usedChanges := map[changeMode]int{}
-	byChanges := 0 // translations that looked at the statuses that may have changed only
+	byChanges := 0  // translations that looked at the statuses that may have changed only
 	keptPasses := 0 // translations whose route pass was the kept set's (keep.go)
 	for _, run := range []struct {
 		mode  changeMode

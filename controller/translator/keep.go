@@ -76,6 +76,10 @@ type keptProblem struct {
 // that gathering a changed hostname does not visit every attachment (gather); kinds counts them
 // by route kind (the kind-conflict pass).
 type keptListener struct {
+	// l stands for the listener in the placedOn of the kept states (placeID is what is read of
+	// it): a kept state would otherwise keep the listener states of the translation that made
+	// it, and their Gateway's, alive, one set per translation.
+	l      *listenerState
 	routes []*attachment
 	byHost map[string][]*attachment
 	kinds  map[schema.GroupKind]int
@@ -129,10 +133,15 @@ func (k *keptSet) add(t *session, st *routeState) {
 	if st.fresh {
 		k.freshKept = append(k.freshKept, st)
 	}
-	for j, a := range st.attachments {
-		k.listener(st.placedOn[j].pid).insert(a)
-	}
 	k.count(t, st, 1)
+	for j, a := range st.attachments {
+		kl := k.listener(st.placedOn[j].pid)
+		kl.insert(a)
+		if kl.l == nil {
+			kl.l = st.placedOn[j]
+		}
+		st.placedOn[j] = kl.l
+	}
 }
 
 // remove takes st out of the set, as add put it in.
@@ -525,6 +534,7 @@ func (t *session) rebuildKept() *keptSet {
 	for _, g := range t.gateways {
 		for _, l := range g.listeners {
 			kl := k.listener(t.placeIDOf(l))
+			kl.l = l
 			kl.routes = slices.Clone(l.routes)
 			for _, a := range l.routes {
 				for _, h := range a.hostnames {
