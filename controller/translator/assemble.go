@@ -145,6 +145,9 @@ func (t *session) addToServer(servers map[string]*serverBuild, l *listenerState)
 // entries are values: at thousands of routes one allocation per entry was a sixth of an
 // incremental translation's.
 func gather(sb *serverBuild, b *serverBuilder) map[string][]placed {
+	if vhosts, ok := gatherKept(sb, b); ok {
+		return vhosts
+	}
 	vhosts := map[string][]placed{}
 	for _, l := range sb.listeners {
 		for _, a := range l.routes {
@@ -160,6 +163,32 @@ func gather(sb *serverBuild, b *serverBuilder) map[string][]placed {
 		}
 	}
 	return vhosts
+}
+
+// gatherKept is gather from the listeners' kept lists by hostname (keep.go), when b gathers a
+// few hostnames and every listener has its kept list: the attachments of the hostnames gathered,
+// in the order gather finds them, without a visit of every attachment.
+func gatherKept(sb *serverBuild, b *serverBuilder) (map[string][]placed, bool) {
+	if b.dirty == nil {
+		return nil, false
+	}
+	for _, l := range sb.listeners {
+		if l.kept == nil {
+			return nil, false
+		}
+	}
+	vhosts := map[string][]placed{}
+	for _, l := range sb.listeners {
+		for h := range b.dirty {
+			for _, a := range l.kept.byHost[h] {
+				origin := hostnameOrigin(l.hostname, a.route.hostnames, h)
+				for _, e := range a.entries {
+					vhosts[h] = append(vhosts[h], placed{entry: e, route: a.route, parent: a.parent, origin: origin})
+				}
+			}
+		}
+	}
+	return vhosts, true
 }
 
 func (t *session) finishServer(listener string, sb *serverBuild, usedSecrets map[string]bool, useCluster func(string)) *irv1.Server {

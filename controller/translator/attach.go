@@ -65,6 +65,12 @@ type routeState struct {
 	carryEpoch, goneEpoch uint64
 	// statusSeq is the latest statusHandOver.seq that looked at the route's status.
 	statusSeq uint64
+	// kept says the state is in the Incremental's kept set (keep.go); noKeep that its
+	// attachment was made anew and cannot be replayed; kindIdx is its kind's place in the
+	// route pass's order.
+	kept    bool
+	noKeep  bool
+	kindIdx int
 }
 
 // parentStatus is the status of one of our parentRefs.
@@ -154,6 +160,9 @@ func (st *routeState) keep(rule int) bool {
 }
 
 func (t *session) translateRoutes() {
+	if t.keepRoutes() { // keep.go
+		return
+	}
 	for _, k := range t.kinds {
 		api := k.API()
 		gk := normalGroupKind(api.GroupKind())
@@ -196,6 +205,9 @@ func (t *session) translateRoutes() {
 		if t.delta != nil && !delta {
 			t.delta.tookFullPath(k, sts, epoch)
 		}
+	}
+	if t.memo != nil && t.kindLists != nil {
+		t.kept = t.rebuildKept()
 	}
 }
 
@@ -243,10 +255,11 @@ func (t *session) routeStates(k translation.RouteKind, kgk schema.GroupKind, gk 
 func (t *session) newRouteStates(k translation.RouteKind, gk gwapiv1.RouteGroupKind, rs []translation.Route) []*routeState {
 	states := make([]routeState, len(rs))
 	sts := make([]*routeState, len(rs))
+	rank := t.kindRank(k)
 	for i, r := range rs {
 		m := r.Object()
 		st := &states[i]
-		*st = routeState{kind: k, route: r, meta: m, gk: gk, key: RouteKey{
+		*st = routeState{kind: k, route: r, meta: m, gk: gk, kindIdx: rank, key: RouteKey{
 			Group: string(*gk.Group), Kind: string(gk.Kind), Namespace: m.GetNamespace(), Name: m.GetName(),
 		}}
 		if t.memo != nil {

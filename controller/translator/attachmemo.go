@@ -45,6 +45,8 @@ func (t *session) attachRoute(st *routeState, r translation.Route) {
 	if m != nil {
 		if !t.attachNotReplayable {
 			m.attach = t.attachRec
+		} else {
+			st.noKeep = true // keep.go: its record is not its attachment
 		}
 		t.attachRec = nil
 	}

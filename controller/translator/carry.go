@@ -30,7 +30,7 @@ func (t *session) carried(k translation.RouteKind, gk schema.GroupKind, r transl
 	obj := r.Object()
 	p := ifacePointer(obj)
 	rm := t.memo.byPtr[p]
-	if rm == nil || rm.seen == t.memo.epoch || rm.cur == nil || rm.curEpoch+1 != t.memo.epoch || rm.dupEpoch == rm.curEpoch ||
+	if rm == nil || rm.seen == t.memo.epoch || rm.cur == nil || !t.current(rm) || rm.dupEpoch == rm.curEpoch ||
 		ifacePointer(rm.obj) != p || rm.obj.GetResourceVersion() != obj.GetResourceVersion() {
 		return nil
 	}
@@ -47,6 +47,12 @@ func (t *session) carried(k translation.RouteKind, gk schema.GroupKind, r transl
 	t.memo.see(rm)
 	t.memo.carried++
 	return st
+}
+
+// current says rm's state is the route's state of the previous translation: one it made or
+// carried, or one it kept without a visit (keep.go).
+func (t *session) current(rm *routeMemo) bool {
+	return rm.curEpoch+1 == t.memo.epoch || (t.keptCurrent && rm.cur.kept)
 }
 
 // placesHold says the listeners st was placed on are there in this translation, and each that
@@ -109,6 +115,9 @@ func (t *session) listenersOfPlaces() []*listenerState {
 // appendRoute appends a to l's routes, which the first time get the capacity of the previous
 // translation's list: growing them by doubling was a tenth of a route change's allocations.
 func (t *session) appendRoute(l *listenerState, a *attachment) {
+	if t.keeping {
+		return // the kept lists take it (keep.go)
+	}
 	if l.routes == nil && l.pidSet && int(l.pid) < len(t.routesHint) {
 		l.routes = make([]*attachment, 0, t.routesHint[l.pid]+1)
 	}

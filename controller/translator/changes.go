@@ -58,40 +58,12 @@ func (t *session) deltaRoutes(k translation.RouteKind, gk schema.GroupKind, rgk 
 	if _, implicit := k.(translation.ImplicitParentKind); implicit {
 		return nil, false // never carried (carry.go), and their objects are the world's
 	}
-	kl := d.lists[gk]
-	if kl == nil {
+	kl, routes, ok := d.check(k, gk)
+	if !ok {
 		return nil, false
 	}
 	changed := d.changes.Routes[gk]
-	if kl.byName == nil {
-		kl.byName = make(map[types.NamespacedName]*routeState, len(kl.sts))
-		for _, st := range kl.sts {
-			kl.byName[nn(st.key.Namespace, st.key.Name)] = st
-		}
-		if len(kl.byName) != len(kl.sts) {
-			return nil, false // two routes of one name: only the full path knows their order
-		}
-	}
-	// Do the changes add up to the Store? And are the changed objects routes of k?
-	n := len(kl.sts)
-	routes := make(map[types.NamespacedName]translation.Route, len(changed))
-	for key, obj := range changed {
-		if kl.byName[key] != nil {
-			n--
-		}
-		if obj == nil {
-			continue
-		}
-		r, isRoute := k.Route(obj)
-		if !isRoute || obj.GetNamespace() != key.Namespace || obj.GetName() != key.Name {
-			return nil, false // a Problem the path without changes reports
-		}
-		routes[key] = r
-		n++
-	}
-	if n != len(t.store.Objects[gk]) {
-		return nil, false
-	}
+	n := len(t.store.Objects[gk])
 	epoch := t.memo.epoch
 	for key := range changed {
 		if st := kl.byName[key]; st != nil {
@@ -131,11 +103,52 @@ func (t *session) deltaRoutes(k translation.RouteKind, gk schema.GroupKind, rgk 
 	return sts, true
 }
 
+// check says whether the changes of kind k (of API group kind gk) add up to the Store: the
+// kind's states are one per name, and the Store holds as many routes as the previous
+// translation's and the changes make, each changed object a route of k. It returns the kind's
+// list and the changed routes that the Store holds.
+func (d *deltaInput) check(k translation.RouteKind, gk schema.GroupKind) (*kindList, map[types.NamespacedName]translation.Route, bool) {
+	kl := d.lists[gk]
+	if kl == nil {
+		return nil, nil, false
+	}
+	changed := d.changes.Routes[gk]
+	if kl.byName == nil {
+		kl.byName = make(map[types.NamespacedName]*routeState, len(kl.sts))
+		for _, st := range kl.sts {
+			kl.byName[nn(st.key.Namespace, st.key.Name)] = st
+		}
+	}
+	if len(kl.byName) != len(kl.sts) {
+		return nil, nil, false // two routes of one name: only the full path knows their order
+	}
+	n := len(kl.sts)
+	routes := make(map[types.NamespacedName]translation.Route, len(changed))
+	for key, obj := range changed {
+		if kl.byName[key] != nil {
+			n--
+		}
+		if obj == nil {
+			continue
+		}
+		r, isRoute := k.Route(obj)
+		if !isRoute || obj.GetNamespace() != key.Namespace || obj.GetName() != key.Name {
+			return nil, nil, false // a Problem the path without changes reports
+		}
+		routes[key] = r
+		n++
+	}
+	if n != len(d.store.Objects[gk]) {
+		return nil, nil, false
+	}
+	return kl, routes, true
+}
+
 // carriable is carried's test for st, a state of the previous translation that the changes do
 // not name: its object is the same, so no lookup by address is needed to find its record.
 func (t *session) carriable(k translation.RouteKind, gk schema.GroupKind, st *routeState) bool {
 	rm := st.memo
-	if rm == nil || rm.cur != st || rm.seen == t.memo.epoch || rm.curEpoch+1 != t.memo.epoch || rm.dupEpoch == rm.curEpoch ||
+	if rm == nil || rm.cur != st || rm.seen == t.memo.epoch || !t.current(rm) || rm.dupEpoch == rm.curEpoch ||
 		st.fresh || rm.attach == nil || rm.validate == nil {
 		return false
 	}
@@ -190,6 +203,7 @@ func searchYounger(prev []*routeState, a *routeState) int {
 // deltaInput is a session's view of usable Changes.
 type deltaInput struct {
 	changes *Changes
+	store   *Store
 	lists   map[schema.GroupKind]*kindList
 	// gone are the previous translation's states this one does not carry over: those the
 	// changes name, and those made anew from their records; fresh the states made anew.

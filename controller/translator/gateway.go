@@ -78,6 +78,8 @@ type listenerState struct {
 	// attached counts the accepted routes attached; routes are what to place in the snapshot.
 	attached int32
 	routes   []*attachment
+	// kept is the listener's kept list when routes is it (keep.go).
+	kept *keptListener
 	// crossRoute says a pass over several routes took an attachment off the listener or changed
 	// its hostnames (kind conflicts, implicit routes yielding): its virtual hosts are not only
 	// the sum of its routes' own records (vhosts.go).

@@ -76,6 +76,7 @@ func dropImplicitStatus(res *Result) {
 // The implicit route leaves that hostname (its attachment no longer places entries on it) and is
 // told so with a Warning, which the controller turns into an Event and a log line.
 func (t *session) yieldToGatewayAPI() {
+	var warned []*routeState // the routes warned here: the others' warnings are in already
 	for _, g := range t.gateways {
 		if g.key.Namespace != translation.ImplicitNamespace {
 			continue
@@ -94,6 +95,7 @@ func (t *session) yieldToGatewayAPI() {
 				if !ok || !ik.YieldsToGatewayAPI() {
 					continue
 				}
+				warned = append(warned, a.route)
 				if slices.Contains(a.hostnames, l.hostname) && len(a.route.hostnames) == 0 {
 					// The route serves any host (a rule without one, a default backend): its rules'
 					// hosts share the listener's catch-all, below every more specific Gateway API host.
@@ -122,7 +124,10 @@ func (t *session) yieldToGatewayAPI() {
 			}
 		}
 	}
-	for _, st := range t.routes {
+	for _, st := range warned {
+		if len(st.parents) == 0 {
+			continue
+		}
 		for _, p := range st.warnings {
 			t.warnings[p.Error()] = p
 		}

@@ -66,6 +66,10 @@ type Incremental struct {
 	lists       map[schema.GroupKind]*kindList
 	routesHint  []int32
 	usedChanges bool
+	// keptPass says the latest translation's route pass was the kept set's (keep.go).
+	keptPass bool
+	// kept is the latest translation's route pass, kept for the next (keep.go).
+	kept *keptSet
 	// stats of the latest translation.
 	reused, built, statuses, carried int
 }
@@ -95,6 +99,7 @@ func (inc *Incremental) TranslateChanges(ctx context.Context, store *Store, opts
 		inc.routes = newMemoIndex() // the world changed: nothing recorded holds any more
 		inc.vhosts = vhostMemo{}    // their entries are of records of a world that is gone
 		inc.lists, inc.routesHint = nil, nil
+		inc.kept = nil
 	}
 	inc.world = w
 	inc.routes.epoch++
@@ -107,8 +112,15 @@ func (inc *Incremental) TranslateChanges(ctx context.Context, store *Store, opts
 	t.handOver = &inc.handOver
 	t.kindLists = map[schema.GroupKind]*kindList{}
 	t.routesHint = inc.routesHint
+	if k := inc.kept; k != nil && k.epoch+1 == inc.routes.epoch {
+		t.kept, t.keptCurrent = k, true
+		for _, st := range k.freshKept {
+			st.fresh = false // its records say all of it now (keep.go)
+		}
+		k.freshKept = nil
+	}
 	if usable && !fresh {
-		t.delta = &deltaInput{changes: ch, lists: inc.lists, allKinds: true}
+		t.delta = &deltaInput{changes: ch, store: t.store, lists: inc.lists, allKinds: true}
 		t.ages = nil // the kept lists are the age order; the next translation without changes sorts afresh
 		inc.ages = ageOrder{}
 	}
@@ -133,16 +145,27 @@ func (inc *Incremental) TranslateChanges(ctx context.Context, store *Store, opts
 	if t.delta != nil {
 		t.delta.forgetGone(&inc.routes)
 	}
-	inc.routes.sweep()
+	if !t.keeping {
+		inc.routes.sweep() // a kept route's record is not seen, and forgetGone found those that left
+	}
+	inc.kept = t.kept
+	if inc.kept != nil {
+		inc.kept.epoch = inc.routes.epoch
+	}
 	inc.lists = t.kindLists
 	inc.keep = store
 	inc.reused, inc.built, inc.statuses, inc.carried = t.memo.reused, t.memo.built, t.memo.statuses, t.memo.carried
 	inc.usedChanges = t.delta != nil
+	inc.keptPass = t.keeping
 	return res
 }
 
 // UsedChanges says whether the latest translation used the Changes it was given.
 func (inc *Incremental) UsedChanges() bool { return inc.usedChanges }
+
+// KeptPass says whether the latest translation patched the kept route pass of the one before
+// (keep.go) rather than visiting every route.
+func (inc *Incremental) KeptPass() bool { return inc.keptPass }
 
 // StatusesByChange says whether the latest translation looked only at the route statuses that
 // may have changed (statuschanges.go), not at every route's.

@@ -52,19 +52,25 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 	statusesReused, carried := 0, 0 // over all seeds: in some, no route ever attaches
 	handedOver := 0                 // steps whose route status changes were known
 	usedChanges := map[changeMode]int{}
-	byChanges := 0 // translations that looked at the statuses that may have changed only
+	byChanges := 0  // translations that looked at the statuses that may have changed only
+	keptPasses := 0 // translations whose route pass was the kept set's (keep.go)
 	for _, run := range []struct {
 		mode  changeMode
 		seeds uint64
-	}{{noChanges, 6}, {exactChanges, 6}, {supersetChanges, 3}} {
+	}{{noChanges, 6}, {exactChanges, 6}, {supersetChanges, 3}, {routeChurn, 2}} {
 		for seed := range run.seeds {
 			t.Run(fmt.Sprintf("%s/seed=%d", run.mode, seed), func(t *testing.T) {
-				r := sequence(t, pool, opts, &now, run.mode, seed, steps)
+				n := steps
+				if run.mode == routeChurn {
+					n = steps / 2 // its world is the whole pool: each step's full translation costs more
+				}
+				r := sequence(t, pool, opts, &now, run.mode, seed, n)
 				statusesReused += r.statuses
 				carried += r.carried
 				handedOver += r.handedOver
 				usedChanges[run.mode] += r.usedChanges
 				byChanges += r.statusesByChange
+				keptPasses += r.keptPasses
 			})
 		}
 	}
@@ -87,6 +93,10 @@ func TestIncrementalEqualsTranslate(t *testing.T) {
 		t.Errorf("no translation looked at the changed routes' statuses only: the test does not exercise statusHandOver.byChange")
 	}
 	t.Logf("translations whose statuses were looked at by change: %d", byChanges)
+	if keptPasses == 0 {
+		t.Errorf("no translation patched the kept route pass: the test does not exercise keep.go")
+	}
+	t.Logf("translations whose route pass was the kept set's: %d", keptPasses)
 }
 
 // changeMode is what a sequence tells the Incremental about each step's change.
@@ -96,9 +106,15 @@ const (
 	noChanges       changeMode = "none"     // Translate: the Incremental finds out
 	exactChanges    changeMode = "exact"    // the keys the informers would report
 	supersetChanges changeMode = "superset" // those and more, unchanged or absent
+	// routeChurn: every object of the pool but the routes first, then mostly route changes
+	// (and some EndpointSlice ones) told exactly, each Store sharing the lists of the kinds
+	// that did not change with the one before, as the controller's patched Store does: long
+	// runs of translations from the kept route pass (keep.go), which the other modes, whose
+	// steps change any kind, rarely make.
+	routeChurn changeMode = "churn"
 )
 
-type sequenceStats struct{ statuses, carried, handedOver, usedChanges, statusesByChange int }
+type sequenceStats struct{ statuses, carried, handedOver, usedChanges, statusesByChange, keptPasses int }
 
 // sequence runs one random sequence of steps and checks every translation against a full one.
 func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *metav1.Time, mode changeMode, seed uint64, steps int) sequenceStats {
@@ -111,9 +127,19 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 	reused := 0
 	var earlier []*translator.Result // the latest two Results, oldest first
 	var prev *translator.Store
+	if mode == routeChurn {
+		for _, id := range pool.ids {
+			if !kinds[id.gk] {
+				world[id] = pool.version(rng, id, &rv)
+			}
+		}
+	}
 	for step := range steps {
 		// Grow towards about half the pool, then churn.
 		id := pool.ids[rng.IntN(len(pool.ids))]
+		for mode == routeChurn && step > 0 && !kinds[id.gk] && (id.gk != kindOf(&discoveryv1.EndpointSlice{}) || rng.IntN(4) != 0) {
+			id = pool.ids[rng.IntN(len(pool.ids))]
+		}
 		cur, present := world[id]
 		var what string
 		switch {
@@ -137,11 +163,17 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 			*now = metav1.NewTime(now.Add(time.Second))
 		}
 		store := storeOf(world)
+		if mode == routeChurn && prev != nil {
+			shareUnchanged(store, prev, id.gk)
+		}
 		var got *translator.Result
 		if mode == noChanges {
 			got = inc.Translate(context.Background(), store, opts)
 		} else {
 			ch := informerChanges(kinds, id, what, world)
+			if mode == routeChurn && step == 0 {
+				ch.Other = true // the world came
+			}
 			if mode == supersetChanges {
 				addUnchanged(rng, ch, kinds, pool, world)
 			}
@@ -154,6 +186,9 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 		}
 		if inc.StatusesByChange() {
 			out.statusesByChange++
+		}
+		if inc.KeptPass() {
+			out.keptPasses++
 		}
 		want := translator.Translate(context.Background(), store, opts)
 		reused += inc.Reused()
@@ -182,6 +217,28 @@ func sequence(t *testing.T, pool *objectPool, opts translator.Options, now *meta
 	}
 	t.Logf("%d Build calls replayed, %d route statuses reused, %d translations used their changes over %d steps", reused, out.statuses, out.usedChanges, steps)
 	return out
+}
+
+// shareUnchanged gives s the lists of prev for every kind but changed, as the controller's
+// patched Store does (storepatch.go): the same objects, in the same list.
+func shareUnchanged(s, prev *translator.Store, changed schema.GroupKind) {
+	v, pv := reflect.ValueOf(s).Elem(), reflect.ValueOf(prev).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() == reflect.Slice && kindOf(reflect.Zero(f.Type().Elem()).Interface().(runtime.Object)) != changed {
+			f.Set(pv.Field(i))
+		}
+	}
+	for gk := range s.Objects {
+		if gk != changed {
+			s.Objects[gk] = prev.Objects[gk]
+		}
+	}
+	for gk, objs := range prev.Objects {
+		if _, ok := s.Objects[gk]; !ok && gk != changed {
+			s.Add(gk, objs...)
+		}
+	}
 }
 
 // routeKinds are the group kinds of the registry's route kinds that are not implicit parents:

@@ -72,11 +72,17 @@ func (t *session) listenerKindConflicts(l *listenerState, pairs map[kindPair]boo
 	// Routes of one kind come in runs (translateRoutes goes kind by kind): only a change of kind
 	// is hashed into the map.
 	present := map[schema.GroupKind]bool{}
-	var last *routeState
-	for _, a := range l.routes {
-		if last == nil || a.route.key.Kind != last.key.Kind || a.route.key.Group != last.key.Group {
-			present[routeGroupKind(a.route)] = true
-			last = a.route
+	if l.kept != nil {
+		for gk := range l.kept.kinds { // keep.go counts them
+			present[gk] = true
+		}
+	} else {
+		var last *routeState
+		for _, a := range l.routes {
+			if last == nil || a.route.key.Kind != last.key.Kind || a.route.key.Group != last.key.Group {
+				present[routeGroupKind(a.route)] = true
+				last = a.route
+			}
 		}
 	}
 	if len(present) < 2 {
@@ -150,13 +156,13 @@ func (t *session) listenerKindConflicts(l *listenerState, pairs map[kindPair]boo
 		return
 	}
 	l.crossRoute = true
-	routes := l.routes[:0]
+	routes := make([]*attachment, 0, len(l.routes)-len(lost)) // l.routes may be a kept list (keep.go)
 	for _, a := range l.routes {
 		if !lost[a] {
 			routes = append(routes, a)
 		}
 	}
-	l.routes = routes
+	l.routes, l.kept = routes, nil
 }
 
 // kindConflict is a listener a parentRef lost to an older route of an exclusive kind.

@@ -148,11 +148,12 @@ func (h *statusHandOver) byChange(t *session, touched []*routeState, res *Result
 	}
 	for _, rm := range h.irregular {
 		// Not carried: among t.uncarried if it is still a route of t.
-		if st := rm.cur; rm.curEpoch == epoch && st.carryEpoch == epoch && len(st.parents) > 0 {
+		if st := rm.cur; ((rm.curEpoch == epoch && st.carryEpoch == epoch) || (t.keeping && st.kept)) && len(st.parents) > 0 {
 			look(st)
 		}
 	}
-	if len(cands) > 64 && len(cands) > len(t.routes)/4 {
+	n := t.routeCount()
+	if len(cands) > 64 && len(cands) > n/4 {
 		return false // as many as that: everyRoute is as cheap, and can rebuild
 	}
 	statuses := h.scratch[:0]
@@ -165,7 +166,7 @@ func (h *statusHandOver) byChange(t *session, touched []*routeState, res *Result
 	}
 	h.scratch = statuses
 	defer clear(h.scratch) // no status kept alive from here
-	t.memo.statuses += len(t.routes) - len(cands)
+	t.memo.statuses += n - len(cands)
 	edit := editRouteStatuses(h.routes)
 	set := make(map[RouteKey]bool, len(cands))
 	for i, st := range cands {
@@ -193,7 +194,7 @@ func (h *statusHandOver) byChange(t *session, touched []*routeState, res *Result
 		}
 	}
 	out := edit.done()
-	if out.Len() != len(t.routes) || len(h.owners) != len(t.routes) {
+	if out.Len() != n || len(h.owners) != n {
 		h.owners = nil // a key of two routes, or one that left unseen: build afresh
 		return false
 	}
@@ -209,6 +210,7 @@ func (h *statusHandOver) everyRoute(t *session, res *Result, c *routeChanges, af
 	statuses := h.scratch[:0]
 	var changed []int // indexes into t.routes of the routes whose status is not the same
 	dup := false
+	t.allRoutes()
 	for i, st := range t.routes {
 		rs, same := t.routeStatusOf(st)
 		if afterByChange && !same && h.owners != nil && st.memo != nil {
@@ -273,6 +275,32 @@ func (h *statusHandOver) update(t *session, statuses []*gwapiv1.RouteStatus, cha
 	res.Routes = routes.done()
 	h.routes = res.Routes
 	return true
+}
+
+// routeCount is the number of routes with one of our parents (len(t.routes), which a route
+// pass from the kept set does not make: allRoutes).
+func (t *session) routeCount() int {
+	if t.keeping {
+		return t.routeN
+	}
+	return len(t.routes)
+}
+
+// allRoutes makes t.routes, when the route pass was the kept set's, from the kinds' lists.
+func (t *session) allRoutes() []*routeState {
+	if t.keeping && t.routes == nil {
+		t.routes = make([]*routeState, 0, t.routeN)
+		for _, k := range t.kinds {
+			if kl := t.kindLists[k.API().GVK.GroupKind()]; kl != nil {
+				for _, st := range kl.sts {
+					if len(st.parents) > 0 {
+						t.routes = append(t.routes, st)
+					}
+				}
+			}
+		}
+	}
+	return t.routes
 }
 
 // rebuild makes res.Routes afresh, and the owners for the next translation.

@@ -130,6 +130,14 @@ type session struct {
 	// routesHint is the number of attachments of each listener in the previous translation,
 	// by placeID, to size the listeners' lists of routes once.
 	routesHint []int32
+	// kept is the kept route pass of the previous translation, and then of this one (keep.go);
+	// keeping says this translation's route pass patched it, so t.routes is not made unless
+	// asked for (allRoutes) and routeN counts the routes with parents; keptCurrent says the
+	// states marked kept were states of the previous translation.
+	kept        *keptSet
+	keeping     bool
+	routeN      int
+	keptCurrent bool
 }
 
 func newSession(ctx context.Context, store *Store, opts Options) *session {
