@@ -125,15 +125,21 @@ func (k *keptSet) listener(id placeID) *keptListener {
 	return k.listeners[id]
 }
 
-// add puts st into the set: its attachments into its listeners' lists (in order), its records'
-// effects, problems and warnings into the counts.
-func (k *keptSet) add(t *session, st *routeState) {
+// take counts st among the kept states: marked, numbered, remembered as fresh if it is, and its
+// records' effects, problems and warnings counted.
+func (k *keptSet) take(t *session, st *routeState) {
 	st.kept = true
 	k.n++
 	if st.fresh {
 		k.freshKept = append(k.freshKept, st)
 	}
 	k.count(t, st, 1)
+}
+
+// add puts st into the set: its attachments into its listeners' lists (in order), its records'
+// effects, problems and warnings into the counts.
+func (k *keptSet) add(t *session, st *routeState) {
+	k.take(t, st)
 	for j, a := range st.attachments {
 		kl := k.listener(st.placedOn[j].pid)
 		kl.insert(a)
@@ -523,12 +529,7 @@ func (t *session) rebuildKept() *keptSet {
 				k.pending = append(k.pending, st)
 				continue
 			}
-			st.kept = true
-			k.n++
-			if st.fresh {
-				k.freshKept = append(k.freshKept, st)
-			}
-			k.count(t, st, 1)
+			k.take(t, st)
 		}
 	}
 	for _, g := range t.gateways {
