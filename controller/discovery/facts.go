@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,7 +26,7 @@ type vhostFacts struct {
 func factsOfVhost(vh *irv1.VirtualHost) *vhostFacts {
 	f := &vhostFacts{}
 	add := func(mc *irv1.ModuleConfig) {
-		if id := mc.GetId(); id != "" && !contains(f.modules, id) {
+		if id := mc.GetId(); id != "" && !slices.Contains(f.modules, id) {
 			f.modules = append(f.modules, id)
 		}
 	}
@@ -38,7 +39,7 @@ func factsOfVhost(vh *irv1.VirtualHost) *vhostFacts {
 			for _, mc := range be.GetFilters() {
 				add(mc)
 			}
-			if c := be.GetCluster(); c != "" && !contains(f.clusters, c) {
+			if c := be.GetCluster(); c != "" && !slices.Contains(f.clusters, c) {
 				f.clusters = append(f.clusters, c)
 			}
 		}
@@ -50,15 +51,6 @@ func factsOfVhost(vh *irv1.VirtualHost) *vhostFacts {
 func (f *vhostFacts) names(lacks map[string]bool) bool {
 	for _, id := range f.modules {
 		if lacks[id] {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
 			return true
 		}
 	}

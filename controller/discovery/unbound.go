@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,22 +29,13 @@ func gatewaySections(snap *irv1.Snapshot) map[gwKey]map[string][]string {
 				if out[k] == nil {
 					out[k] = map[string][]string{}
 				}
-				if secs := out[k][l.GetName()]; !containsString(secs, parts[2]) {
+				if secs := out[k][l.GetName()]; !slices.Contains(secs, parts[2]) {
 					out[k][l.GetName()] = append(secs, parts[2])
 				}
 			}
 		}
 	}
 	return out
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // failures lists what the proxies serving Gateway k cannot bind of its listeners in the latest
